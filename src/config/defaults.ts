@@ -1,0 +1,25 @@
+/** Every default in one place. */
+export const DEFAULTS = {
+  port: 3000,
+  host: '0.0.0.0',
+  logLevel: 'info',
+  dataDir: './data',
+  databaseUrl: 'sqlite:./data/baton.db',
+  sqliteSynchronous: 'NORMAL',
+  workspaceProvider: 'local',
+  botDevUsername: 'claude-dev',
+  botReviewUsername: 'claude-review',
+  queue: {
+    concurrency: 2,
+    perRepositoryConcurrency: 0,
+    maxAttempts: 3,
+    backoffBaseMs: 5_000,
+    backoffMaxMs: 10 * 60_000,
+    leaseMs: 60_000,
+    pollMs: 5_000,
+    retentionDays: 30,
+  },
+  cleanup: { concurrency: 5, maxAttempts: 5, backoffBaseMs: 10_000 },
+  staleWorkspaceMinutes: 120,
+  schedules: { timezone: 'UTC', maintenance: '0 9 * * 1' },
+} as const;

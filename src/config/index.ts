@@ -1,0 +1,5 @@
+export { loadConfig, FILE_SECTIONS, type Env, type LoadedConfig } from './load.js';
+export { ConfigError, Problems, show } from './problems.js';
+export { describeConfig, maskUrlPassword } from './describe.js';
+export { DEFAULTS } from './defaults.js';
+export type * from './types.js';

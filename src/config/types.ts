@@ -1,0 +1,63 @@
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+export type WorkspaceProviderName = 'local' | 'coder';
+
+export interface MaintenanceRepo {
+  owner: string;
+  repo: string;
+  cloneUrl: string;
+}
+
+export interface BotAccount {
+  username: string;
+  /** Absent when no forge is configured. */
+  token?: string;
+}
+
+export interface QueueConfig {
+  /** Live workspaces (provisioning + running) across all repositories. */
+  concurrency: number;
+  /** Live workspaces per repository; 0 = no per-repository limit. */
+  perRepositoryConcurrency: number;
+  /** Provisioning attempts before a run is `dead`. */
+  maxAttempts: number;
+  /** First retry delay; doubles per attempt, with jitter. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long a provisioning claim stays valid without a heartbeat. */
+  leaseMs: number;
+  /** Fallback poll; wake-ups normally come from signals, this only catches anything missed. */
+  pollMs: number;
+  /** Finished runs older than this are deleted. */
+  retentionDays: number;
+}
+
+export interface CleanupConfig {
+  concurrency: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  logLevel: LogLevel;
+  /** Root for the SQLite file, local workspaces and logs. */
+  dataDir: string;
+  database: { url: string; sqliteSynchronous: 'NORMAL' | 'FULL' };
+  workspaceProvider: WorkspaceProviderName;
+  /** Base URL at which workspaces reach this server. */
+  callbackUrl: string;
+  queue: QueueConfig;
+  cleanup: CleanupConfig;
+  staleWorkspaceMinutes: number;
+  schedules: { timezone: string; maintenance: string };
+  maintenanceRepos: MaintenanceRepo[];
+  gitea: { url?: string; webhookSecret?: string };
+  bots: { dev: BotAccount; review: BotAccount };
+  coder: { url?: string; token?: string; templateId?: string };
+  claude: { oauthToken?: string };
+  /** Path of the baton.yaml that was read, if any. */
+  configFile?: string;
+  /** The parsed baton.yaml; sections owned by other modules are validated there. */
+  file: Record<string, unknown>;
+}

@@ -1,0 +1,181 @@
+import { sql, type Kysely } from 'kysely';
+import type pg from 'pg';
+import { parseDatabaseUrl } from './database-url.js';
+import { applyMigrations, listPendingMigrations, type MigrationResult } from './migrate.js';
+import { createPgClient, createPgPool, createPostgresKysely } from './postgres.js';
+import type { Database } from './schema.js';
+import { createSqliteKysely, type SqliteSynchronous } from './sqlite.js';
+
+export type { Database } from './schema.js';
+export * from './schema.js';
+export { isUniqueViolation, isConnectionError } from './errors.js';
+export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
+export type { MigrationResult } from './migrate.js';
+export { migrations, type Migration } from './migrations/index.js';
+
+export type StoreDialect = 'sqlite' | 'postgres';
+
+export interface StoreOptions {
+  /** `sqlite:PATH` or `postgres://…`. */
+  url: string;
+  /** SQLite only. @default 'NORMAL' */
+  sqliteSynchronous?: SqliteSynchronous;
+  /** PostgreSQL only: schema to use instead of `public` (tests isolate themselves this way). */
+  schema?: string;
+  /** PostgreSQL only. @default 10 */
+  poolSize?: number;
+}
+
+/**
+ * The one database handle. Queries go through `db` (Kysely, typed by ./schema.ts); anything that
+ * must be atomic goes through `transaction`.
+ */
+export interface Store {
+  readonly dialect: StoreDialect;
+  readonly db: Kysely<Database>;
+  /**
+   * Runs `fn` in one transaction. On SQLite it is `BEGIN IMMEDIATE`: the single writer lock is
+   * taken up front, which is what makes read-then-write claims atomic across processes.
+   */
+  transaction<T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T>;
+  migrate(): Promise<MigrationResult>;
+  pendingMigrations(): Promise<string[]>;
+  /** Throws when the database cannot answer. */
+  ping(): Promise<void>;
+  /**
+   * Asks other processes sharing the database to wake up (PostgreSQL `NOTIFY`, delivered at
+   * commit). Send at most one per transaction. A no-op on SQLite, where one process owns the file.
+   */
+  notify(trx: Kysely<Database>, channel: string): Promise<void>;
+  /**
+   * Calls `onMessage` for every notification on `channel` from any process. Reconnects on its own
+   * after the connection drops. Resolves to a function that stops listening.
+   */
+  listen(channel: string, onMessage: () => void): Promise<() => Promise<void>>;
+  close(): Promise<void>;
+}
+
+export function createStore(options: StoreOptions): Store {
+  const target = parseDatabaseUrl(options.url);
+  if ('error' in target) throw new Error(`DATABASE_URL ${target.error}, got "${options.url}"`);
+  return target.kind === 'sqlite'
+    ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL')
+    : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize });
+}
+
+function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store {
+  const db = createSqliteKysely(file, synchronous);
+  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
+    db.connection().execute(async (conn) => {
+      await sql`BEGIN IMMEDIATE`.execute(conn);
+      try {
+        const result = await fn(conn);
+        await sql`COMMIT`.execute(conn);
+        return result;
+      } catch (err) {
+        await sql`ROLLBACK`.execute(conn).catch(() => {});
+        throw err;
+      }
+    });
+  return {
+    dialect: 'sqlite',
+    db,
+    transaction,
+    migrate: () => applyMigrations(db, 'sqlite', transaction),
+    pendingMigrations: () => listPendingMigrations(db, 'sqlite'),
+    ping: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+    notify: async () => {},
+    listen: async () => async () => {},
+    close: once(() => db.destroy()),
+  };
+}
+
+function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }): Store {
+  const pool = createPgPool(options);
+  const db = createPostgresKysely(pool);
+  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> => db.transaction().execute(fn);
+  const listeners = new Set<() => Promise<void>>();
+  return {
+    dialect: 'postgres',
+    db,
+    transaction,
+    migrate: () => applyMigrations(db, 'postgres', transaction),
+    pendingMigrations: () => listPendingMigrations(db, 'postgres'),
+    ping: async () => {
+      await sql`SELECT 1`.execute(db);
+    },
+    notify: async (trx, channel) => {
+      await sql`SELECT pg_notify(${channel}, '')`.execute(trx);
+    },
+    listen: async (channel, onMessage) => {
+      const stop = await listenWithReconnect(options, channel, onMessage);
+      listeners.add(stop);
+      return async () => {
+        listeners.delete(stop);
+        await stop();
+      };
+    },
+    close: once(async () => {
+      await Promise.all([...listeners].map((stop) => stop()));
+      await db.destroy();
+    }),
+  };
+}
+
+/**
+ * A dedicated connection that LISTENs. When it drops, it reconnects with backoff and calls
+ * `onMessage` once, because notifications sent while it was away are lost.
+ */
+async function listenWithReconnect(
+  options: { url: string; schema?: string },
+  channel: string,
+  onMessage: () => void,
+): Promise<() => Promise<void>> {
+  let stopped = false;
+  let client: pg.Client | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let delay = 250;
+  const quoted = `"${channel.replace(/"/g, '""')}"`;
+
+  const connect = async (): Promise<void> => {
+    const next = createPgClient(options);
+    next.on('notification', () => onMessage());
+    next.on('error', () => scheduleReconnect());
+    next.on('end', () => scheduleReconnect());
+    await next.connect();
+    await next.query(`LISTEN ${quoted}`);
+    client = next;
+    delay = 250;
+  };
+  const scheduleReconnect = (): void => {
+    if (stopped || retryTimer) return;
+    client?.removeAllListeners();
+    client?.end().catch(() => {});
+    client = undefined;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      connect().then(onMessage, () => {
+        delay = Math.min(delay * 2, 10_000);
+        scheduleReconnect();
+      });
+    }, delay);
+    retryTimer.unref();
+  };
+
+  await connect();
+  return async () => {
+    stopped = true;
+    if (retryTimer) clearTimeout(retryTimer);
+    const current = client;
+    client = undefined;
+    current?.removeAllListeners();
+    await current?.end().catch(() => {});
+  };
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let pending: Promise<void> | undefined;
+  return () => (pending ??= fn());
+}

@@ -1,0 +1,11 @@
+import { core } from './0001-core.js';
+import type { Migration } from './types.js';
+
+export type { Migration } from './types.js';
+
+/**
+ * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
+ * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces.
+ */
+export const migrations: readonly Migration[] = [core].sort((a, b) => a.name.localeCompare(b.name));

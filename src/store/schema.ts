@@ -1,0 +1,95 @@
+/**
+ * Table row types, exactly as stored (snake_case). Domain objects (camelCase) are mapped at the
+ * module boundary of whoever owns the table (runs/ owns runs and run_events).
+ *
+ * Conventions that keep SQLite and PostgreSQL identical:
+ * - timestamps are epoch milliseconds (`bigint` on PostgreSQL, parsed back to number);
+ * - booleans are integers 0/1;
+ * - structured values are JSON text.
+ */
+import type { Generated } from 'kysely';
+
+export interface RunsTable {
+  id: Generated<number>;
+  key: string;
+  stage: string;
+  owner: string;
+  repo: string;
+  number: number | null;
+  status: string;
+  payload: string;
+  attempts: number;
+  max_attempts: number;
+  run_at: number;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  workspace_name: string | null;
+  workspace_id: string | null;
+  callback_token_hash: string | null;
+  followup: number;
+  followup_payload: string | null;
+  last_error: string | null;
+  exit_code: number | null;
+  summary: string | null;
+  usage: string | null;
+  cost_usd: number | null;
+  duration_ms: number | null;
+  created_at: number;
+  updated_at: number;
+  claimed_at: number | null;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+export interface RunEventsTable {
+  id: Generated<number>;
+  run_id: number;
+  type: string;
+  from_status: string | null;
+  to_status: string | null;
+  data: string | null;
+  created_at: number;
+}
+
+/** A single row (id = 1) shared by every replica: the pause switch and the claim lock. */
+export interface DispatchStateTable {
+  id: number;
+  paused: number;
+  updated_at: number;
+}
+
+/** One row per cron slot that has fired: the primary key makes a slot fire once across replicas. */
+export interface ScheduleFiresTable {
+  name: string;
+  slot: number;
+  run_id: number | null;
+  created_at: number;
+}
+
+export interface TeardownsTable {
+  id: Generated<number>;
+  run_id: number | null;
+  workspace_name: string;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+export interface MigrationsTable {
+  name: string;
+  applied_at: number;
+}
+
+export interface Database {
+  runs: RunsTable;
+  run_events: RunEventsTable;
+  dispatch_state: DispatchStateTable;
+  schedule_fires: ScheduleFiresTable;
+  teardowns: TeardownsTable;
+  baton_migrations: MigrationsTable;
+}

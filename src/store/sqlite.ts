@@ -1,0 +1,42 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import type { Database as Tables } from './schema.js';
+
+export type SqliteSynchronous = 'NORMAL' | 'FULL';
+
+export function createSqliteKysely(file: string, synchronous: SqliteSynchronous): Kysely<Tables> {
+  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  const raw = new Database(file);
+  raw.pragma('journal_mode = WAL');
+  // NORMAL in WAL mode survives a process crash (only an OS crash can lose the last commits).
+  raw.pragma(`synchronous = ${synchronous}`);
+  raw.pragma('busy_timeout = 5000');
+  raw.pragma('foreign_keys = ON');
+  return new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+}
+
+/**
+ * Kysely prepares every query afresh; the run engine issues the same few statements thousands of
+ * times a second, so reuse prepared statements by their SQL text.
+ */
+function withStatementCache(raw: Database.Database): Database.Database {
+  const cache = new Map<string, Database.Statement>();
+  return new Proxy(raw, {
+    get(target, prop, receiver) {
+      if (prop === 'prepare') {
+        return (source: string) => {
+          let stmt = cache.get(source);
+          if (!stmt) {
+            stmt = target.prepare(source);
+            if (cache.size < 500) cache.set(source, stmt);
+          }
+          return stmt;
+        };
+      }
+      const value = Reflect.get(target, prop, receiver);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+}

@@ -1,0 +1,2 @@
+export * from './types.js';
+export { createMemoryProvider, type MemoryProvider, type MemoryProviderOptions } from './memory.js';

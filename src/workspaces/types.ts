@@ -1,0 +1,75 @@
+/**
+ * The port every workspace backend implements (coder, local, and the in-memory one for tests).
+ * A workspace is named after its run and is idempotent by that name: creating a name that exists
+ * returns the existing workspace instead of making a second one.
+ */
+export const WORKSPACE_STATUS = {
+  pending: 'pending',
+  starting: 'starting',
+  running: 'running',
+  stopping: 'stopping',
+  stopped: 'stopped',
+  failed: 'failed',
+  canceled: 'canceled',
+  deleting: 'deleting',
+  deleted: 'deleted',
+} as const;
+
+export type WorkspaceStatus = (typeof WORKSPACE_STATUS)[keyof typeof WORKSPACE_STATUS];
+
+export interface Workspace {
+  /** Provider's own id (Coder UUID, local directory name, …). */
+  id: string;
+  name: string;
+  status: WorkspaceStatus;
+  /** Epoch ms. */
+  createdAt: number;
+}
+
+/** Everything a workspace needs to run one stage; sent as template parameters or env. */
+export interface WorkspaceSpec {
+  name: string;
+  runId: number;
+  stage: string;
+  owner: string;
+  repo: string;
+  /** Issue or PR number; absent for repository-wide stages such as maintenance. */
+  number?: number;
+  cloneUrl?: string;
+  deployEnv?: string;
+  /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
+  forgeToken?: string;
+  forgeUrl?: string;
+  /** Full URL of the completion callback for this run. */
+  callbackUrl: string;
+  /** Per-run secret the workspace presents on its callback; only its hash is stored. */
+  callbackToken: string;
+  /** Longest the run may take; providers with autostop must outlast it. */
+  maxDurationMs?: number;
+  /** Extra provider parameters from configuration. */
+  extra?: Record<string, string>;
+}
+
+export interface WorkspaceProvider {
+  readonly name: string;
+  /** Creates the workspace, or adopts the existing one of that name. */
+  create(spec: WorkspaceSpec): Promise<Workspace>;
+  /** null when no such workspace exists (or it is deleted). */
+  get(name: string): Promise<Workspace | null>;
+  /** Workspaces this provider manages for baton (never anybody else's). */
+  list(): Promise<Workspace[]>;
+  /** Asks the workspace to stop; returns without waiting. Stopping a stopped one is a no-op. */
+  stop(name: string): Promise<void>;
+  /** Asks for deletion; returns without waiting. Deleting a missing one is a no-op. */
+  delete(name: string): Promise<void>;
+  /** Releases timers and connections. */
+  close?(): Promise<void>;
+}
+
+/** A failure that retrying will not fix (bad credentials, invalid template): the run fails at once. */
+export class PermanentWorkspaceError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'PermanentWorkspaceError';
+  }
+}
