@@ -1,0 +1,254 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { createForgeAccounts } from '../../src/forge/index.js';
+import { createCommentHandler, createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import type { Store } from '../../src/store/index.js';
+import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
+import { storeTargets } from '../helpers/store-targets.js';
+
+const targets = await storeTargets('outbox');
+
+for (const target of targets) {
+  describe.skipIf(target.skip)(`outbox on ${target.name}`, () => {
+    let db: Awaited<ReturnType<typeof target.open>>;
+    let gitea: FakeGitea;
+    let accounts: ReturnType<typeof createForgeAccounts>;
+    const outboxes: Outbox[] = [];
+
+    beforeEach(async () => {
+      db = await target.open();
+      gitea = await createFakeGitea();
+      const dev = gitea.addUser('claude-dev').token;
+      const review = gitea.addUser('claude-review').token;
+      gitea.addUser('alice');
+      gitea.addRepo('acme', 'app');
+      for (const bot of ['claude-dev', 'claude-review']) gitea.addCollaborator('acme', 'app', bot, 'write');
+      for (let i = 0; i < 5; i++) gitea.addIssue('acme', 'app', { title: `issue ${i + 1}`, author: 'alice' });
+      accounts = createForgeAccounts(
+        { gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token: dev }, review: { username: 'claude-review', token: review } } },
+        { timeoutMs: 2_000 },
+      );
+    });
+
+    afterEach(async () => {
+      await Promise.all(outboxes.splice(0).map((o) => o.stop()));
+      await gitea.close();
+      await db.cleanup();
+    });
+
+    const outboxOn = (store: Store, options: Partial<OutboxOptions> = {}) => {
+      const outbox = createOutbox({
+        store,
+        handlers: { comment: createCommentHandler({ accounts }) },
+        backoffBaseMs: 10,
+        backoffMaxMs: 50,
+        // Long: these tests pass only if wake-ups and due times drive the worker, not the poll.
+        pollMs: 60_000,
+        ...options,
+      });
+      outboxes.push(outbox);
+      return outbox;
+    };
+    const comment = (number: number, body: string, extra: { orderingKey?: string; account?: string } = {}) => ({
+      kind: 'comment',
+      payload: { account: extra.account ?? 'dev', owner: 'acme', repo: 'app', number, body },
+      orderingKey: extra.orderingKey ?? `comment:acme/app#${number}`,
+    });
+    const bodies = (number: number) => gitea.comments('acme', 'app', number).map((c) => c.body.replace(/\n\n<!-- baton:outbox:\d+ -->$/, ''));
+    const waitFor = (check: () => unknown | Promise<unknown>) => vi.waitFor(check, { timeout: 10_000, interval: 20 });
+
+    it('delivers a comment after Gitea answers 500 twice', async () => {
+      const outbox = outboxOn(db.store);
+      await outbox.start();
+      gitea.failNext(2, { method: 'POST', status: 500 });
+      const id = (await outbox.add(comment(1, 'hello')))!;
+
+      await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+      const entry = (await outbox.get(id))!;
+      expect(entry.attempts).toBe(3);
+      expect(entry.lastError).toBeNull();
+      expect(entry.result).toMatchObject({ commentId: expect.any(Number), url: expect.stringContaining('/acme/app/issues/1#issuecomment-') });
+      expect(gitea.comments('acme', 'app', 1)).toMatchObject([{ author: 'claude-dev' }]);
+      expect(bodies(1)).toEqual(['hello']);
+    });
+
+    it('posts as the bot the entry names', async () => {
+      const outbox = outboxOn(db.store);
+      await outbox.add(comment(2, 'from review', { account: 'review' }));
+      expect(await outbox.deliverDue()).toEqual({ delivered: 1, retried: 0, failed: 0 });
+      expect(gitea.comments('acme', 'app', 2)).toMatchObject([{ author: 'claude-review' }]);
+    });
+
+    it('keeps entries of one ordering key in order, even when the first needs retries', async () => {
+      const outbox = outboxOn(db.store, { concurrency: 4 });
+      // The first POST fails twice; without ordering, the later comments would overtake it.
+      gitea.failNext(2, { method: 'POST' });
+      for (let i = 1; i <= 5; i++) await outbox.add(comment(1, `step ${i}`));
+      await outbox.add(comment(2, 'other issue'));
+      await outbox.start();
+
+      await waitFor(() => expect(bodies(1)).toHaveLength(5));
+      expect(bodies(1)).toEqual(['step 1', 'step 2', 'step 3', 'step 4', 'step 5']);
+      await waitFor(() => expect(bodies(2)).toEqual(['other issue']));
+    });
+
+    it('does not repost a comment whose answer was lost; the retry finds it by its marker', async () => {
+      const outbox = createOutbox({
+        store: db.store,
+        handlers: { comment: createCommentHandler({ accounts: createForgeAccounts(
+          { gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token: gitea.addToken('claude-dev') }, review: { username: 'r' } } },
+          { timeoutMs: 100 },
+        ) }) },
+        backoffBaseMs: 600,
+        random: () => 1,
+        pollMs: 60_000,
+      });
+      outboxes.push(outbox);
+      // Gitea creates the comment, but only after the client has given up waiting.
+      gitea.delayNext(1, 300, { method: 'POST' });
+      const id = (await outbox.add(comment(3, 'exactly once')))!;
+      await outbox.start();
+      await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+      expect(bodies(3)).toEqual(['exactly once']);
+      expect((await outbox.get(id))?.result).toMatchObject({ recovered: true });
+    });
+
+    it('loses nothing across stop and start: stop drains deliveries in flight', async () => {
+      const first = outboxOn(db.store, { concurrency: 2 });
+      await first.start();
+      gitea.delayNext(2, 200, { method: 'POST' });
+      await first.add(comment(1, 'in flight 1'));
+      await first.add(comment(2, 'in flight 2'));
+      await waitFor(() => expect(gitea.requests.filter((r) => r.method === 'POST')).toHaveLength(2));
+
+      const stopping = first.stop();
+      expect(first.stop()).toBe(stopping);
+      await stopping;
+      // Drained: both deliveries finished and were recorded before stop resolved.
+      expect(bodies(1)).toEqual(['in flight 1']);
+      expect(bodies(2)).toEqual(['in flight 2']);
+      expect(await first.list({ status: 'pending' })).toEqual([]);
+
+      // Added while stopped: nothing goes out until a worker runs again.
+      await first.add(comment(4, 'while stopped'));
+      await new Promise((r) => setTimeout(r, 50));
+      expect(bodies(4)).toEqual([]);
+
+      const second = outboxOn(await db.connect());
+      const started = second.start();
+      expect(second.start()).toBe(started);
+      await waitFor(() => expect(bodies(4)).toEqual(['while stopped']));
+
+      // The first one can be started again too.
+      await first.start();
+      await first.add(comment(5, 'after restart'));
+      await waitFor(() => expect(bodies(5)).toEqual(['after restart']));
+    });
+
+    it('never delivers twice when two workers share the table', async () => {
+      // PostgreSQL: two pools, as two replicas would have. SQLite has one writer per file and
+      // baton runs one process on it; two handles in one process would stall each other in
+      // better-sqlite3's synchronous busy wait, so both workers share the process's store.
+      const second = target.name === 'postgres' ? await db.connect() : db.store;
+      const a = outboxOn(db.store, { concurrency: 3, pollMs: 20 });
+      const b = outboxOn(second, { concurrency: 3, pollMs: 20 });
+      const total = 30;
+      for (let i = 0; i < total; i++) {
+        const number = (i % 5) + 1;
+        // Half share a key per issue (ordered), half have no ordering at all.
+        await a.add(comment(number, `c${i}`, i % 2 === 0 ? {} : { orderingKey: undefined }));
+      }
+      await Promise.all([a.start(), b.start()]);
+
+      await waitFor(async () => expect(await a.list({ status: 'delivered' })).toHaveLength(total));
+      const all = [1, 2, 3, 4, 5].flatMap((n) => gitea.comments('acme', 'app', n));
+      expect(all).toHaveLength(total);
+      const markers = all.map((c) => /<!-- baton:outbox:(\d+) -->/.exec(c.body)?.[1]);
+      expect(new Set(markers).size).toBe(total);
+      // Ordered entries of each issue arrived in order.
+      for (let n = 1; n <= 5; n++) {
+        const ordered = bodies(n).filter((body) => Number(body.slice(1)) % 2 === 0);
+        expect(ordered).toEqual([...ordered].sort((x, y) => Number(x.slice(1)) - Number(y.slice(1))));
+      }
+    });
+
+    it('gives each entry to exactly one of several workers racing for the same rows', async () => {
+      const handled: number[] = [];
+      const handler = async (entry: { id: number }) => {
+        handled.push(entry.id);
+        await new Promise((r) => setTimeout(r, 2));
+      };
+      const stores = target.name === 'postgres' ? [db.store, await db.connect(), await db.connect()] : [db.store, db.store, db.store];
+      const workers = stores.map((store) => outboxOn(store, { handlers: { test: handler }, concurrency: 10 }));
+      for (let round = 0; round < 5; round++) {
+        for (let i = 0; i < 30; i++) await workers[0]!.add({ kind: 'test', payload: { round, i } });
+        await Promise.all(workers.map((w) => w.deliverDue()));
+      }
+      expect(handled).toHaveLength(150);
+      expect(new Set(handled).size).toBe(150);
+    });
+
+    it('marks a permanent failure (archived repository) failed at once, kept for inspection and retryable', async () => {
+      const outbox = outboxOn(db.store);
+      gitea.setArchived('acme', 'app', true);
+      const id = (await outbox.add(comment(1, 'archived')))!;
+      expect(await outbox.deliverDue()).toEqual({ delivered: 0, retried: 0, failed: 1 });
+      const failed = (await outbox.get(id))!;
+      expect(failed).toMatchObject({ status: 'failed', attempts: 1 });
+      expect(failed.lastError).toContain('423');
+
+      // A later entry of the same issue is not held back by a failed one.
+      gitea.setArchived('acme', 'app', false);
+      await outbox.add(comment(1, 'next'));
+      await outbox.deliverDue();
+      expect(bodies(1)).toEqual(['next']);
+
+      expect(await outbox.retry(id)).toBe(true);
+      expect(await outbox.retry(id)).toBe(false);
+      await outbox.deliverDue();
+      expect((await outbox.get(id))?.status).toBe('delivered');
+    });
+
+    it('gives up after maxAttempts retryable failures and keeps the last error', async () => {
+      const outbox = outboxOn(db.store, { maxAttempts: 3 });
+      gitea.failNext(100, { method: 'POST', status: 503, body: { message: 'maintenance window' } });
+      const id = (await outbox.add(comment(1, 'doomed')))!;
+      await outbox.start();
+      await waitFor(async () => expect((await outbox.get(id))?.status).toBe('failed'));
+      const entry = (await outbox.get(id))!;
+      expect(entry.attempts).toBe(3);
+      expect(entry.lastError).toContain('maintenance window');
+      expect(bodies(1)).toEqual([]);
+    });
+
+    it('fails an entry for a bot account that is not configured, naming it', async () => {
+      const outbox = outboxOn(db.store);
+      const id = (await outbox.add(comment(1, 'x', { account: 'release' })))!;
+      await outbox.deliverDue();
+      expect((await outbox.get(id))?.lastError).toContain('"release"');
+    });
+
+    it('ignores a second entry with the same dedup key', async () => {
+      const outbox = outboxOn(db.store);
+      expect(await outbox.add({ ...comment(1, 'once'), dedupKey: 'k1' })).toEqual(expect.any(Number));
+      expect(await outbox.add({ ...comment(1, 'once'), dedupKey: 'k1' })).toBeNull();
+      await outbox.deliverDue();
+      expect(bodies(1)).toEqual(['once']);
+    });
+
+    it('keeps working through a Gitea outage without blocking the caller', async () => {
+      const outbox = outboxOn(db.store);
+      await outbox.start();
+      gitea.dropNext(3, { method: 'POST' });
+      const id = (await outbox.add(comment(2, 'survives')))!;
+      await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+      expect(bodies(2)).toEqual(['survives']);
+    });
+
+    it('leaves entries of kinds it has no handler for to another worker', async () => {
+      const outbox = outboxOn(db.store);
+      const id = (await outbox.add({ kind: 'webhook', payload: { url: 'http://x' }, orderingKey: 'run:1' }))!;
+      expect(await outbox.deliverDue()).toEqual({ delivered: 0, retried: 0, failed: 0 });
+      expect((await outbox.get(id))?.status).toBe('pending');
+    });
+  });
+}
