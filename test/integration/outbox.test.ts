@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createForgeAccounts } from '../../src/forge/index.js';
-import { createCommentHandler, createOutbox, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import type { Run } from '../../src/runs/types.js';
 import type { Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { storeTargets } from '../helpers/store-targets.js';
@@ -185,6 +186,35 @@ for (const target of targets) {
       }
       expect(handled).toHaveLength(150);
       expect(new Set(handled).size).toBe(150);
+    });
+
+    it('posts the status comments a run’s transitions queued, in order, as the run’s bot', async () => {
+      const outbox = outboxOn(db.store);
+      await outbox.start();
+      const hook = createStatusCommentHook({ accounts });
+      const run: Run = {
+        id: 7, key: 'review-code-acme-app-3', stage: 'review-code', owner: 'acme', repo: 'app', number: 3, status: 'queued',
+        payload: { account: 'review' }, attempts: 0, maxAttempts: 3, runAt: 0, workspaceName: 'baton-7', workspaceId: null,
+        followup: false, lastError: null, exitCode: null, summary: null, usage: null, costUsd: null, durationMs: null,
+        createdAt: 0, updatedAt: 0, claimedAt: null, startedAt: null, finishedAt: null,
+      };
+      gitea.failNext(1, { method: 'POST' });
+      const events = ['run:queued', 'run:started', 'run:succeeded'];
+      for (const [i, type] of events.entries()) {
+        const current = type === 'run:succeeded' ? { ...run, status: 'succeeded' as const, summary: 'LGTM', durationMs: 90_000, costUsd: 1.5 } : run;
+        await db.store.transaction((trx) =>
+          hook(trx, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
+        );
+        // What the run engine's post-commit subscription does.
+        outbox.wake();
+      }
+      await waitFor(() => expect(bodies(3)).toHaveLength(3));
+      expect(gitea.comments('acme', 'app', 3).map((c) => c.author)).toEqual(['claude-review', 'claude-review', 'claude-review']);
+      expect(bodies(3)).toEqual([
+        '⏳ **review-code** is queued (run 7).',
+        '🚀 **review-code** started in workspace `baton-7` (run 7).',
+        '✅ **review-code** finished in 1m 30s · cost $1.50 · run 7\n\nLGTM',
+      ]);
     });
 
     it('marks a permanent failure (archived repository) failed at once, kept for inspection and retryable', async () => {
