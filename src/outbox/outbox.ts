@@ -7,7 +7,7 @@ import { PermanentDeliveryError, RetryLaterError } from './errors.js';
 import { toEntry } from './map.js';
 import { markDelivered, markFailed, markRetry } from './settle.js';
 import { withOutboxTable } from './table.js';
-import { OUTBOX_STATUS, type NewOutboxEntry, type OutboxEntry, type OutboxFilter, type OutboxHandler, type OutboxLogger } from './types.js';
+import { OUTBOX_STATUS, type NewOutboxEntry, type OutboxStatus, type OutboxEntry, type OutboxFilter, type OutboxHandler, type OutboxLogger } from './types.js';
 
 export interface OutboxOptions {
   store: Store;
@@ -47,7 +47,11 @@ export interface DeliveryReport {
 }
 
 export interface Outbox {
-  /** Adds an entry inside the caller's transaction; call `wake()` after it commits. Null when deduplicated. */
+  /**
+   * Adds an entry inside the caller's transaction. The worker cannot see it before the commit,
+   * so for a short while it looks again every few ms; calling `wake()` after the commit (e.g.
+   * from the run engine's post-commit subscription) makes that immediate. Null when deduplicated.
+   */
   enqueue(trx: Kysely<Database>, entry: NewOutboxEntry): Promise<number | null>;
   /** Adds an entry in its own transaction and wakes the worker. Null when deduplicated. */
   add(entry: NewOutboxEntry): Promise<number | null>;
@@ -64,9 +68,16 @@ export interface Outbox {
   list(filter?: OutboxFilter): Promise<OutboxEntry[]>;
   /** Re-arms a `failed` entry with fresh attempts. False when it is not `failed`. */
   retry(id: number): Promise<boolean>;
+  /** Entries per status (for metrics and `/ready`). */
+  counts(): Promise<Record<OutboxStatus, number>>;
+  /** Deletes delivered entries older than `olderThanMs`; failed ones stay for inspection. Returns how many. */
+  prune(olderThanMs: number): Promise<number>;
 }
 
 const silent: OutboxLogger = { warn() {}, error() {} };
+/** After an in-transaction enqueue: how long, and how often, to look for the committed row. */
+const COMMIT_WATCH_MS = 2_000;
+const COMMIT_WATCH_INTERVAL_MS = 25;
 const MAX_ERROR_LENGTH = 2_000;
 
 /**
@@ -93,6 +104,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   let stopping = false;
   let wakeRequested = false;
   let wakeSleeper: (() => void) | undefined;
+  let watchCommitsUntil = 0;
 
   const wake = () => {
     wakeRequested = true;
@@ -195,6 +207,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
           // Claiming will report the database problem.
         }
       }
+      if (now() < watchCommitsUntil) delay = Math.min(delay, COMMIT_WATCH_INTERVAL_MS);
       // Entries in flight wake the loop when they settle; a due time of "now" that claimed
       // nothing means another worker holds it, so wait at least a little.
       await sleep(Math.max(delay, claimed.length === 0 && free > 0 ? 10 : 0));
@@ -202,7 +215,12 @@ export function createOutbox(options: OutboxOptions): Outbox {
   }
 
   const outbox: Outbox = {
-    enqueue: (trx, entry) => enqueueOutbox(trx, entry, { now: now(), maxAttempts }),
+    async enqueue(trx, entry) {
+      const id = await enqueueOutbox(trx, entry, { now: now(), maxAttempts });
+      watchCommitsUntil = now() + COMMIT_WATCH_MS;
+      wake();
+      return id;
+    },
     async add(entry) {
       const id = await store.transaction((trx) => enqueueOutbox(trx, entry, { now: now(), maxAttempts }));
       wake();
@@ -264,6 +282,24 @@ export function createOutbox(options: OutboxOptions): Outbox {
       const changed = Number(res.numUpdatedRows) === 1;
       if (changed) wake();
       return changed;
+    },
+    async counts() {
+      const rows = await withOutboxTable(store.db)
+        .selectFrom('outbox')
+        .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+        .groupBy('status')
+        .execute();
+      const counts: Record<OutboxStatus, number> = { pending: 0, delivered: 0, failed: 0 };
+      for (const row of rows) if (row.status in counts) counts[row.status as OutboxStatus] = Number(row.n);
+      return counts;
+    },
+    async prune(olderThanMs) {
+      const res = await withOutboxTable(store.db)
+        .deleteFrom('outbox')
+        .where('status', '=', OUTBOX_STATUS.delivered)
+        .where('delivered_at', '<', now() - olderThanMs)
+        .executeTakeFirst();
+      return Number(res.numDeletedRows);
     },
   };
   return outbox;

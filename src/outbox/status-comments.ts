@@ -10,7 +10,8 @@ import {
   type CommentTemplates,
 } from './comment-templates.js';
 import { enqueueOutbox } from './enqueue.js';
-import { OUTBOX_KIND } from './types.js';
+import type { Outbox } from './outbox.js';
+import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 
 /** Which run events get a comment, and with which template. */
 const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
@@ -40,6 +41,11 @@ export interface StatusCommentHookOptions {
    * are masked wherever the agent's summary or an error message repeats them.
    */
   secrets?: readonly (string | undefined)[];
+  /**
+   * The outbox to add entries through, so its worker looks for them as soon as the transition
+   * commits. Without it entries are inserted directly and found by the worker's next poll.
+   */
+  outbox?: Pick<Outbox, 'enqueue'>;
   /** Attempts for comment entries. @default 20 */
   maxAttempts?: number;
   /** @default Date.now */
@@ -74,18 +80,16 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     const requested = typeof run.payload.account === 'string' ? run.payload.account : defaultAccount;
     const account = options.accounts[requested] ? requested : defaultAccount;
     const payload: CommentPayload = { account, owner: run.owner, repo: run.repo, number: run.number, body };
-    await enqueueOutbox(
-      trx,
-      {
-        kind: OUTBOX_KIND.comment,
-        payload,
-        orderingKey: `comment:${run.owner}/${run.repo}#${run.number}`,
-        dedupKey: `status-comment:${run.id}:${event.id}`,
-        runId: run.id,
-        maxAttempts: options.maxAttempts,
-      },
-      { now: now() },
-    );
+    const entry: NewOutboxEntry = {
+      kind: OUTBOX_KIND.comment,
+      payload,
+      orderingKey: `comment:${run.owner}/${run.repo}#${run.number}`,
+      dedupKey: `status-comment:${run.id}:${event.id}`,
+      runId: run.id,
+      maxAttempts: options.maxAttempts,
+    };
+    if (options.outbox) await options.outbox.enqueue(trx, entry);
+    else await enqueueOutbox(trx, entry, { now: now() });
   };
 }
 

@@ -191,7 +191,9 @@ for (const target of targets) {
     it('posts the status comments a run’s transitions queued, in order, as the run’s bot', async () => {
       const outbox = outboxOn(db.store);
       await outbox.start();
-      const hook = createStatusCommentHook({ accounts });
+      // Given the outbox, the hook's entries are found right after the transition commits,
+      // with no explicit wake() and a 60 s poll.
+      const hook = createStatusCommentHook({ accounts, outbox });
       const run: Run = {
         id: 7, key: 'review-code-acme-app-3', stage: 'review-code', owner: 'acme', repo: 'app', number: 3, status: 'queued',
         payload: { account: 'review' }, attempts: 0, maxAttempts: 3, runAt: 0, workspaceName: 'baton-7', workspaceId: null,
@@ -205,8 +207,6 @@ for (const target of targets) {
         await db.store.transaction((trx) =>
           hook(trx, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
         );
-        // What the run engine's post-commit subscription does.
-        outbox.wake();
       }
       await waitFor(() => expect(bodies(3)).toHaveLength(3));
       expect(gitea.comments('acme', 'app', 3).map((c) => c.author)).toEqual(['claude-review', 'claude-review', 'claude-review']);
@@ -215,6 +215,17 @@ for (const target of targets) {
         '🚀 **review-code** started in workspace `baton-7` (run 7).',
         '✅ **review-code** finished in 1m 30s · cost $1.50 · run 7\n\nLGTM',
       ]);
+    });
+
+    it('finds an entry enqueued in a transaction as soon as that transaction commits', async () => {
+      const outbox = outboxOn(db.store);
+      await outbox.start();
+      await db.store.transaction(async (trx) => {
+        await outbox.enqueue(trx, comment(4, 'after commit'));
+        // The worker was woken by the enqueue and looks before this commit: it must look again.
+        await new Promise((r) => setTimeout(r, 100));
+      });
+      await waitFor(() => expect(bodies(4)).toEqual(['after commit']));
     });
 
     it('marks a permanent failure (archived repository) failed at once, kept for inspection and retryable', async () => {
@@ -272,6 +283,23 @@ for (const target of targets) {
       const id = (await outbox.add(comment(2, 'survives')))!;
       await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
       expect(bodies(2)).toEqual(['survives']);
+    });
+
+    it('counts entries per status and prunes old delivered ones, keeping failed ones', async () => {
+      let clock = 1_000_000;
+      const outbox = outboxOn(db.store, { now: () => clock });
+      await outbox.add(comment(1, 'old'));
+      await outbox.deliverDue();
+      gitea.setArchived('acme', 'app', true);
+      await outbox.add(comment(2, 'failed'));
+      await outbox.deliverDue();
+      await outbox.add({ kind: 'webhook', payload: {} });
+      expect(await outbox.counts()).toEqual({ pending: 1, delivered: 1, failed: 1 });
+
+      clock += 10_000;
+      expect(await outbox.prune(20_000)).toBe(0);
+      expect(await outbox.prune(5_000)).toBe(1);
+      expect(await outbox.counts()).toEqual({ pending: 1, delivered: 0, failed: 1 });
     });
 
     it('leaves entries of kinds it has no handler for to another worker', async () => {

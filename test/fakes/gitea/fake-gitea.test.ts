@@ -163,6 +163,9 @@ describe('fake Gitea HTTP contract', () => {
 
     gitea.delayNext(1, 50);
     expect((await api('/user')).status).toBe(200);
+    gitea.setLatency(20);
+    expect((await api('/user')).status).toBe(200);
+    gitea.clearFaults();
     expect(gitea.requests.map((r) => r.status)).toContain('dropped');
     expect(gitea.requests.every((r) => !JSON.stringify(r).includes(token))).toBe(true);
   });

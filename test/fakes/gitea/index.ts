@@ -83,6 +83,8 @@ export interface FakeGitea {
   dropNext(count: number, match?: FaultMatch): void;
   /** The next `count` matching requests wait `ms` before being handled. */
   delayNext(count: number, ms: number, match?: FaultMatch): void;
+  /** Every request waits `ms` before being handled, until set back to 0. */
+  setLatency(ms: number): void;
   clearFaults(): void;
   close(): Promise<void>;
 }
@@ -91,6 +93,7 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
   const state = new FakeGiteaState();
   const requests: RequestRecord[] = [];
   let faults: Fault[] = [];
+  let latencyMs = 0;
   let url = '';
   const app = createFakeGiteaApp({ state, baseUrl: () => url, legacyOwnerPermission: options.legacyOwnerPermission ?? false });
   const listener = getRequestListener(app.fetch);
@@ -123,11 +126,12 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
         res.end(JSON.stringify(body));
         return;
       }
-      if (fault?.kind === 'delay') {
+      const wait = (fault?.kind === 'delay' ? fault.ms : 0) + latencyMs;
+      if (wait > 0) {
         const timer = setTimeout(() => {
           pendingTimers.delete(timer);
           void listener(req, res);
-        }, fault.ms);
+        }, wait);
         pendingTimers.add(timer);
         return;
       }
@@ -305,8 +309,12 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
     delayNext(count, ms, match = {}) {
       faults.push({ kind: 'delay', remaining: count, ms, match });
     },
+    setLatency(ms) {
+      latencyMs = Math.max(0, ms);
+    },
     clearFaults() {
       faults = [];
+      latencyMs = 0;
     },
     async close() {
       for (const timer of pendingTimers) clearTimeout(timer);
