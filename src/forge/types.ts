@@ -67,6 +67,20 @@ export interface ForgePullRequest {
   updatedAt: string;
 }
 
+export type ReviewState = 'APPROVED' | 'PENDING' | 'COMMENT' | 'REQUEST_CHANGES' | 'REQUEST_REVIEW';
+
+export interface ForgeReview {
+  id: number;
+  user: ForgeUser | null;
+  state: ReviewState;
+  body: string;
+  commitId: string;
+  /** Superseded by later commits. */
+  stale: boolean;
+  dismissed: boolean;
+  submittedAt: string | null;
+}
+
 export interface ForgeComment {
   id: number;
   body: string;
@@ -91,6 +105,17 @@ export interface ForgeClient {
   listComments(owner: string, repo: string, number: number): Promise<ForgeComment[]>;
   createComment(owner: string, repo: string, number: number, body: string): Promise<ForgeComment>;
   editComment(owner: string, repo: string, commentId: number, body: string): Promise<ForgeComment>;
+  /** Labels defined in the repository (every page). */
+  listRepoLabels(owner: string, repo: string): Promise<ForgeLabel[]>;
+  /**
+   * Adds labels by id or name; returns the issue's full label set afterwards. Names the
+   * repository does not define are ignored, as Gitea does.
+   */
+  addIssueLabels(owner: string, repo: string, number: number, labels: readonly (number | string)[]): Promise<ForgeLabel[]>;
+  /** Removes one label by id (see `listRepoLabels` to find it). */
+  removeIssueLabel(owner: string, repo: string, number: number, labelId: number): Promise<void>;
+  /** Oldest first, every page. */
+  listPullReviews(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */
   getUserPermission(owner: string, repo: string, username: string): Promise<RepoPermission>;
 }

@@ -18,8 +18,10 @@ export interface ForgeClientFixture {
   repo: string;
   /** An open issue titled `issueTitle` carrying exactly `issueLabels` (names). */
   issue: { number: number; title: string; labels: { name: string; color: string }[] };
-  /** An open pull request from branch `head` into `base`. */
-  pull: { number: number; title: string; head: string; base: string };
+  /** An open pull request from branch `head` into `base`, with these reviews (oldest first) and no labels. */
+  pull: { number: number; title: string; head: string; base: string; reviews: { user: string; state: string }[] };
+  /** Names of labels the repository defines (at least the issue's, plus one not on it). */
+  repoLabels: string[];
   /** An issue number that does not exist in the repository. */
   missingNumber: number;
   /** Usernames with the permission each must report. */
@@ -75,6 +77,30 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
       const labels = await f.client.listIssueLabels(f.owner, f.repo, f.issue.number);
       expect(labels.map((l) => l.name).sort()).toEqual(f.issue.labels.map((l) => l.name).sort());
       for (const label of labels) expect(label.color).toMatch(/^#[0-9a-f]{6}$/);
+    });
+
+    it('lists every label of the repository', async () => {
+      const names = (await f.client.listRepoLabels(f.owner, f.repo)).map((l) => l.name);
+      for (const name of f.repoLabels) expect(names).toContain(name);
+    });
+
+    it('adds labels by name and by id, returning the full set, and removes one by id', async () => {
+      const [first, second] = f.repoLabels;
+      const byId = new Map((await f.client.listRepoLabels(f.owner, f.repo)).map((l) => [l.name, l.id]));
+      const afterName = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [first!]);
+      expect(afterName.map((l) => l.name)).toEqual([first]);
+      const afterId = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [byId.get(second!)!]);
+      expect(afterId.map((l) => l.name).sort()).toEqual([first, second].sort());
+      for (const label of afterId) expect(label.color).toMatch(/^#[0-9a-f]{6}$/);
+
+      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(first!)!);
+      expect((await f.client.listIssueLabels(f.owner, f.repo, f.pull.number)).map((l) => l.name)).toEqual([second]);
+      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(second!)!);
+    });
+
+    it('lists the reviews of a pull request', async () => {
+      const reviews = await f.client.listPullReviews(f.owner, f.repo, f.pull.number);
+      expect(reviews.map((r) => ({ user: r.user?.login, state: r.state }))).toEqual(f.pull.reviews);
     });
 
     it('creates, lists and edits a comment as the bot', async () => {

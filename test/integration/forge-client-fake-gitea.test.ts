@@ -18,6 +18,8 @@ async function fixture(options: FakeGiteaOptions & { legacyColors?: boolean }) {
   gitea.addLabel('acme', 'app', { name: 'unused', color: color('cccccc') });
   const issue = gitea.addIssue('acme', 'app', { title: 'Crash on start', author: 'alice', labels: ['bug', 'ready-for-development'] });
   const pull = gitea.addPullRequest('acme', 'app', { title: 'Fix crash', author: 'claude-dev', head: 'fix/crash', base: 'main' });
+  gitea.addReview('acme', 'app', pull.number, { author: 'alice', state: 'REQUEST_CHANGES', body: 'Add a test' });
+  gitea.addReview('acme', 'app', pull.number, { author: 'bob', state: 'APPROVED' });
   const badToken = 'f'.repeat(40);
   return {
     client: createGiteaClient({ baseUrl: gitea.url, token: bot.token }),
@@ -34,7 +36,17 @@ async function fixture(options: FakeGiteaOptions & { legacyColors?: boolean }) {
         { name: 'ready-for-development', color: '00aabb' },
       ],
     },
-    pull: { number: pull.number, title: 'Fix crash', head: 'fix/crash', base: 'main' },
+    pull: {
+      number: pull.number,
+      title: 'Fix crash',
+      head: 'fix/crash',
+      base: 'main',
+      reviews: [
+        { user: 'alice', state: 'REQUEST_CHANGES' },
+        { user: 'bob', state: 'APPROVED' },
+      ],
+    },
+    repoLabels: ['bug', 'ready-for-development', 'unused'],
     missingNumber: 999,
     permissions: [
       ['acme', 'admin'],

@@ -50,6 +50,14 @@ describe('Gitea client failures', () => {
     expect(err).toMatchObject({ kind: 'timeout', retryable: true });
   });
 
+  it('reads every page of a long list', async () => {
+    for (let i = 0; i < 75; i++) gitea.addLabel('acme', 'app', { name: `label-${String(i).padStart(2, '0')}` });
+    const labels = await createGiteaClient({ baseUrl: gitea.url, token }).listRepoLabels('acme', 'app');
+    expect(labels).toHaveLength(75);
+    expect(new Set(labels.map((l) => l.id)).size).toBe(75);
+    expect(gitea.requests.filter((r) => r.path.endsWith('/labels'))).toHaveLength(2);
+  });
+
   it('marks 423 (archived repository) as permanent', async () => {
     gitea.setArchived('acme', 'app', true);
     const err = await failure(createGiteaClient({ baseUrl: gitea.url, token }).createComment('acme', 'app', 1, 'x'));
@@ -70,6 +78,16 @@ describe('Gitea client with a scripted fetch', () => {
     return async () => queue.shift() ?? new Response('{}', { status: 500 });
   };
   const comment = { id: 7, body: 'b', user: { id: 1, login: 'claude-dev' }, html_url: 'h', created_at: 't', updated_at: 't' };
+
+  it('keeps paging when the server caps the page size below what was asked', async () => {
+    const page = (from: number, count: number) =>
+      Response.json(
+        Array.from({ length: count }, (_, i) => ({ id: from + i, name: `l${from + i}`, color: 'ee0701' })),
+        { headers: { 'x-total-count': '45' } },
+      );
+    const client = createGiteaClient({ baseUrl: 'http://gitea.invalid', token: 't', fetch: scripted(page(1, 30), page(31, 15)) });
+    expect(await client.listRepoLabels('acme', 'app')).toHaveLength(45);
+  });
 
   it('reads the comment back when an edit answers 204', async () => {
     const client = createGiteaClient({

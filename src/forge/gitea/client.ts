@@ -1,7 +1,15 @@
 import { ForgeError } from '../errors.js';
 import type { ForgeClient } from '../types.js';
-import { toComment, toIssue, toLabel, toPermission, toPullRequest, toUser } from './map.js';
-import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaRepoCollaboratorPermission, GiteaUser } from './wire.js';
+import { toComment, toIssue, toLabel, toPermission, toPullRequest, toReview, toUser } from './map.js';
+import type {
+  GiteaComment,
+  GiteaIssue,
+  GiteaLabel,
+  GiteaPullRequest,
+  GiteaPullReview,
+  GiteaRepoCollaboratorPermission,
+  GiteaUser,
+} from './wire.js';
 
 export interface GiteaClientOptions {
   /**
@@ -20,6 +28,11 @@ export interface GiteaClientOptions {
   timeoutMs?: number;
 }
 
+/** Gitea's maximum page size (`[api] MAX_RESPONSE_ITEMS`, default 50). */
+const PAGE_SIZE = 50;
+/** Stops a list that never ends (a proxy ignoring `page`) from looping forever. */
+const MAX_PAGES = 100;
+
 /** Gitea's error messages are short; anything longer is an HTML error page from a proxy. */
 const MAX_MESSAGE_LENGTH = 300;
 
@@ -34,6 +47,10 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
   const seg = encodeURIComponent;
 
   async function request<T>(method: string, path: string, body?: unknown): Promise<T | undefined> {
+    return (await exchange<T>(method, path, body)).data;
+  }
+
+  async function exchange<T>(method: string, path: string, body?: unknown): Promise<{ data: T | undefined; headers: Headers }> {
     const what = `Gitea ${method} ${path}`;
     let response: Response;
     try {
@@ -73,9 +90,9 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
         retryAfterMs: retryAfter(response.headers.get('retry-after')),
       });
     }
-    if (response.status === 204 || text.trim() === '') return undefined;
+    if (response.status === 204 || text.trim() === '') return { data: undefined, headers: response.headers };
     try {
-      return JSON.parse(text) as T;
+      return { data: JSON.parse(text) as T, headers: response.headers };
     } catch (err) {
       throw new ForgeError(`${what} answered ${response.status} with a body that is not JSON`, {
         kind: 'protocol',
@@ -94,6 +111,23 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
   }
 
   const repoPath = (owner: string, repo: string) => `/repos/${seg(owner)}/${seg(repo)}`;
+
+  /**
+   * Follows `?page=` until `X-Total-Count` items arrived, or an empty page. A short page is not
+   * the end: the server may cap `limit` below what was asked (`MAX_RESPONSE_ITEMS`).
+   */
+  async function listAll<T>(path: string): Promise<T[]> {
+    const all: T[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const pagePath = `${path}${path.includes('?') ? '&' : '?'}page=${page}&limit=${PAGE_SIZE}`;
+      const { data, headers } = await exchange<T[]>('GET', pagePath);
+      if (!Array.isArray(data)) throw new ForgeError(`Gitea GET ${pagePath} did not answer with a list`, { kind: 'protocol' });
+      all.push(...data);
+      const total = Number(headers.get('x-total-count') ?? NaN);
+      if (data.length === 0 || (Number.isFinite(total) && all.length >= total)) break;
+    }
+    return all;
+  }
 
   return {
     async getCurrentUser() {
@@ -119,6 +153,19 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
       // The swagger allows 204 for an edit; then the comment is read back.
       const edited = await request<GiteaComment>('PATCH', path, { body });
       return toComment(edited ?? (await required<GiteaComment>('GET', path)));
+    },
+    async listRepoLabels(owner, repo) {
+      return (await listAll<GiteaLabel>(`${repoPath(owner, repo)}/labels`)).map(toLabel);
+    },
+    async addIssueLabels(owner, repo, number, labels) {
+      const path = `${repoPath(owner, repo)}/issues/${number}/labels`;
+      return (await required<GiteaLabel[]>('POST', path, { labels: [...labels] })).map(toLabel);
+    },
+    async removeIssueLabel(owner, repo, number, labelId) {
+      await request('DELETE', `${repoPath(owner, repo)}/issues/${number}/labels/${labelId}`);
+    },
+    async listPullReviews(owner, repo, number) {
+      return (await listAll<GiteaPullReview>(`${repoPath(owner, repo)}/pulls/${number}/reviews`)).map(toReview);
     },
     async getUserPermission(owner, repo, username) {
       const answer = await required<GiteaRepoCollaboratorPermission>(

@@ -1,5 +1,5 @@
-import type { ForgeComment, ForgeIssue, ForgeLabel, ForgePullRequest, ForgeUser, RepoPermission } from '../types.js';
-import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaUser } from './wire.js';
+import type { ForgeComment, ForgeIssue, ForgeLabel, ForgePullRequest, ForgeReview, ForgeUser, RepoPermission, ReviewState } from '../types.js';
+import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaPullReview, GiteaUser } from './wire.js';
 
 /**
  * Gitea ≥1.2x sends label colors as `ee0701`, older versions as `#ee0701`; some send uppercase or
@@ -87,4 +87,17 @@ export function toPermission(permission: string): RepoPermission {
     default:
       return 'none';
   }
+}
+
+export function toReview(review: GiteaPullReview): ForgeReview {
+  return {
+    id: review.id,
+    user: review.user ? toUser(review.user) : null,
+    state: review.state as ReviewState,
+    body: review.body ?? '',
+    commitId: review.commit_id ?? '',
+    stale: review.stale ?? false,
+    dismissed: review.dismissed ?? false,
+    submittedAt: review.submitted_at ?? null,
+  };
 }

@@ -71,3 +71,14 @@ export interface GiteaRepoCollaboratorPermission {
   role_name?: string;
   user?: GiteaUser;
 }
+
+export interface GiteaPullReview {
+  id: number;
+  user?: GiteaUser | null;
+  state: string;
+  body?: string;
+  commit_id?: string;
+  stale?: boolean;
+  dismissed?: boolean;
+  submitted_at?: string | null;
+}

@@ -180,10 +180,7 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
 
   app.get('/api/v1/repos/:owner/:repo/labels', (c) => {
     const repo = c.get('repo');
-    const all = state.repoLabels(repo.id);
-    const { page, limit } = paging(c);
-    c.header('X-Total-Count', String(all.length));
-    return c.json(all.slice((page - 1) * limit, page * limit).map((l) => renderLabel(base(), repo, l)));
+    return c.json(paginate(c, state.repoLabels(repo.id)).map((l) => renderLabel(base(), repo, l)));
   });
 
   app.get('/api/v1/repos/:owner/:repo/pulls/:index', (c) => {
@@ -197,9 +194,7 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     if (!issue?.pull) return notFound(c);
     const repo = c.get('repo');
     const all = [...state.reviews.values()].filter((r) => r.repoId === repo.id && r.number === issue.number).sort((a, b) => a.id - b.id);
-    const { page, limit } = paging(c);
-    c.header('X-Total-Count', String(all.length));
-    return c.json(all.slice((page - 1) * limit, page * limit).map((r) => renderReview(base(), state, repo, r)));
+    return c.json(paginate(c, all).map((r) => renderReview(base(), state, repo, r)));
   });
 
   app.get('/api/v1/repos/:owner/:repo/collaborators/:collaborator/permission', (c) => {
@@ -258,8 +253,24 @@ async function stringField(c: Context, field: string): Promise<string | undefine
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-function paging(c: Context): { page: number; limit: number } {
+/**
+ * Gitea's list paging: `?page=` (1-based) and `?limit=` (default 30, capped at 50), the total in
+ * `X-Total-Count` and next/last/first/prev links in `Link`.
+ */
+function paginate<T>(c: Context, all: readonly T[]): T[] {
   const page = Math.max(1, Number(c.req.query('page')) || 1);
   const limit = Math.min(50, Math.max(1, Number(c.req.query('limit')) || 30));
-  return { page, limit };
+  const last = Math.max(1, Math.ceil(all.length / limit));
+  const link = (p: number, rel: string) => {
+    const url = new URL(c.req.url);
+    url.searchParams.set('page', String(p));
+    url.searchParams.set('limit', String(limit));
+    return `<${url.toString()}>; rel="${rel}"`;
+  };
+  const links: string[] = [];
+  if (page < last) links.push(link(page + 1, 'next'), link(last, 'last'));
+  if (page > 1) links.push(link(1, 'first'), link(page - 1, 'prev'));
+  c.header('X-Total-Count', String(all.length));
+  if (links.length > 0) c.header('Link', links.join(','));
+  return all.slice((page - 1) * limit, page * limit);
 }
