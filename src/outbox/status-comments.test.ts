@@ -104,6 +104,13 @@ describe('status comment hook', () => {
     expect((entry!.payload as { body: string }).body).toContain(expected);
   });
 
+  it('says so again when an operator re-queues a finished run, but not for provisioning retries', async () => {
+    const hook = createStatusCommentHook({ accounts });
+    await fire(hook, makeRun(), makeEvent('run:retrying'));
+    await fire(hook, makeRun(), makeEvent('run:requeued'));
+    expect((await entries()).map((e) => (e.payload as { body: string }).body)).toEqual(['⏳ **develop** is queued (run 12).']);
+  });
+
   it('posts as the run’s bot account, falling back to dev for an unknown one', async () => {
     const hook = createStatusCommentHook({ accounts });
     await fire(hook, makeRun({ payload: { account: 'review' } }), makeEvent('run:queued'));

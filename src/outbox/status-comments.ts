@@ -16,6 +16,8 @@ import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 /** Which run events get a comment, and with which template. */
 const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
   'run:queued': 'queued',
+  // An operator re-queued a finished run: worth saying so on the issue.
+  'run:requeued': 'queued',
   'run:started': 'started',
   'run:succeeded': 'succeeded',
   'run:failed': 'failed',

@@ -31,10 +31,12 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   app.onError((err, c) => apiError(c, 500, err.message));
 
   app.use('/api/v1/*', async (c, next) => {
-    const found = findToken(c);
+    const found = findToken(c) ?? findBasic(c);
     if (!found) return apiError(c, 401, 'token is required');
     const userId = lookupToken(state.tokens, found.token);
-    const user = userId === undefined ? undefined : state.users.get(userId);
+    let user = userId === undefined ? undefined : state.users.get(userId);
+    // Basic auth with a token as the password must name the token's owner.
+    if (user && found.scheme === 'basic' && found.login !== undefined && found.login.toLowerCase() !== user.login.toLowerCase()) user = undefined;
     if (!user) return apiError(c, 401, 'user does not exist or token is invalid');
     c.set('user', user);
     c.set('authScheme', found.scheme);
@@ -227,6 +229,21 @@ function findToken(c: Context): { token: string; scheme: 'query' | 'token' | 'be
   if (scheme === 'token') return { token, scheme: 'token' };
   if (scheme.toLowerCase() === 'bearer') return { token, scheme: 'bearer' };
   return undefined;
+}
+
+/**
+ * Basic auth with a personal access token, as `user:TOKEN` or `TOKEN:x-oauth-basic` (passwords
+ * are not modelled: the fake has no accounts with passwords).
+ */
+function findBasic(c: Context): { token: string; scheme: 'basic'; login?: string } | undefined {
+  const match = /^basic\s+(\S+)$/i.exec(c.req.header('authorization')?.trim() ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  const [name, password] = [decoded.slice(0, colon), decoded.slice(colon + 1)];
+  if (password === 'x-oauth-basic' || password === '') return { token: name, scheme: 'basic' };
+  return { token: password, scheme: 'basic', login: name };
 }
 
 /** Compares every stored token in constant time over equal-length digests. */

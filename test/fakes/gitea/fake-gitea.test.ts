@@ -35,6 +35,7 @@ describe('fake Gitea HTTP contract', () => {
       ['Authorization: bEaReR X', (t: string) => ({ path: '/user', auth: `bEaReR ${t}` })],
       ['?token=X', (t: string) => ({ path: `/user?token=${t}`, auth: null })],
       ['?access_token=X', (t: string) => ({ path: `/user?access_token=${t}`, auth: null })],
+      ['Basic user:TOKEN', (t: string) => ({ path: '/user', auth: `Basic ${Buffer.from(`claude-dev:${t}`).toString('base64')}` })],
     ])('accepts %s', async (_name, form) => {
       const { path, auth } = form(token);
       const res = await api(path, { auth });
@@ -46,6 +47,7 @@ describe('fake Gitea HTTP contract', () => {
       ['a capitalised "Token" scheme', (t: string) => `Token ${t}`],
       ['a wrong token', () => 'token not-a-real-token'],
       ['three fields', (t: string) => `token ${t} extra`],
+      ['Basic naming another user', (t: string) => `Basic ${Buffer.from(`reader:${t}`).toString('base64')}`],
     ])('answers 401 with an APIError body for %s', async (_name, header) => {
       const res = await api('/user', { auth: header(token) });
       expect(res.status).toBe(401);

@@ -39,7 +39,7 @@ export interface RequestRecord {
   path: string;
   status: number | 'dropped';
   /** How the request authenticated; never the token itself. */
-  auth: 'token' | 'bearer' | 'query' | 'none';
+  auth: 'token' | 'bearer' | 'query' | 'basic' | 'none';
 }
 
 export interface PostedComment {
@@ -337,5 +337,6 @@ function authKind(req: http.IncomingMessage): RequestRecord['auth'] {
   const scheme = (req.headers.authorization ?? '').trim().split(/\s+/)[0] ?? '';
   if (scheme === 'token') return 'token';
   if (scheme.toLowerCase() === 'bearer') return 'bearer';
+  if (scheme.toLowerCase() === 'basic') return 'basic';
   return 'none';
 }
