@@ -6,3 +6,4 @@ export { createRunEngine, hashCallbackToken, LeaseLostError, WAKE_CHANNEL, type 
 export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';
 export { createTeardownWorker, teardownWorkspace, type TeardownWorker, type TeardownWorkerOptions, type TeardownOptions } from './teardown.js';
 export { createScheduler, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
+export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
