@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { PermanentWorkspaceError, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
-import { hashCallbackToken, LeaseLostError, WAKE_CHANNEL, type FullRunEngine } from './engine.js';
+import { hashCallbackToken, LeaseLostError, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
 import type { Store } from '../store/index.js';
 import type { ClaimedRun, Run } from './types.js';
 
@@ -134,7 +134,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (running) return;
       running = true;
       unsubscribe = engine.onWake(wake);
-      stopListening = await options.store.listen(WAKE_CHANNEL, wake).catch((err: unknown) => {
+      stopListening = await options.store.listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && wake()).catch((err: unknown) => {
         logger.warn({ err }, 'cannot LISTEN for wake-ups; relying on polling');
         return undefined;
       });

@@ -30,7 +30,11 @@ export class LeaseLostError extends Error {
   }
 }
 
-export const WAKE_CHANNEL = 'baton_wake';
+/**
+ * One NOTIFY channel for everything other replicas must hear: payload `wake` (work or capacity may
+ * be available; also implies new events) or `events` (new timeline events only, e.g. progress).
+ */
+export const NOTIFY_CHANNEL = 'baton';
 
 export interface RunEngineOptions {
   store: Store;
@@ -79,7 +83,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     const committed: Committed = [];
     const result = await store.transaction(async (trx) => {
       const value = await fn(trx, committed);
-      if (wake) await store.notify(trx, WAKE_CHANNEL);
+      if (wake || committed.length > 0) await store.notify(trx, NOTIFY_CHANNEL, wake ? 'wake' : 'events');
       return value;
     });
     for (const { event, run } of committed) safeEmit('event', event, run);
