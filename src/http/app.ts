@@ -17,6 +17,7 @@ import { createStore, type Store } from '../store/index.js';
 import { createMemoryProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
 import { HttpError } from './errors.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
+import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
 
 export interface AppDeps {
@@ -86,6 +87,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   hono.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
+  hono.route('/', callbackRoutes(engine, logger));
 
   let stopped = false;
   let starting: Promise<void> | undefined;
