@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgeAccounts, ForgeClient } from '../forge/index.js';
-import type { Run, RunEvent } from '../runs/types.js';
+import type { Run, RunEvent } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
 import { parseCommentTemplates } from './comment-templates.js';
 import { createOutbox } from './outbox.js';
@@ -44,8 +44,8 @@ function makeRun(overrides: Partial<Run> = {}): Run {
 }
 
 let eventId = 0;
-function makeEvent(type: string, data: Record<string, unknown> | null = null): RunEvent {
-  return { id: ++eventId, runId: 12, type, fromStatus: null, toStatus: null, data, createdAt: 0 };
+function makeEvent(type: string, data: Record<string, unknown> | null = null, fromStatus: RunEvent['fromStatus'] = null): RunEvent {
+  return { id: ++eventId, runId: 12, type, fromStatus, toStatus: null, data, createdAt: 0 };
 }
 
 describe('status comment hook', () => {
@@ -106,8 +106,9 @@ describe('status comment hook', () => {
 
   it('says so again when an operator re-queues a finished run, but not for provisioning retries', async () => {
     const hook = createStatusCommentHook({ accounts });
-    await fire(hook, makeRun(), makeEvent('run:retrying'));
-    await fire(hook, makeRun(), makeEvent('run:requeued'));
+    await fire(hook, makeRun(), makeEvent('run:retrying', null, 'provisioning'));
+    await fire(hook, makeRun(), makeEvent('run:requeued', { reason: 'lease expired' }, 'provisioning'));
+    await fire(hook, makeRun(), makeEvent('run:requeued', { reason: 'retry requested' }, 'failed'));
     expect((await entries()).map((e) => (e.payload as { body: string }).body)).toEqual(['⏳ **develop** is queued (run 12).']);
   });
 

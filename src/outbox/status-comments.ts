@@ -1,6 +1,5 @@
 import type { ForgeAccounts } from '../forge/index.js';
-// TODO(integrator): import from '../runs/index.js' once runs/ has its index.
-import type { Run, RunEvent, TransitionHook } from '../runs/types.js';
+import { FINAL_STATUSES, type Run, type RunEvent, type TransitionHook } from '../runs/index.js';
 import type { CommentPayload } from './comment-delivery.js';
 import {
   DEFAULT_COMMENT_TEMPLATES,
@@ -16,7 +15,6 @@ import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 /** Which run events get a comment, and with which template. */
 const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
   'run:queued': 'queued',
-  // An operator re-queued a finished run: worth saying so on the issue.
   'run:requeued': 'queued',
   'run:started': 'started',
   'run:succeeded': 'succeeded',
@@ -70,6 +68,9 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
   return async (trx, { run, event }) => {
     const name = TEMPLATE_FOR_EVENT[event.type];
     if (!name || run.number === null) return;
+    // Re-queued from a final state is an operator's retry, worth saying on the issue; from
+    // provisioning it is an expired lease, an internal detail.
+    if (event.type === 'run:requeued' && !(event.fromStatus !== null && FINAL_STATUSES.includes(event.fromStatus as never))) return;
     if (Object.keys(options.accounts).length === 0) return;
     const template = templates[name];
     if (template.trim() === '') return;
