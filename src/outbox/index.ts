@@ -12,6 +12,6 @@ export {
   type CommentTemplateName,
   type CommentTemplates,
 } from './comment-templates.js';
-export { createStatusCommentHook, type StatusCommentHookOptions } from './status-comments.js';
+export { createStatusCommentHook, STATUS_COMMENT_EVENTS, type StatusCommentHookOptions } from './status-comments.js';
 export { withOutboxTable, type OutboxTable, type OutboxDatabase } from './table.js';
 export * from './types.js';

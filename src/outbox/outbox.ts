@@ -184,33 +184,32 @@ export function createOutbox(options: OutboxOptions): Outbox {
     while (!stopping) {
       wakeRequested = false;
       const free = concurrency - inFlight.size;
-      let claimed: ClaimedEntry[] = [];
+      let due: number | null = null;
+      let claimed = 0;
       if (free > 0) {
         try {
-          claimed = await claim(free);
+          // A plain read first: on SQLite a claim takes the single write lock, which the run
+          // engine needs too, so it is only taken when something is due.
+          due = await nextDueAt(store, kinds);
+          if (due !== null && due <= now()) {
+            const batch = await claim(free);
+            for (const item of batch) void track(item);
+            claimed = batch.length;
+          }
         } catch (err) {
           logger.error({ error: describe(err) }, 'outbox could not claim entries');
           await sleep(pollMs);
           continue;
         }
-        for (const item of claimed) void track(item);
-        // A full batch suggests more is due.
-        if (claimed.length === free) continue;
+        // Look again at once: more may be due, or the next due time has changed.
+        if (claimed > 0) continue;
       }
       if (stopping) break;
-      let delay = pollMs;
-      if (free > 0) {
-        try {
-          const due = await nextDueAt(store, kinds);
-          if (due !== null) delay = Math.min(pollMs, Math.max(0, due - now()));
-        } catch {
-          // Claiming will report the database problem.
-        }
-      }
+      let delay = due === null ? pollMs : Math.min(pollMs, Math.max(0, due - now()));
       if (now() < watchCommitsUntil) delay = Math.min(delay, COMMIT_WATCH_INTERVAL_MS);
-      // Entries in flight wake the loop when they settle; a due time of "now" that claimed
-      // nothing means another worker holds it, so wait at least a little.
-      await sleep(Math.max(delay, claimed.length === 0 && free > 0 ? 10 : 0));
+      // Due but nothing claimed: another worker is claiming it right now; give it a moment.
+      // With no free slot, a settling delivery wakes the loop.
+      await sleep(free > 0 ? Math.max(delay, 10) : pollMs);
     }
   }
 

@@ -24,6 +24,9 @@ const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
   'run:dead': 'dead',
 };
 
+/** Run events that may queue a status comment (for waking the outbox after they commit). */
+export const STATUS_COMMENT_EVENTS: readonly string[] = Object.keys(TEMPLATE_FOR_EVENT);
+
 /** Gitea rejects very large comments; an agent's summary can be long. */
 const MAX_VALUE_LENGTH = 20_000;
 const MAX_BODY_LENGTH = 60_000;

@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULTS } from '../../src/config/index.js';
 import { createForgeAccounts } from '../../src/forge/index.js';
-import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
 import { createRunEngine, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
@@ -243,7 +243,9 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     const outbox = outboxOn(t.store);
     const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: 2 } });
     engine.addHook(createStatusCommentHook({ accounts, outbox, secrets: [gitea.addToken('claude-dev', 'not-a-real-secret-123')] }));
-    engine.subscribe(() => outbox.wake());
+    engine.subscribe((event) => {
+      if (STATUS_COMMENT_EVENTS.includes(event.type)) outbox.wake();
+    });
     await outbox.start();
 
     const ok = await engine.enqueue({ stage: 'review-code', owner: 'acme', repo: 'app', number: 1, payload: { account: 'review' } });
