@@ -33,6 +33,14 @@ export interface OutboxOptions {
    * @default 5_000
    */
   pollMs?: number;
+  /**
+   * PostgreSQL `NOTIFY` channel whose messages wake the worker, so entries committed by another
+   * replica go out at once instead of at its next poll. The run engine notifies its
+   * `NOTIFY_CHANNEL` after every transition, the ones that queue status comments included.
+   * Ignored on SQLite.
+   * @example 'baton'
+   */
+  wakeChannel?: string;
   /** @default Date.now */
   now?: () => number;
   /** @default Math.random */
@@ -105,6 +113,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   let wakeRequested = false;
   let wakeSleeper: (() => void) | undefined;
   let watchCommitsUntil = 0;
+  let stopListening: (() => Promise<void>) | undefined;
 
   const wake = () => {
     wakeRequested = true;
@@ -230,8 +239,18 @@ export function createOutbox(options: OutboxOptions): Outbox {
       if (startPromise) return startPromise;
       stopping = false;
       stopPromise = undefined;
-      loop = run().catch((err: unknown) => logger.error({ error: describe(err) }, 'outbox loop stopped unexpectedly'));
-      startPromise = Promise.resolve();
+      startPromise = (async () => {
+        if (options.wakeChannel && store.dialect === 'postgres') {
+          try {
+            stopListening = await store.listen(options.wakeChannel, wake);
+          } catch (err) {
+            // Only a latency loss: the poll still finds everything.
+            logger.warn({ error: describe(err), channel: options.wakeChannel }, 'outbox could not listen for wake-ups; polling only');
+          }
+        }
+        if (stopping) return;
+        loop = run().catch((err: unknown) => logger.error({ error: describe(err) }, 'outbox loop stopped unexpectedly'));
+      })();
       return startPromise;
     },
     stop() {
@@ -239,6 +258,9 @@ export function createOutbox(options: OutboxOptions): Outbox {
       stopping = true;
       wakeSleeper?.();
       stopPromise = (async () => {
+        await startPromise;
+        await stopListening?.();
+        stopListening = undefined;
         await loop;
         await Promise.all([...inFlight]);
         loop = undefined;

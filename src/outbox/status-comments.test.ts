@@ -154,6 +154,11 @@ describe('status comment hook', () => {
     expect(body).toContain('https://claude-dev:********@gitea.example.com');
   });
 
+  it('drops delivery markers copied into a summary', async () => {
+    await fire(createStatusCommentHook({ accounts }), makeRun({ summary: 'see <!-- baton:outbox:3 --> above' }), makeEvent('run:succeeded'));
+    expect(((await entries())[0]!.payload as { body: string }).body).not.toContain('baton:outbox');
+  });
+
   it('queues one comment per event even if the hook runs twice for it', async () => {
     const hook = createStatusCommentHook({ accounts });
     const event = makeEvent('run:started');

@@ -1,11 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULTS } from '../../src/config/index.js';
 import { createForgeAccounts } from '../../src/forge/index.js';
-import { createCommentHandler, createOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import { createCommentHandler, createOutbox, enqueueOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
 import { createRunEngine, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
-import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
@@ -355,5 +355,36 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     const id = (await outbox.add({ kind: 'webhook', payload: { url: 'http://x' }, orderingKey: 'run:1' }))!;
     expect(await outbox.deliverDue()).toEqual({ delivered: 0, retried: 0, failed: 0 });
     expect((await outbox.get(id))?.status).toBe('pending');
+  });
+});
+
+describe.skipIf(!available.postgres)('outbox replicas on postgres', () => {
+  it('wakes on the NOTIFY of another replica’s commit instead of waiting for its poll', async () => {
+    const t = await createPostgresTestStore();
+    const gitea = await createFakeGitea();
+    const other = createStore({ url: t.url, schema: t.schema });
+    try {
+      await t.store.migrate();
+      const { token } = gitea.addUser('claude-dev');
+      gitea.addRepo('acme', 'app');
+      gitea.addIssue('acme', 'app', { title: 'x', author: 'claude-dev' });
+      const accounts = createForgeAccounts({ gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token }, review: { username: 'r' } } });
+      const outbox = createOutbox({ store: other, handlers: { comment: createCommentHandler({ accounts }) }, pollMs: 60_000, wakeChannel: 'outbox_test' });
+      await outbox.start();
+      try {
+        // Another replica commits a transition with its comment and its one NOTIFY.
+        await t.store.transaction(async (trx) => {
+          await enqueueOutbox(trx, { kind: 'comment', payload: { account: 'dev', owner: 'acme', repo: 'app', number: 1, body: 'hi' } });
+          await t.store.notify(trx, 'outbox_test', 'wake');
+        });
+        await vi.waitFor(() => expect(gitea.comments('acme', 'app', 1)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+      } finally {
+        await outbox.stop();
+      }
+    } finally {
+      await other.close();
+      await gitea.close();
+      await t.cleanup();
+    }
   });
 });
