@@ -132,6 +132,10 @@ export interface ProgressReporterOptions {
   intervalMs?: number;
   /** A batch is sent as soon as this many lines are waiting. @default 50 */
   maxLines?: number;
+  /** Most lines in one request (the server keeps at most 1,000 per batch). @default 200 */
+  maxBatch?: number;
+  /** Longer lines are cut, so a batch stays far below the server's 1 MB body limit. @default 4_000 */
+  maxLineLength?: number;
   /** Lines kept while the server is unreachable; older ones are dropped. @default 5_000 */
   maxBuffered?: number;
 }
@@ -149,6 +153,8 @@ export interface ProgressReporter {
 export function createProgressReporter(options: ProgressReporterOptions): ProgressReporter {
   const maxLines = options.maxLines ?? 50;
   const maxBuffered = options.maxBuffered ?? 5_000;
+  const maxBatch = options.maxBatch ?? 200;
+  const maxLineLength = options.maxLineLength ?? 4_000;
   let pending: string[] = [];
   let dropped = 0;
   let usage: AgentUsage | undefined;
@@ -160,8 +166,9 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
   const sendNow = (): Promise<void> => {
     if (inFlight) return inFlight;
     if (pending.length === 0 && dropped === 0 && !usageDirty) return Promise.resolve();
-    const lines = dropped > 0 ? [`[baton] ${dropped} log lines were not sent (see the full log)`, ...pending] : pending;
-    pending = [];
+    const batch = pending.slice(0, maxBatch);
+    pending = pending.slice(batch.length);
+    const lines = dropped > 0 ? [`[baton] ${dropped} log lines were not sent (see the full log)`, ...batch] : batch;
     dropped = 0;
     const body: ProgressBody = { lines };
     if (usageDirty && usage) body.usage = usage;
@@ -182,7 +189,7 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
   return {
     add(line) {
       if (closed) return;
-      pending.push(line);
+      pending.push(line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line);
       if (pending.length > maxBuffered) {
         dropped += pending.length - maxBuffered;
         pending = pending.slice(-maxBuffered);
@@ -196,7 +203,8 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
     },
     async flush() {
       if (inFlight) await inFlight;
-      await sendNow();
+      do await sendNow();
+      while (pending.length > 0);
     },
     async close() {
       if (closed) return;

@@ -428,7 +428,7 @@ async function runAgentProcess(input: {
     return {
       status: 'failed',
       exitCode,
-      summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}`,
+      summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}${hintFor(stderrTail)}`,
       usage,
       costUsd,
       kind: FAILURE_KIND.noResult,
@@ -495,6 +495,14 @@ export function formatDuration(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)} min`;
   return `${Math.round(ms / 100) / 10} s`;
+}
+
+/** Known startup failures of Claude Code, with what to do about them. */
+function hintFor(stderr: string[]): string {
+  if (stderr.some((l) => l.includes('cannot be used with root/sudo privileges'))) {
+    return ' (Claude Code refuses --dangerously-skip-permissions as root: run the workspace as a non-root user, or set IS_SANDBOX=1 in its env if it is a disposable sandbox)';
+  }
+  return '';
 }
 
 function lastStderr(lines: string[]): string | undefined {

@@ -3,5 +3,5 @@ import { describeWorkspaceProvider } from '../conformance/workspace-provider.js'
 
 describeWorkspaceProvider('memory', async () => {
   const provider = createMemoryProvider({ transitionMs: 5 });
-  return { provider, cleanup: async () => provider.close() };
+  return { provider, cleanup: async () => provider.close?.() };
 });
