@@ -41,7 +41,7 @@ describe('local workspace provider', () => {
     const spec = { ...defaultSpec('env-check'), deployEnv: 'staging', extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' } };
     await p.create(spec);
     const dir = path.join(dataDir, 'workspaces', 'env-check');
-    await expect.poll(async () => (await p.get('env-check'))?.status).toBe('stopped');
+    await expect.poll(async () => (await p.get('env-check'))?.status, { timeout: 10_000 }).toBe('stopped');
     const env = JSON.parse(fs.readFileSync(path.join(dir, 'env.json'), 'utf8')) as Record<string, string>;
     expect(env).toMatchObject({
       TASK_TYPE: 'develop',
@@ -75,12 +75,12 @@ describe('local workspace provider', () => {
   it('lets a restarted baton tell live runners from dead ones', async () => {
     const first = provider();
     await first.create(defaultSpec('alive'));
-    await expect.poll(async () => (await first.get('alive'))?.status).toBe('running');
+    await expect.poll(async () => (await first.get('alive'))?.status, { timeout: 10_000 }).toBe('running');
 
     const second = provider();
     expect((await second.get('alive'))?.status).toBe('running');
     await second.stop('alive');
-    await expect.poll(async () => (await second.get('alive'))?.status).toBe('stopped');
+    await expect.poll(async () => (await second.get('alive'))?.status, { timeout: 10_000 }).toBe('stopped');
   });
 
   it('does not mistake an unrelated process with a recycled pid for the runner', async () => {
@@ -98,7 +98,7 @@ describe('local workspace provider', () => {
     const p = provider({ env: { FAKE_CLAUDE_MODE: 'hang-ignore-term' }, stopGraceMs: 300 });
     await p.create(defaultSpec('stubborn'));
     // Give the fake time to install its SIGTERM handler.
-    await expect.poll(() => fs.readFileSync(path.join(dataDir, 'workspaces', 'stubborn', 'runner.log'), 'utf8')).toContain('"subtype":"init"');
+    await expect.poll(() => fs.readFileSync(path.join(dataDir, 'workspaces', 'stubborn', 'runner.log'), 'utf8'), { timeout: 10_000 }).toContain('"subtype":"init"');
     await p.stop('stubborn');
     expect((await p.get('stubborn'))?.status).toBe('stopping');
     await expect.poll(async () => (await p.get('stubborn'))?.status, { timeout: 10_000 }).toBe('stopped');
@@ -132,7 +132,7 @@ describe('local workspace provider', () => {
       const body = await receiver.accepted();
       expect(body).toMatchObject({ status: 'succeeded', exitCode: 0 });
       expect(body.summary).toMatch(/^Finished the task for: /);
-      await expect.poll(async () => (await p.get('e2e'))?.status).toBe('stopped');
+      await expect.poll(async () => (await p.get('e2e'))?.status, { timeout: 10_000 }).toBe('stopped');
       expect(fs.existsSync(path.join(dataDir, 'workspaces', 'e2e', 'shop', 'DEVELOP.md'))).toBe(true);
       expect(fs.readFileSync(path.join(dataDir, 'workspaces', 'e2e', 'runner.log'), 'utf8')).not.toContain(token);
     } finally {
