@@ -5,41 +5,17 @@ import { createCallbackClient, createProgressReporter } from './callback-client.
 import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type StepRunner } from './checkout.js';
 import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
 import { startLogServer, type LogServer } from './log-server.js';
+import { runAgentProcess } from './agent-process.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
 import { isHeavyStage } from './stages.js';
-import { createStreamParser } from './stream-json.js';
-import type { AgentOutcome, AgentStatus, AgentUsage, CompletionBody } from './types.js';
+import { Stopped, type StopRequest } from './stop.js';
+import { FAILURE_KIND, type AgentOutcome, type AgentUsage, type CompletionBody } from './types.js';
 
-/** The default agent: Claude Code headless, permissions pre-approved (the workspace is the sandbox). */
-export const CLAUDE_COMMAND: readonly string[] = [
-  'claude',
-  '-p',
-  '--output-format',
-  'stream-json',
-  '--verbose',
-  '--dangerously-skip-permissions',
-  '{prompt}',
-];
+export { CLAUDE_COMMAND } from './agent-process.js';
+export { FAILURE_KIND } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
-
-/**
- * Machine-readable reason in the completion body's `error` field; `summary` carries the words
- * for people.
- */
-export const FAILURE_KIND = {
-  cloneFailed: 'clone_failed',
-  commandFileInvalid: 'command_file_invalid',
-  setupFailed: 'setup_failed',
-  agentNotStarted: 'agent_not_started',
-  agentError: 'agent_error',
-  noResult: 'no_result',
-  tokenCap: 'token_cap',
-  maxDuration: 'max_duration',
-  runnerTerminated: 'runner_terminated',
-  runnerError: 'runner_error',
-} as const;
 
 export interface RunAgentOptions {
   /** Stage name (`TASK_TYPE`): picks `.claude/commands/<stage>.md`. */
@@ -69,7 +45,7 @@ export interface RunAgentOptions {
   forgeToken?: string;
   /**
    * Agent command; each `{prompt}` in an argument is replaced by the prompt.
-   * @default CLAUDE_COMMAND
+   * @default CLAUDE_COMMAND (`claude -p --output-format stream-json --verbose --dangerously-skip-permissions {prompt}`)
    * @example ['aider', '--yes-always', '--message', '{prompt}']
    */
   agentCommand?: readonly string[];
@@ -114,19 +90,6 @@ export interface RunAgentOptions {
   sleep?: (ms: number) => Promise<void>;
 }
 
-interface StopRequest {
-  status: AgentStatus;
-  summary: string;
-  kind: string;
-}
-
-class Stopped extends Error {
-  constructor(readonly request: StopRequest) {
-    super(request.summary);
-    this.name = 'Stopped';
-  }
-}
-
 /**
  * Runs one stage in this workspace and reports the outcome to the server. Whatever happens
  * (clone failure, broken command file, agent crash, limits, SIGTERM) the completion callback is
@@ -138,9 +101,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const workdir = path.resolve(options.workdir);
   const stateDir = path.join(workdir, '.baton');
   fs.mkdirSync(stateDir, { recursive: true });
+  const gitEnv = gitAuthEnv(options.cloneUrl, options.forgeToken);
   const log = createAgentLog({
     file: path.join(stateDir, 'agent.log'),
-    secrets: [options.callbackToken, options.forgeToken, options.claudeOauthToken, options.env.ANTHROPIC_API_KEY],
+    // The git header carries the forge token in base64, which plain masking of the token misses.
+    secrets: [options.callbackToken, options.forgeToken, options.claudeOauthToken, options.env.ANTHROPIC_API_KEY, gitEnv.GIT_CONFIG_VALUE_0],
     now,
   });
   const client = createCallbackClient({
@@ -207,7 +172,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     delete env.CALLBACK_TOKEN;
     return env;
   };
-  const gitEnv = gitAuthEnv(options.cloneUrl, options.forgeToken);
 
   const exec: StepRunner = async (label, command, args, stepOptions) => {
     if (stop) throw new Stopped(stop);
@@ -320,145 +284,6 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   return { ...body, callbackDelivered: delivery.delivered, logFile: log.file };
 }
 
-interface AgentProcessResult {
-  status: AgentStatus;
-  exitCode: number | null;
-  summary: string;
-  usage: AgentUsage | null;
-  costUsd: number | null;
-  kind?: string;
-}
-
-async function runAgentProcess(input: {
-  options: RunAgentOptions;
-  log: AgentLog;
-  prompt: string;
-  cwd: string;
-  env: NodeJS.ProcessEnv;
-  rawFile: string;
-  onProcess: (proc: GroupProcess) => void;
-  requestStop: (request: StopRequest) => void;
-  reportUsage: (usage: AgentUsage) => void;
-  graceMs: number;
-}): Promise<AgentProcessResult> {
-  const { options, log } = input;
-  const template = options.agentCommand ?? CLAUDE_COMMAND;
-  if (template.length === 0) throw new RunFailure('the agent command is empty');
-  const argv = template.map((arg) => arg.split('{prompt}').join(input.prompt));
-  const [command, ...args] = argv as [string, ...string[]];
-  const format = options.outputFormat ?? 'stream-json';
-  const parser = createStreamParser();
-  const tokenCap = options.tokenCap ?? 0;
-  const raw = fs.openSync(input.rawFile, 'a');
-  const stderrTail: string[] = [];
-  const outputTail: string[] = [];
-  let lastTokens = 0;
-
-  log.write(`[baton] starting agent: ${template[0]}`);
-  const proc = startProcess(command, args, {
-    cwd: input.cwd,
-    env: input.env,
-    spawn: options.spawn,
-    onStdoutLine: (line) => {
-      fs.writeSync(raw, `${log.mask(line)}\n`);
-      if (format === 'text') {
-        outputTail.push(line);
-        if (outputTail.length > 40) outputTail.shift();
-        log.write(line);
-        return;
-      }
-      for (const out of parser.push(line)) log.write(out);
-      const tokens = parser.streamedTokens;
-      if (tokens !== lastTokens) {
-        lastTokens = tokens;
-        input.reportUsage(parser.streamedUsage);
-        if (tokenCap > 0 && tokens > tokenCap) {
-          input.requestStop({
-            status: 'failed',
-            kind: FAILURE_KIND.tokenCap,
-            summary: `agent used ${tokens.toLocaleString('en-US')} tokens, over the token cap of ${tokenCap.toLocaleString('en-US')}; it was stopped`,
-          });
-        }
-      }
-    },
-    onStderrLine: (line) => {
-      stderrTail.push(line);
-      if (stderrTail.length > 20) stderrTail.shift();
-      log.write(`[stderr] ${line}`);
-    },
-  });
-  input.onProcess(proc);
-  const exit = await proc.exited;
-  fs.closeSync(raw);
-  // Whatever the agent left running in the background dies with the run.
-  await proc.terminate(Math.min(input.graceMs, 2_000));
-  log.write(`[baton] agent exited ${exit.signal ? `by signal ${exit.signal}` : `with code ${exit.code}`}`);
-
-  const exitCode = exit.code;
-  if (exit.error) {
-    return {
-      status: 'failed',
-      exitCode: null,
-      summary: `agent command "${command}" could not be started: ${exit.error.message}`,
-      usage: null,
-      costUsd: null,
-      kind: FAILURE_KIND.agentNotStarted,
-    };
-  }
-  if (format === 'text') {
-    const text = outputTail.filter((l) => l.trim() !== '').slice(-20).join('\n');
-    if (exitCode === 0) return { status: 'succeeded', exitCode, summary: text || 'agent finished with exit code 0', usage: null, costUsd: null };
-    return {
-      status: 'failed',
-      exitCode,
-      summary: `agent ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exitCode}`}${lastStderr(stderrTail) ? `: ${lastStderr(stderrTail)}` : ''}`,
-      usage: null,
-      costUsd: null,
-      kind: FAILURE_KIND.agentError,
-    };
-  }
-
-  const result = parser.result;
-  const streamed = parser.streamedTokens > 0 ? parser.streamedUsage : null;
-  const usage = result?.usage ?? streamed;
-  const costUsd = result?.costUsd ?? null;
-  if (!result) {
-    const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
-    const err = lastStderr(stderrTail);
-    return {
-      status: 'failed',
-      exitCode,
-      summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}${hintFor(stderrTail)}`,
-      usage,
-      costUsd,
-      kind: FAILURE_KIND.noResult,
-    };
-  }
-  if (result.subtype === 'success' && !result.isError) {
-    return { status: 'succeeded', exitCode, summary: result.text?.trim() || '(the agent gave no final text)', usage, costUsd };
-  }
-  if (result.subtype === 'success') {
-    const status = result.apiErrorStatus !== undefined ? ` (API status ${result.apiErrorStatus})` : '';
-    return {
-      status: 'failed',
-      exitCode,
-      summary: `agent reported an error${status}: ${result.text?.trim() || 'no error text'}`,
-      usage,
-      costUsd,
-      kind: FAILURE_KIND.agentError,
-    };
-  }
-  const turns = result.numTurns !== undefined ? ` after ${result.numTurns} turns` : '';
-  return {
-    status: 'failed',
-    exitCode,
-    summary: `agent stopped with ${result.subtype}${turns}${result.errors.length > 0 ? `: ${result.errors.join('; ')}` : ''}`,
-    usage,
-    costUsd,
-    kind: FAILURE_KIND.agentError,
-  };
-}
-
 function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequest {
   if (err instanceof Stopped) return err.request;
   const pending = stop();
@@ -495,18 +320,6 @@ export function formatDuration(ms: number): string {
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
   if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)} min`;
   return `${Math.round(ms / 100) / 10} s`;
-}
-
-/** Known startup failures of Claude Code, with what to do about them. */
-function hintFor(stderr: string[]): string {
-  if (stderr.some((l) => l.includes('cannot be used with root/sudo privileges'))) {
-    return ' (Claude Code refuses --dangerously-skip-permissions as root: run the workspace as a non-root user, or set IS_SANDBOX=1 in its env if it is a disposable sandbox)';
-  }
-  return '';
-}
-
-function lastStderr(lines: string[]): string | undefined {
-  return lines.filter((l) => l.trim() !== '').at(-1)?.trim();
 }
 
 function firstLine(text: string): string {

@@ -11,6 +11,23 @@ export const AGENT_STATUS = {
 
 export type AgentStatus = (typeof AGENT_STATUS)[keyof typeof AGENT_STATUS];
 
+/**
+ * Machine-readable reason in the completion body's `error` field; `summary` carries the words
+ * for people.
+ */
+export const FAILURE_KIND = {
+  cloneFailed: 'clone_failed',
+  commandFileInvalid: 'command_file_invalid',
+  setupFailed: 'setup_failed',
+  agentNotStarted: 'agent_not_started',
+  agentError: 'agent_error',
+  noResult: 'no_result',
+  tokenCap: 'token_cap',
+  maxDuration: 'max_duration',
+  runnerTerminated: 'runner_terminated',
+  runnerError: 'runner_error',
+} as const;
+
 /** Token totals in the camelCase shape of Claude Code's `modelUsage` entries. */
 export interface AgentUsage {
   inputTokens: number;

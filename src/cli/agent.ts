@@ -144,6 +144,11 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
 
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
+    if (controller.signal.aborted) {
+      // A second signal means "now": give up on the callback rather than keep the workspace up.
+      console.error(`baton agent: received ${signal} again; exiting without waiting for the completion callback`);
+      process.exit(1);
+    }
     console.error(`baton agent: received ${signal}; stopping the agent and reporting`);
     controller.abort();
   };
@@ -178,6 +183,14 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     };
     const outcome = await runAgent(options);
     return outcome.status === 'succeeded' && outcome.callbackDelivered ? 0 : 1;
+  } catch (err) {
+    // runAgent reports everything that happens once it runs; this is for what stops it from
+    // starting at all (an unwritable workdir, …), so the server still hears about the run.
+    const summary = `the runner failed before the run could start: ${err instanceof Error ? err.message : String(err)}`;
+    console.error(`baton agent: ${summary}`);
+    const client = createCallbackClient({ callbackUrl, progressUrl, token: callbackToken, maxRetryMs: callbackMaxRetryMs, log: (line) => console.error(line) });
+    await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_error' });
+    return 1;
   } finally {
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);

@@ -201,4 +201,26 @@ describe('baton agent CLI process', () => {
       await receiver.close();
     }
   });
+
+  it('still reports a failed run when the runner cannot start at all', async () => {
+    const { runAgentCommand } = await import('../../src/cli/agent.js');
+    const receiver = await startCallbackReceiver({ token: 'tok-cannot-start', runId: 12, failFirst: 0 });
+    try {
+      const notADir = path.join(dataDir, 'a-file');
+      fs.writeFileSync(notADir, 'x');
+      const code = await runAgentCommand([], {
+        CALLBACK_URL: receiver.callbackUrl,
+        CALLBACK_TOKEN: 'tok-cannot-start',
+        TASK_TYPE: 'develop',
+        BATON_WORKDIR: notADir,
+        BATON_AGENT_LOG_PORT: '0',
+      });
+      expect(code).toBe(1);
+      const body = await receiver.accepted();
+      expect(body).toMatchObject({ status: 'failed', error: 'runner_error' });
+      expect(body.summary).toMatch(/^the runner failed before the run could start: ENOTDIR/);
+    } finally {
+      await receiver.close();
+    }
+  });
 });
