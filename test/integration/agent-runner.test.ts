@@ -224,19 +224,28 @@ describe('runAgent with the fake Claude Code CLI', () => {
   });
 
   it('ends a hanging agent at the maximum duration as timed_out', async () => {
-    await runAgent(options('hang', { maxDurationMs: 1_500 }));
+    await runAgent(options('hang', { maxDurationMs: 4_000 }));
     expect(await receiver.accepted()).toMatchObject({
       status: 'timed_out',
       exitCode: null,
-      summary: 'agent exceeded the 1.5 s maximum duration',
+      summary: 'agent exceeded the 4 s maximum duration',
       error: 'max_duration',
     });
   });
 
   it('SIGKILLs an agent that ignores SIGTERM after the grace period', async () => {
-    const opts = options('hang-ignore-term', { maxDurationMs: 1_500, killGraceMs: 300 });
+    const controller = new AbortController();
+    const opts = options('hang-ignore-term', {
+      killGraceMs: 300,
+      signal: controller.signal,
+      // The fake installs its SIGTERM handler before printing init: stop only once it is up.
+      onLogLine: (line) => {
+        if (line.startsWith('[init]')) controller.abort();
+      },
+    });
     const outcome = await runAgent(opts);
-    expect(outcome.status).toBe('timed_out');
+    expect(outcome.status).toBe('failed');
+    expect(outcome.error).toBe('runner_terminated');
     expect(fs.readFileSync(outcome.logFile, 'utf8')).toContain('ignoring SIGTERM');
     expect(fs.readFileSync(outcome.logFile, 'utf8')).toContain('agent exited by signal SIGKILL');
   });

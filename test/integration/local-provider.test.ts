@@ -69,6 +69,8 @@ describe('local workspace provider', () => {
     for (const secret of ['forge-token-for-conformance', 'callback-token-for-conformance', 'oauth-secret-value']) {
       expect(record).not.toContain(secret);
     }
+    // Written when this process reaps the runner, which may come just after it looks stopped.
+    await expect.poll(() => fs.existsSync(path.join(dir, 'exit.json')), { timeout: 10_000 }).toBe(true);
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'exit.json'), 'utf8'))).toMatchObject({ code: 0, signal: null });
   });
 
