@@ -34,6 +34,11 @@ export interface AgentProcessResult {
   kind?: string;
 }
 
+/**
+ * Runs the agent CLI to its end and turns its output into an outcome. Limits are the caller's:
+ * the token cap is checked here as usage streams in, but stopping goes through `requestStop`
+ * so that one place decides which reason wins.
+ */
 export async function runAgentProcess(input: {
   options: AgentProcessOptions;
   log: AgentLog;

@@ -28,7 +28,8 @@ Options:
   -h, --help                show this help
 
 Secrets (environment only): CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN.
-Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS, BATON_KILL_GRACE_MS.
+Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
+BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1).
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
 server could not be told; 2 the runner is misconfigured (nothing could be reported).
