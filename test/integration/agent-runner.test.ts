@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -264,6 +266,28 @@ describe('runAgent with the fake Claude Code CLI', () => {
     const body = await receiver.accepted();
     expect(body).toMatchObject({ status: 'failed', exitCode: null, error: 'clone_failed', usage: null, costUsd: null });
     expect(body.summary).toBe(`clone of ${missing} failed: repository '${missing}' does not exist`);
+  });
+
+  it('authenticates an http clone with the forge token and reports a missing repository', async () => {
+    const seen: (string | undefined)[] = [];
+    // Answers like a forge for a repository that does not exist.
+    const forge = http.createServer((req, res) => {
+      seen.push(req.headers.authorization);
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('Not found\n');
+    });
+    await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
+    try {
+      const cloneUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}/acme/gone.git`;
+      const outcome = await runAgent(options('success', { cloneUrl }));
+      const body = await receiver.accepted();
+      expect(body).toMatchObject({ status: 'failed', error: 'clone_failed' });
+      expect(body.summary).toBe(`clone of ${cloneUrl} failed: repository '${cloneUrl}/' not found`);
+      expect(seen).toContain(`Basic ${Buffer.from(`${GITEA_TOKEN}:x-oauth-basic`).toString('base64')}`);
+      expect(fs.readFileSync(outcome.logFile, 'utf8')).not.toContain(Buffer.from(`${GITEA_TOKEN}:x-oauth-basic`).toString('base64'));
+    } finally {
+      forge.closeAllConnections();
+      await new Promise<void>((resolve) => forge.close(() => resolve()));
+    }
   });
 
   it('reports a command file with unterminated front matter', async () => {
