@@ -6,7 +6,7 @@ import { readBodyWithLimit } from '../body.js';
 import { WebhookError } from '../errors.js';
 import { canWrite, createPermissionCache, type PermissionLookup } from '../permissions.js';
 import { verifySignature } from '../signature.js';
-import { createIngressState, type IngressState, type IssueRef } from '../state.js';
+import { createIngressState, type IssueRef } from '../state.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { readDeliveryHeaders, type DeliveryHeaders } from './headers.js';
 import { classify, readRepository, toForgeEvent } from './normalize.js';
