@@ -1,5 +1,5 @@
 import type { MaintenanceRepo } from '../config/index.js';
-import type { TaskRequest } from '../runs/types.js';
+import type { TaskRequest } from '../runs/index.js';
 import type { Pipeline } from './types.js';
 
 /**

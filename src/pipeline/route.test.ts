@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { TaskRequest } from '../runs/types.js';
+import type { TaskRequest } from '../runs/index.js';
 import { defaultPipeline } from './stages.js';
 import { maintenanceRequests } from './maintenance.js';
 import { parsePipelineConfig } from './parse-config.js';

@@ -1,4 +1,4 @@
-import type { RunPayload, TaskRequest } from '../runs/types.js';
+import type { RunPayload, TaskRequest } from '../runs/index.js';
 import type { ForgeEvent, Pipeline, RouteContext, RouteResult, StageDefinition, Trigger, TriggerEvent } from './types.js';
 
 /** Reasons for ignoring an event. Short and stable: they are shown to people and asserted by tests. */

@@ -1,4 +1,4 @@
-import type { TaskRequest } from '../runs/types.js';
+import type { TaskRequest } from '../runs/index.js';
 
 /**
  * What happened on the forge, reduced to the facts the pipeline rules need. Built by an ingress

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { route as routeEvent, type ForgeEvent, type Pipeline, type RouteResult } from '../../pipeline/index.js';
-import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/types.js';
+import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/index.js';
 import type { Store } from '../../store/index.js';
 import { readBodyWithLimit } from '../body.js';
 import { WebhookError } from '../errors.js';
