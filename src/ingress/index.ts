@@ -13,3 +13,4 @@ export { createPermissionCache, canWrite, type Permission, type PermissionLookup
 export { signBody, verifySignature } from './signature.js';
 export { WebhookError } from './errors.js';
 export { pruneDeliveries } from './prune.js';
+export { resolveIngressConfig } from './resolve-config.js';

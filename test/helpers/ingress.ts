@@ -21,6 +21,7 @@ export async function createIngressHarness(
     webhooks?: unknown;
     pipeline?: unknown;
     permissionOf?: GiteaIngressDeps['permissionOf'];
+    logger?: GiteaIngressDeps['logger'];
     store?: () => Promise<TestStore>;
   } = {},
 ): Promise<IngressHarness> {
@@ -38,6 +39,7 @@ export async function createIngressHarness(
     webhooks: webhooks.webhooks,
     secret: options.secret,
     permissionOf: options.permissionOf,
+    logger: options.logger,
   });
   return {
     app,

@@ -372,6 +372,29 @@ describe('POST /webhook/gitea: security', () => {
   });
 });
 
+describe('logging', () => {
+  it('logs each delivery with its id, event and outcome, and never a secret or signature', async () => {
+    const lines: { level: string; details: Record<string, unknown>; message: string }[] = [];
+    const logger = {
+      info: (details: Record<string, unknown>, message: string) => lines.push({ level: 'info', details, message }),
+      warn: (details: Record<string, unknown>, message: string) => lines.push({ level: 'warn', details, message }),
+      error: (details: Record<string, unknown>, message: string) => lines.push({ level: 'error', details, message }),
+    };
+    const { post } = await harness({ logger, webhooks: { repositories: { 'acme/app': { secret: 'repo-only-secret' } } } });
+    const body = readFixture('issues-opened.json');
+    const good = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'repo-only-secret', delivery: 'log-1' });
+    await post('/webhook/gitea', body, good);
+    const bad = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'wrong', delivery: 'log-2' });
+    await post('/webhook/gitea', body, bad);
+    expect(lines.map((l) => [l.level, l.details.delivery, l.details.event, l.details.status, l.details.outcome])).toEqual([
+      ['info', 'log-1', 'issues', 202, 'issue #7 opened by alice'],
+      ['warn', 'log-2', 'issues', 401, 'invalid signature'],
+    ]);
+    const text = JSON.stringify(lines);
+    for (const secret of [SECRET, 'repo-only-secret', good['X-Gitea-Signature']!, bad['X-Gitea-Signature']!]) expect(text).not.toContain(secret);
+  });
+});
+
 describe('POST /webhook/gitea: bad input', () => {
   const headers = (body: Uint8Array | string) => giteaHeaders(Buffer.from(body), { event: 'issues', eventType: 'issues', secret: SECRET });
 
