@@ -126,6 +126,24 @@ describe.each(STORE_KINDS)('ingress tables on $kind', ({ kind, create }) => {
     expect(await state.claimDelivery('d-2', { event: 'issues' })).toBe(false);
   });
 
+  it('acts on a delivery once and starts a stage only for a newly present label, end to end', async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    const h = await createIngressHarness({ secret: SECRET, store: create });
+    try {
+      const opened = readFixture('issues-opened.json');
+      const headers = giteaHeaders(opened, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'e2e-1' });
+      expect((await h.post('/webhook/gitea', opened, headers)).body).toMatchObject({ queued: true, stage: 'analyse' });
+      expect((await h.post('/webhook/gitea', opened, headers)).status).toBe(200);
+      const labelled = readFixture('issues-label_updated.json');
+      const label = () => giteaHeaders(labelled, { event: 'issues', eventType: 'issue_label', secret: SECRET });
+      expect((await h.post('/webhook/gitea', labelled, label())).body).toMatchObject({ queued: true, stage: 'develop' });
+      expect((await h.post('/webhook/gitea', labelled, label())).body).toMatchObject({ queued: false, reason: 'no trigger matches' });
+      expect((await h.engine.list()).map((r) => r.stage).sort()).toEqual(['analyse', 'develop']);
+    } finally {
+      await h.cleanup();
+    }
+  });
+
   it('remembers labels per route scope and issue, case-insensitively by repository', async (ctx) => {
     if (!available[kind]) ctx.skip();
     t = await create();
