@@ -16,8 +16,6 @@ export interface IngressState {
    * again. The unique key decides, so two concurrent copies cannot both win.
    */
   claimDelivery(id: string, details: { event: string; repository?: string }): Promise<boolean>;
-  /** Notes what a claimed delivery did (shown when debugging; never read by the flow). */
-  finishDelivery(id: string, outcome: string): Promise<void>;
   /** Forgets a claim whose work failed, so a redelivery of it is acted on. */
   releaseDelivery(id: string): Promise<void>;
   /** Labels last seen on the issue/PR through this route, or null when never seen. */
@@ -34,13 +32,10 @@ export function createIngressState(store: Pick<Store, 'db'>, now: () => number =
     async claimDelivery(id, details) {
       const result = await db
         .insertInto('webhook_deliveries')
-        .values({ id, event: details.event, repository: details.repository ?? null, outcome: null, received_at: now() })
+        .values({ id, event: details.event, repository: details.repository ?? null, received_at: now() })
         .onConflict((oc) => oc.column('id').doNothing())
         .executeTakeFirst();
       return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
-    },
-    async finishDelivery(id, outcome) {
-      await db.updateTable('webhook_deliveries').set({ outcome: outcome.slice(0, 500) }).where('id', '=', id).execute();
     },
     async releaseDelivery(id) {
       await db.deleteFrom('webhook_deliveries').where('id', '=', id).execute();

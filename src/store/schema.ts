@@ -85,7 +85,6 @@ export interface WebhookDeliveriesTable {
   id: string;
   event: string;
   repository: string | null;
-  outcome: string | null;
   received_at: number;
 }
 

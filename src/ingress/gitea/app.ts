@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import { route as routeEvent, type ForgeEvent, type Pipeline, type RouteResult } from '../../pipeline/index.js';
+import { route as routeEvent, type ForgeEvent, type ForgeEventKind, type Pipeline, type RouteResult } from '../../pipeline/index.js';
 import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/index.js';
 import type { Store } from '../../store/index.js';
 import { readBodyWithLimit } from '../body.js';
@@ -56,6 +56,8 @@ export interface WebhookAnswer {
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
+/** Kinds whose rules ask "which labels are newly present" (route.ts occurrencesOf). */
+const LABEL_KINDS: readonly ForgeEventKind[] = ['issue_opened', 'pr_opened', 'issue_labels', 'pr_labels'];
 const silent: IngressLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
@@ -169,9 +171,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       return { status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } };
     }
     try {
-      const answer = await act(event, labelsKnown, webhookRoute, delivery);
-      if (delivery !== undefined) await state.finishDelivery(delivery, answer.reason);
-      return { status: 202, body: answer };
+      return { status: 202, body: await act(event, labelsKnown, webhookRoute, delivery) };
     } catch (err) {
       // The delivery had no effect we can vouch for: forget it so Gitea's redelivery is acted on.
       if (delivery !== undefined) await state.releaseDelivery(delivery).catch(() => {});
@@ -182,7 +182,10 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   }
 
   async function act(event: ForgeEvent, labelsKnown: boolean, webhookRoute: WebhookRoute, delivery?: string): Promise<WebhookAnswer> {
-    const issue: IssueRef | undefined = event.number !== undefined ? { owner: event.owner, repo: event.repo, number: event.number } : undefined;
+    // Only events whose rules compare labels read or write the label memory: it keeps the other
+    // deliveries (comments, pushes to a PR, reviews) to the dedup row and the enqueue.
+    const issue: IssueRef | undefined =
+      event.number !== undefined && LABEL_KINDS.includes(event.kind) ? { owner: event.owner, repo: event.repo, number: event.number } : undefined;
     const previous = issue ? await state.labelsSeen(webhookRoute.scope, issue) : null;
     let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
     if (Array.isArray(result)) {
@@ -296,8 +299,10 @@ function parseJson(bytes: Uint8Array): Record<string, unknown> {
   return value as Record<string, unknown>;
 }
 
+/** Never seen and seen without labels mean the same to the rules: every label that appears is new. */
 function sameLabels(previous: readonly string[] | null, current: readonly string[]): boolean {
-  if (previous === null || previous.length !== current.length) return false;
+  if (previous === null) return current.length === 0;
+  if (previous.length !== current.length) return false;
   const set = new Set(previous.map((l) => l.toLowerCase()));
   return current.every((l) => set.has(l.toLowerCase()));
 }

@@ -12,7 +12,6 @@ export const ingress: Migration = {
       id TEXT PRIMARY KEY,
       event TEXT NOT NULL,
       repository TEXT,
-      outcome TEXT,
       received_at INTEGER NOT NULL
     )`,
     `CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at)`,
@@ -31,7 +30,6 @@ export const ingress: Migration = {
       id TEXT PRIMARY KEY,
       event TEXT NOT NULL,
       repository TEXT,
-      outcome TEXT,
       received_at BIGINT NOT NULL
     )`,
     `CREATE INDEX webhook_deliveries_received ON webhook_deliveries (received_at)`,
