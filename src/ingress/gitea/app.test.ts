@@ -372,6 +372,22 @@ describe('POST /webhook/gitea: security', () => {
   });
 });
 
+describe('mounting', () => {
+  it('works when mounted into the main app with app.route', async () => {
+    const { app } = await harness();
+    const { Hono } = await import('hono');
+    const parent = new Hono();
+    parent.onError((_err, c) => c.json({ parent: true }, 500));
+    parent.route('/', app);
+    const body = readFixture('issues-opened.json');
+    const ok = await parent.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    expect(ok.status).toBe(202);
+    const bad = await parent.request('/webhook/gitea', { method: 'POST', body: '{', headers: giteaHeaders(Buffer.from('{'), { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ ok: false, error: expect.stringMatching(/^invalid JSON/) });
+  });
+});
+
 describe('logging', () => {
   it('logs each delivery with its id, event and outcome, and never a secret or signature', async () => {
     const lines: { level: string; details: Record<string, unknown>; message: string }[] = [];
