@@ -372,6 +372,51 @@ describe('POST /webhook/gitea: security', () => {
   });
 });
 
+describe('when acting on a delivery fails', () => {
+  it('answers 503 and forgets the delivery, so a redelivery is acted on', async () => {
+    const { t, engine } = await harness();
+    const { createGiteaIngress } = await import('../index.js');
+    const { parsePipelineConfig } = await import('../../pipeline/index.js');
+    let failures = 1;
+    const app = createGiteaIngress({
+      engine: {
+        enqueue: async (request) => {
+          if (failures-- > 0) throw new Error('database is locked');
+          return engine.enqueue(request);
+        },
+      },
+      store: t.store,
+      pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
+      secret: SECRET,
+    });
+    const body = readFixture('issues-label_updated.json');
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issue_label', secret: SECRET, delivery: 'retry-me' });
+    const send = () => app.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
+    const first = await send();
+    expect(first.status).toBe(503);
+    expect(await first.json()).toEqual({
+      ok: false,
+      error: 'temporarily unable to act on the delivery, redeliver it later: database is locked',
+    });
+    // The label was not remembered either: the redelivery still sees it as newly added.
+    const second = await send();
+    expect(second.status).toBe(202);
+    expect(await second.json()).toMatchObject({ queued: true, stage: 'develop' });
+  });
+
+  it('answers 503 when the permission lookup fails', async () => {
+    const { post } = await harness({
+      webhooks: { requireWritePermission: true },
+      permissionOf: async () => {
+        throw new Error('forge unreachable');
+      },
+    });
+    const body = readFixture('issues-opened.json');
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(res.status).toBe(503);
+  });
+});
+
 describe('mounting', () => {
   it('works when mounted into the main app with app.route', async () => {
     const { app } = await harness();
