@@ -396,7 +396,7 @@ describe('when acting on a delivery fails', () => {
     expect(first.status).toBe(503);
     expect(await first.json()).toEqual({
       ok: false,
-      error: 'temporarily unable to act on the delivery, redeliver it later: database is locked',
+      error: 'temporarily unable to act on the delivery; redeliver it later',
     });
     // The label was not remembered either: the redelivery still sees it as newly added.
     const second = await send();

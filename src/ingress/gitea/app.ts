@@ -97,7 +97,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const headers = readDeliveryHeaders((name) => c.req.header(name));
     const log = { delivery: headers.delivery, event: headers.eventType ?? headers.event, path: webhookRoute.path };
     try {
-      const answer = await process(c, webhookRoute, headers);
+      const answer = await receive(c, webhookRoute, headers);
       logger.info({ ...log, status: answer.status, outcome: answer.body.reason, runIds: runIdsOf(answer.body) }, 'webhook delivery');
       return c.json(answer.body, answer.status);
     } catch (err) {
@@ -109,7 +109,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     }
   }
 
-  async function process(
+  async function receive(
     c: Context,
     webhookRoute: WebhookRoute,
     headers: DeliveryHeaders,
@@ -177,7 +177,8 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       if (delivery !== undefined) await state.releaseDelivery(delivery).catch(() => {});
       const message = err instanceof Error ? err.message : String(err);
       logger.error({ delivery, err: message }, 'webhook could not be acted on');
-      throw new WebhookError(503, `temporarily unable to act on the delivery, redeliver it later: ${message}`, { cause: err });
+      // The cause stays in the log: database or forge error text is not for the sender.
+      throw new WebhookError(503, 'temporarily unable to act on the delivery; redeliver it later', { cause: err });
     }
   }
 
