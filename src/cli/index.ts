@@ -1,7 +1,5 @@
 import { createRequire } from 'node:module';
 import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
-import { createStore } from '../store/index.js';
-import { runServe } from './serve.js';
 
 const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
 
@@ -9,6 +7,8 @@ Usage: baton <command> [options]
 
 Commands:
   serve            Start the orchestrator (webhooks, queue, dispatcher, API)
+  agent            Run one stage inside a workspace (see baton agent --help)
+  init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
   config check     Print the resolved configuration (secrets masked) and exit 1 if it is invalid
   help             Show this help
@@ -25,11 +25,22 @@ type Command = (argv: string[]) => Promise<number>;
 const commands: Record<string, Command> = {
   serve: async () => {
     const loaded = loadOrReport();
+    // Imported on demand: `baton --help` should not pay for loading the whole server.
+    const { runServe } = await import('./serve.js');
     return loaded ? runServe(loaded.config, loaded.warnings) : 1;
+  },
+  agent: async (argv) => {
+    const { runAgentCommand } = await import('./agent.js');
+    return runAgentCommand(argv, process.env);
+  },
+  init: async (argv) => {
+    const { runInit } = await import('./init.js');
+    return runInit(argv);
   },
   migrate: async () => {
     const loaded = loadOrReport();
     if (!loaded) return 1;
+    const { createStore } = await import('../store/index.js');
     const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
     try {
       const result = await store.migrate();
