@@ -19,13 +19,17 @@ afterEach(async () => {
   await coder.close();
 });
 
+// JSON bodies are read at any depth in assertions; the shapes are what these tests check.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = Record<string, any>;
+
 async function call(method: string, p: string, body?: unknown, token: string | null = coder.token) {
   const res = await fetch(`${coder.url}/api/v2${p}`, {
     method,
     headers: { ...(token ? { 'Coder-Session-Token': token } : {}), ...(body ? { 'Content-Type': 'application/json' } : {}) },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: (await res.json()) as Record<string, any> };
+  return { status: res.status, body: (await res.json()) as Json };
 }
 
 const create = (name: string, extra: Record<string, unknown> = {}) =>
@@ -224,7 +228,7 @@ describe('fake Coder: faults', () => {
 
 describe.skipIf(!haveReference)('fake Coder: shape of reference/coder/workspace-example.json', () => {
   it('renders every field of the documented Workspace, latest_build and job', async () => {
-    const example = JSON.parse(readFileSync(exampleFile, 'utf8')) as Record<string, any>;
+    const example = JSON.parse(readFileSync(exampleFile, 'utf8')) as Json;
     const res = await create('shape');
     const keys = (o: object) => Object.keys(o).sort();
     expect(keys(res.body)).toEqual(keys(example));
