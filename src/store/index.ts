@@ -43,15 +43,17 @@ export interface Store {
   /** Throws when the database cannot answer. */
   ping(): Promise<void>;
   /**
-   * Asks other processes sharing the database to wake up (PostgreSQL `NOTIFY`, delivered at
-   * commit). Send at most one per transaction. A no-op on SQLite, where one process owns the file.
+   * Tells other processes sharing the database that something changed (PostgreSQL `NOTIFY`,
+   * delivered at commit). Every NOTIFY takes a database-wide lock at commit: send at most one per
+   * transaction. A no-op on SQLite, where one process owns the file.
    */
-  notify(trx: Kysely<Database>, channel: string): Promise<void>;
+  notify(trx: Kysely<Database>, channel: string, payload?: string): Promise<void>;
   /**
-   * Calls `onMessage` for every notification on `channel` from any process. Reconnects on its own
-   * after the connection drops. Resolves to a function that stops listening.
+   * Calls `onMessage` with the payload of every notification on `channel` from any process, and
+   * with `null` after a reconnect (notifications sent meanwhile are lost, so listeners should
+   * catch up). Resolves to a function that stops listening.
    */
-  listen(channel: string, onMessage: () => void): Promise<() => Promise<void>>;
+  listen(channel: string, onMessage: (payload: string | null) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
 }
 
@@ -106,8 +108,8 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
-    notify: async (trx, channel) => {
-      await sql`SELECT pg_notify(${channel}, '')`.execute(trx);
+    notify: async (trx, channel, payload = '') => {
+      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(trx);
     },
     listen: async (channel, onMessage) => {
       const stop = await listenWithReconnect(options, channel, onMessage);
@@ -131,7 +133,7 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
 async function listenWithReconnect(
   options: { url: string; schema?: string },
   channel: string,
-  onMessage: () => void,
+  onMessage: (payload: string | null) => void,
 ): Promise<() => Promise<void>> {
   let stopped = false;
   let client: pg.Client | undefined;
@@ -141,7 +143,7 @@ async function listenWithReconnect(
 
   const connect = async (): Promise<void> => {
     const next = createPgClient(options);
-    next.on('notification', () => onMessage());
+    next.on('notification', (message) => onMessage(message.payload ?? ''));
     next.on('error', () => scheduleReconnect());
     next.on('end', () => scheduleReconnect());
     await next.connect();
@@ -156,7 +158,7 @@ async function listenWithReconnect(
     client = undefined;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      connect().then(onMessage, () => {
+      connect().then(() => onMessage(null), () => {
         delay = Math.min(delay * 2, 10_000);
         scheduleReconnect();
       });

@@ -1,0 +1,93 @@
+import { createRequire } from 'node:module';
+import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
+import { createStore } from '../store/index.js';
+import { runServe } from './serve.js';
+
+const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
+
+Usage: baton <command> [options]
+
+Commands:
+  serve            Start the orchestrator (webhooks, queue, dispatcher, API)
+  migrate          Apply pending database migrations and exit
+  config check     Print the resolved configuration (secrets masked) and exit 1 if it is invalid
+  help             Show this help
+
+Options:
+  -h, --help       Show this help
+  -v, --version    Print the version
+
+Configuration comes from environment variables and an optional baton.yaml (BATON_CONFIG);
+see the README's configuration reference.`;
+
+type Command = (argv: string[]) => Promise<number>;
+
+const commands: Record<string, Command> = {
+  serve: async () => {
+    const loaded = loadOrReport();
+    return loaded ? runServe(loaded.config, loaded.warnings) : 1;
+  },
+  migrate: async () => {
+    const loaded = loadOrReport();
+    if (!loaded) return 1;
+    const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
+    try {
+      const result = await store.migrate();
+      console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : `up to date (${result.alreadyApplied} migrations)`);
+      return 0;
+    } catch (err) {
+      console.error(`migration failed: ${(err as Error).message}`);
+      return 1;
+    } finally {
+      await store.close();
+    }
+  },
+  config: async (argv) => {
+    if (argv[0] !== 'check') {
+      console.error(`unknown subcommand "config ${argv[0] ?? ''}"; did you mean "baton config check"?`);
+      return 2;
+    }
+    const loaded = loadOrReport();
+    if (!loaded) return 1;
+    for (const warning of loaded.warnings) console.error(`warning: ${warning}`);
+    console.log(JSON.stringify(describeConfig(loaded.config), null, 2));
+    return 0;
+  },
+  help: async () => {
+    console.log(HELP);
+    return 0;
+  },
+};
+
+/** Entry point of the `baton` bin; returns the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '-h' || name === '--help') return commands.help!([]);
+  if (name === '-v' || name === '--version') {
+    console.log(version());
+    return 0;
+  }
+  const command = commands[name];
+  if (!command) {
+    console.error(`unknown command "${name}"\n\n${HELP}`);
+    return 2;
+  }
+  return command(rest);
+}
+
+function loadOrReport(): LoadedConfig | undefined {
+  try {
+    return loadConfig(process.env);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      console.error(err.message);
+      return undefined;
+    }
+    throw err;
+  }
+}
+
+function version(): string {
+  const require = createRequire(import.meta.url);
+  return (require('../../package.json') as { version: string }).version;
+}

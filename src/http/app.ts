@@ -1,0 +1,198 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Hono } from 'hono';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import {
+  createDispatcher,
+  createRunEngine,
+  createScheduler,
+  createSweeper,
+  createTeardownWorker,
+  type FullRunEngine,
+  type Run,
+  type Schedule,
+} from '../runs/index.js';
+import { createStore, type Store } from '../store/index.js';
+import { createMemoryProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { HttpError } from './errors.js';
+import { healthRoutes, type ReadinessCheck } from './routes-health.js';
+import { callbackRoutes } from './routes-callbacks.js';
+import { queueRoutes } from './routes-queue.js';
+
+export interface AppDeps {
+  logger: Logger;
+  store?: Store;
+  provider?: WorkspaceProvider;
+  now?: () => number;
+}
+
+export interface App {
+  readonly hono: Hono;
+  readonly engine: FullRunEngine;
+  readonly store: Store;
+  readonly provider: WorkspaceProvider;
+  /** Resolves once migrations are applied (retrying while the database is unreachable) and workers run. */
+  start(): Promise<void>;
+  /** Stops claiming, drains in-flight work, closes the store. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The one composition root: every collaborator is made here from the config (or taken from
+ * `deps`, which is how tests put fakes in), and nothing runs until `start()`.
+ */
+export function createApp(config: Config, deps: AppDeps): App {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
+  const engine = createRunEngine({ store, queue: config.queue, now });
+  const provider = deps.provider ?? createDefaultProvider(config, logger);
+
+  const dispatcher = createDispatcher({
+    engine,
+    store,
+    provider,
+    logger,
+    workspaceName,
+    buildSpec: (run, name, callbackToken) => buildWorkspaceSpec(config, run, name, callbackToken),
+    leaseMs: config.queue.leaseMs,
+    pollMs: config.queue.pollMs,
+  });
+  const teardown = createTeardownWorker({ store, provider, cleanup: config.cleanup, logger, now });
+  engine.subscribe((event) => {
+    if (event.toStatus && ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'].includes(event.toStatus)) teardown.wake();
+  });
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
+  const sweeper = createSweeper({ engine, logger, staleAfterMs: config.staleWorkspaceMinutes * 60_000, now });
+
+  const readiness: ReadinessCheck[] = [
+    { name: 'database', check: () => store.ping() },
+    {
+      name: 'migrations',
+      check: async () => {
+        const pending = await store.pendingMigrations();
+        if (pending.length > 0) throw new Error(`pending: ${pending.join(', ')} (run "baton migrate" or start baton serve)`);
+      },
+    },
+    { name: 'data directory', check: () => checkWritable(config.dataDir) },
+  ];
+
+  const hono = new Hono();
+  hono.onError((err, c) => {
+    if (err instanceof HttpError) return c.json({ error: { code: err.code, message: err.message } }, err.status);
+    logger.error({ err, path: c.req.path }, 'request failed');
+    return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
+  });
+  hono.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+  hono.route('/', healthRoutes(() => readiness));
+  hono.route('/', queueRoutes(engine, now));
+  hono.route('/', callbackRoutes(engine, logger));
+
+  let stopped = false;
+  let starting: Promise<void> | undefined;
+  let stopping: Promise<void> | undefined;
+
+  async function migrateWithRetry(): Promise<void> {
+    for (let attempt = 1; !stopped; attempt++) {
+      try {
+        const result = await store.migrate();
+        if (result.applied.length) logger.info({ applied: result.applied }, 'migrations applied');
+        return;
+      } catch (err) {
+        const delay = Math.min(30_000, 500 * 2 ** Math.min(attempt, 6));
+        logger.error({ err, attempt, retryInMs: delay }, 'database not ready; retrying');
+        await new Promise((resolve) => setTimeout(resolve, delay));
+      }
+    }
+  }
+
+  return {
+    hono,
+    engine,
+    store,
+    provider,
+    start() {
+      starting ??= (async () => {
+        fs.mkdirSync(config.dataDir, { recursive: true });
+        await migrateWithRetry();
+        if (stopped) return;
+        await dispatcher.start();
+        teardown.start();
+        scheduler.start();
+        sweeper.start();
+        logger.info({ provider: provider.name, store: store.dialect, concurrency: config.queue.concurrency }, 'baton started');
+      })();
+      return starting;
+    },
+    stop() {
+      stopping ??= (async () => {
+        stopped = true;
+        await starting?.catch(() => {});
+        scheduler.stop();
+        await Promise.all([dispatcher.stop(), sweeper.stop()]);
+        await teardown.stop();
+        await provider.close?.();
+        await store.close();
+      })();
+      return stopping;
+    },
+  };
+}
+
+function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvider {
+  logger.warn({ requested: config.workspaceProvider }, 'workspace provider not available yet; using in-memory workspaces');
+  return createMemoryProvider();
+}
+
+/** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */
+function workspaceName(run: Run): string {
+  return `baton-${run.id}`;
+}
+
+function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
+  const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
+  return {
+    name,
+    runId: run.id,
+    stage: run.stage,
+    owner: run.owner,
+    repo: run.repo,
+    number: run.number ?? undefined,
+    cloneUrl: run.payload.cloneUrl,
+    deployEnv: run.payload.deployEnv,
+    forgeUrl: config.gitea.url,
+    forgeToken: account.token,
+    callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
+    callbackToken,
+    maxDurationMs: config.staleWorkspaceMinutes * 60_000,
+  };
+}
+
+function schedulesFrom(config: Config): Schedule[] {
+  if (config.maintenanceRepos.length === 0) return [];
+  return [
+    {
+      name: 'maintenance',
+      cron: config.schedules.maintenance,
+      timezone: config.schedules.timezone,
+      tasks: () =>
+        config.maintenanceRepos.map((r) => ({
+          stage: 'maintenance',
+          owner: r.owner,
+          repo: r.repo,
+          payload: { account: 'dev', cloneUrl: r.cloneUrl, trigger: 'weekly maintenance' },
+        })),
+    },
+  ];
+}
+
+async function checkWritable(dir: string): Promise<void> {
+  const probe = path.join(dir, `.ready-${process.pid}`);
+  try {
+    await fs.promises.writeFile(probe, '');
+    await fs.promises.rm(probe, { force: true });
+  } catch (err) {
+    throw new Error(`${dir} is not writable (${(err as NodeJS.ErrnoException).code ?? err})`);
+  }
+}

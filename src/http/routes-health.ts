@@ -1,0 +1,42 @@
+import { Hono } from 'hono';
+
+export interface ReadinessCheck {
+  /** Shown in the 503 answer when the check fails: `database`, `migrations`, `data directory`, `provider coder`. */
+  name: string;
+  /** Throws (with a reason a person can act on) when not ready. */
+  check(): Promise<void>;
+}
+
+/**
+ * `/health` says the process is alive (for restarts); `/ready` says it can do its job (for load
+ * balancers): every check passes, or 503 naming each failing one.
+ */
+export function healthRoutes(checks: () => readonly ReadinessCheck[]): Hono {
+  const app = new Hono();
+  app.get('/health', (c) => c.json({ ok: true }));
+  app.get('/ready', async (c) => {
+    const results = await Promise.all(
+      checks().map(async ({ name, check }) => {
+        try {
+          await withTimeout(check(), 5_000);
+          return { name, ok: true as const };
+        } catch (err) {
+          return { name, ok: false as const, error: err instanceof Error ? err.message : String(err) };
+        }
+      }),
+    );
+    const failing = results.filter((r) => !r.ok);
+    return c.json({ ready: failing.length === 0, checks: results, ...(failing.length ? { failing: failing.map((f) => f.name) } : {}) }, failing.length ? 503 : 200);
+  });
+  return app;
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    promise.finally(() => clearTimeout(timer)),
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    }),
+  ]);
+}

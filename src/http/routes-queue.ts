@@ -1,0 +1,36 @@
+import { Hono } from 'hono';
+import type { FullRunEngine } from '../runs/index.js';
+
+/**
+ * The original orchestrator's `GET /queue`, same field names: `pending`, `active`,
+ * `activeWorkspaces` (per run key: `workspaceId`, `elapsed` in ms), `failed`, `concurrency`;
+ * plus `paused` and `dead`.
+ */
+export function queueRoutes(engine: FullRunEngine, now: () => number = Date.now): Hono {
+  const app = new Hono();
+  app.get('/queue', async (c) => {
+    const [stats, live] = await Promise.all([engine.stats(), engine.listLive()]);
+    const activeWorkspaces: Record<string, { runId: number; stage: string; status: string; workspaceId: string | null; workspaceName: string | null; elapsed: number }> = {};
+    for (const run of live) {
+      if (run.status === 'queued') continue;
+      activeWorkspaces[run.key] = {
+        runId: run.id,
+        stage: run.stage,
+        status: run.status,
+        workspaceId: run.workspaceId,
+        workspaceName: run.workspaceName,
+        elapsed: now() - (run.startedAt ?? run.claimedAt ?? run.createdAt),
+      };
+    }
+    return c.json({
+      pending: stats.queued,
+      active: stats.provisioning + stats.running,
+      activeWorkspaces,
+      failed: stats.failed,
+      dead: stats.dead,
+      concurrency: stats.concurrency,
+      paused: stats.paused,
+    });
+  });
+  return app;
+}

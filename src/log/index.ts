@@ -1,0 +1,38 @@
+import pino, { type Logger } from 'pino';
+import type { LogLevel } from '../config/index.js';
+
+export type { Logger } from 'pino';
+
+/**
+ * Structured JSON logs (pino); human-readable when stdout is a terminal. Fields whose names say
+ * they hold a secret are censored wherever they appear, as a second line of defence: code must
+ * not log secrets in the first place.
+ */
+export function createLogger(options: { level: LogLevel; pretty?: boolean; destination?: pino.DestinationStream }): Logger {
+  const pretty = options.pretty ?? process.stdout.isTTY === true;
+  const base: pino.LoggerOptions = {
+    level: options.level,
+    base: { service: 'baton' },
+    redact: {
+      paths: [
+        '*.token',
+        '*.secret',
+        '*.password',
+        '*.authorization',
+        '*.Authorization',
+        '*.callbackToken',
+        '*.forgeToken',
+        'token',
+        'secret',
+        'headers.authorization',
+        'req.headers.authorization',
+      ],
+      censor: '[redacted]',
+    },
+  };
+  if (options.destination) return pino(base, options.destination);
+  if (pretty) {
+    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } });
+  }
+  return pino(base);
+}

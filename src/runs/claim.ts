@@ -1,0 +1,101 @@
+import { randomUUID } from 'node:crypto';
+import { sql, type Kysely } from 'kysely';
+import type { Database, StoreDialect } from '../store/index.js';
+import { toRun } from './rows.js';
+import { SLOT_STATUSES } from './states.js';
+import { recordEvent, type Committed, type TransitionContext } from './transition.js';
+import type { ClaimedRun } from './types.js';
+
+export interface ClaimLimits {
+  concurrency: number;
+  perRepositoryConcurrency: number;
+  leaseMs: number;
+}
+
+/**
+ * Claims due queued runs up to the free capacity, inside one transaction so two dispatchers can
+ * never overshoot the limit. On PostgreSQL the dispatch_state row is locked FOR UPDATE: claims are
+ * serialised (they are short, and each takes a whole batch), and the capacity count they read
+ * cannot go stale before they commit. On SQLite the IMMEDIATE transaction already holds the single
+ * writer lock.
+ */
+export async function claimInTransaction(
+  trx: Kysely<Database>,
+  dialect: StoreDialect,
+  ctx: TransitionContext,
+  committed: Committed,
+  limits: ClaimLimits,
+  max: number,
+): Promise<ClaimedRun[]> {
+  const now = ctx.now();
+  let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
+  if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
+  const state = await stateQuery.executeTakeFirst();
+  if (!state || state.paused === 1) return [];
+
+  const live = await trx
+    .selectFrom('runs')
+    .select(({ fn }) => fn.countAll<number>().as('n'))
+    .where('status', 'in', SLOT_STATUSES)
+    .executeTakeFirstOrThrow();
+  const free = Math.min(max, limits.concurrency - Number(live.n));
+  if (free <= 0) return [];
+
+  const perRepo = limits.perRepositoryConcurrency;
+  let candidates = trx
+    .selectFrom('runs')
+    .select(['id', 'owner', 'repo'])
+    .where('status', '=', 'queued')
+    .where('run_at', '<=', now)
+    .orderBy('run_at')
+    .orderBy('id')
+    // With a per-repository limit some candidates may be skipped, so look a little further.
+    .limit(perRepo > 0 ? free * 4 + 16 : free);
+  if (dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+  let chosen = await candidates.execute();
+
+  if (perRepo > 0 && chosen.length > 0) {
+    const busy = await trx
+      .selectFrom('runs')
+      .select(['owner', 'repo', ({ fn }) => fn.countAll<number>().as('n')])
+      .where('status', 'in', SLOT_STATUSES)
+      .groupBy(['owner', 'repo'])
+      .execute();
+    const inUse = new Map(busy.map((b) => [`${b.owner}/${b.repo}`, Number(b.n)]));
+    const picked: typeof chosen = [];
+    for (const c of chosen) {
+      const repoKey = `${c.owner}/${c.repo}`;
+      const used = inUse.get(repoKey) ?? 0;
+      if (used >= perRepo) continue;
+      inUse.set(repoKey, used + 1);
+      picked.push(c);
+      if (picked.length === free) break;
+    }
+    chosen = picked;
+  }
+  if (chosen.length === 0) return [];
+
+  const leaseToken = randomUUID();
+  const rows = await trx
+    .updateTable('runs')
+    .set({
+      status: 'provisioning',
+      attempts: sql`attempts + 1`,
+      lease_token: leaseToken,
+      lease_expires_at: now + limits.leaseMs,
+      claimed_at: now,
+      updated_at: now,
+    })
+    .where('id', 'in', chosen.map((c) => c.id))
+    .where('status', '=', 'queued')
+    .returningAll()
+    .execute();
+  rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+  const claimed: ClaimedRun[] = [];
+  for (const row of rows) {
+    const run = toRun(row);
+    await recordEvent(trx, ctx, committed, run, 'run:claimed', { from: 'queued' }, { attempt: run.attempts });
+    claimed.push({ run, leaseToken });
+  }
+  return claimed;
+}

@@ -1,0 +1,59 @@
+import type { RunEventsTable, RunsTable } from '../store/index.js';
+import type { RunStatus } from './states.js';
+import type { Run, RunEvent } from './types.js';
+
+type RunRow = { [K in keyof RunsTable]: RunsTable[K] extends import('kysely').Generated<infer T> ? T : RunsTable[K] };
+type RunEventRow = {
+  [K in keyof RunEventsTable]: RunEventsTable[K] extends import('kysely').Generated<infer T> ? T : RunEventsTable[K];
+};
+
+export function toRun(row: RunRow): Run {
+  return {
+    id: row.id,
+    key: row.key,
+    stage: row.stage,
+    owner: row.owner,
+    repo: row.repo,
+    number: row.number,
+    status: row.status as RunStatus,
+    payload: parseJson(row.payload) ?? {},
+    attempts: row.attempts,
+    maxAttempts: row.max_attempts,
+    runAt: row.run_at,
+    workspaceName: row.workspace_name,
+    workspaceId: row.workspace_id,
+    followup: row.followup === 1,
+    lastError: row.last_error,
+    exitCode: row.exit_code,
+    summary: row.summary,
+    usage: parseJson(row.usage),
+    costUsd: row.cost_usd,
+    durationMs: row.duration_ms,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    claimedAt: row.claimed_at,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+export function toRunEvent(row: RunEventRow): RunEvent {
+  return {
+    id: row.id,
+    runId: row.run_id,
+    type: row.type,
+    fromStatus: row.from_status as RunStatus | null,
+    toStatus: row.to_status as RunStatus | null,
+    data: parseJson(row.data),
+    createdAt: row.created_at,
+  };
+}
+
+function parseJson<T>(text: string | null): T | null {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text) as T;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { CleanupConfig } from '../config/index.js';
+import type { Store } from '../store/index.js';
+import type { WorkspaceProvider } from '../workspaces/index.js';
+import { backoffDelay } from './backoff.js';
+
+export interface TeardownOptions {
+  /** How long to wait for a stop before deleting anyway. @default 300_000 */
+  waitStoppedMs?: number;
+  /** How long to wait for a delete to finish before the attempt counts as failed. @default 300_000 */
+  waitGoneMs?: number;
+  /** @default 1_000 */
+  pollMs?: number;
+}
+
+/**
+ * stop → wait until stopped (bounded) → delete → confirm gone. Throws when the workspace is still
+ * there at the end, so the job is retried.
+ */
+export async function teardownWorkspace(provider: WorkspaceProvider, name: string, options: TeardownOptions = {}): Promise<void> {
+  const pollMs = options.pollMs ?? 1_000;
+  const waitFor = async (done: (status: string | null) => boolean, limitMs: number): Promise<boolean> => {
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      const workspace = await provider.get(name);
+      if (done(workspace?.status ?? null)) return true;
+      if (Date.now() >= deadline) return false;
+      await new Promise((resolve) => setTimeout(resolve, pollMs));
+    }
+  };
+  const current = await provider.get(name);
+  if (!current) return;
+  if (!['stopped', 'failed', 'canceled', 'deleting'].includes(current.status)) {
+    await provider.stop(name);
+    // A stop that never finishes must not keep the workspace forever: delete regardless.
+    await waitFor((s) => s === null || s === 'stopped' || s === 'failed' || s === 'canceled', options.waitStoppedMs ?? 300_000);
+  }
+  await provider.delete(name);
+  if (!(await waitFor((s) => s === null, options.waitGoneMs ?? 300_000))) {
+    throw new Error(`workspace ${name} still exists after delete`);
+  }
+}
+
+export interface TeardownWorkerOptions {
+  store: Store;
+  provider: WorkspaceProvider;
+  cleanup: CleanupConfig;
+  logger: Logger;
+  teardown?: (provider: WorkspaceProvider, name: string) => Promise<void>;
+  /** Lease on a teardown job while it runs; a crashed replica's job is picked up after it. @default 15 min */
+  leaseMs?: number;
+  pollMs?: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+export interface TeardownWorker {
+  start(): void;
+  stop(): Promise<void>;
+  wake(): void;
+  /** Runs every due job now and waits for them (tests). */
+  drain(): Promise<number>;
+}
+
+/**
+ * Tears workspaces down as jobs of their own: retried with backoff, `cleanup.concurrency` at a
+ * time, never touching the run's recorded outcome.
+ */
+export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWorker {
+  const { store, provider, cleanup, logger } = options;
+  const now = options.now ?? Date.now;
+  const leaseMs = options.leaseMs ?? 15 * 60_000;
+  const teardown = options.teardown ?? ((p, name) => teardownWorkspace(p, name));
+  const active = new Set<Promise<void>>();
+  let timer: NodeJS.Timeout | undefined;
+  let running = false;
+  let claiming: Promise<number> | undefined;
+
+  async function claimDue(limit: number): Promise<Array<{ id: number; workspace_name: string; attempts: number; lease: string }>> {
+    const t = now();
+    const lease = randomUUID();
+    return store.transaction(async (trx) => {
+      let due = trx
+        .selectFrom('teardowns')
+        .select(['id', 'workspace_name', 'attempts'])
+        .where('status', '=', 'pending')
+        .where('next_attempt_at', '<=', t)
+        .where((eb) => eb.or([eb('lease_expires_at', 'is', null), eb('lease_expires_at', '<', t)]))
+        .orderBy('next_attempt_at')
+        .limit(limit);
+      if (store.dialect === 'postgres') due = due.forUpdate().skipLocked();
+      const rows = await due.execute();
+      if (rows.length === 0) return [];
+      await trx
+        .updateTable('teardowns')
+        .set({ lease_token: lease, lease_expires_at: t + leaseMs, updated_at: t })
+        .where('id', 'in', rows.map((r) => r.id))
+        .execute();
+      return rows.map((r) => ({ ...r, lease }));
+    });
+  }
+
+  async function runJob(job: { id: number; workspace_name: string; attempts: number; lease: string }): Promise<void> {
+    const log = logger.child({ workspace: job.workspace_name, teardownId: job.id });
+    try {
+      await teardown(provider, job.workspace_name);
+      await store.db
+        .updateTable('teardowns')
+        .set({ status: 'done', lease_token: null, lease_expires_at: null, updated_at: now() })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.lease)
+        .execute();
+      log.info('workspace torn down');
+    } catch (err) {
+      const attempts = job.attempts + 1;
+      const message = err instanceof Error ? err.message : String(err);
+      const giveUp = attempts >= cleanup.maxAttempts;
+      await store.db
+        .updateTable('teardowns')
+        .set({
+          status: giveUp ? 'failed' : 'pending',
+          attempts,
+          last_error: message,
+          next_attempt_at: now() + backoffDelay(attempts, cleanup.backoffBaseMs, 30 * 60_000, options.random),
+          lease_token: null,
+          lease_expires_at: null,
+          updated_at: now(),
+        })
+        .where('id', '=', job.id)
+        .where('lease_token', '=', job.lease)
+        .execute()
+        .catch((dbErr: unknown) => log.error({ err: dbErr }, 'could not record teardown failure'));
+      if (giveUp) log.error({ err, attempts }, 'teardown gave up: the workspace may still exist and needs removing by hand');
+      else log.warn({ err, attempts }, 'teardown failed; will retry');
+    }
+  }
+
+  async function fill(): Promise<number> {
+    const free = cleanup.concurrency - active.size;
+    if (free <= 0) return 0;
+    const jobs = await claimDue(free);
+    for (const job of jobs) {
+      const p = runJob(job).finally(() => {
+        active.delete(p);
+        if (running) schedule(0);
+      });
+      active.add(p);
+    }
+    return jobs.length;
+  }
+
+  function schedule(ms: number): void {
+    if (!running) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = undefined;
+      claiming ??= fill()
+        .catch((err: unknown) => {
+          logger.error({ err }, 'teardown worker could not claim jobs');
+          return 0;
+        })
+        .finally(() => {
+          claiming = undefined;
+          schedule(options.pollMs ?? 5_000);
+        });
+    }, ms);
+  }
+
+  return {
+    start() {
+      if (running) return;
+      running = true;
+      schedule(0);
+    },
+    async stop() {
+      running = false;
+      if (timer) clearTimeout(timer);
+      await claiming;
+      await Promise.allSettled([...active]);
+    },
+    wake() {
+      schedule(0);
+    },
+    async drain() {
+      let total = 0;
+      for (;;) {
+        const n = await fill();
+        total += n;
+        await Promise.allSettled([...active]);
+        if (n === 0) return total;
+      }
+    },
+  };
+}

@@ -1,0 +1,72 @@
+import { sql, type Kysely } from 'kysely';
+import type { Database } from '../store/index.js';
+import { toRun, toRunEvent } from './rows.js';
+import type { RunStatus } from './states.js';
+import type { Run, RunEvent, TransitionHook } from './types.js';
+
+/** Events written inside a transaction, announced to subscribers once it commits. */
+export type Committed = Array<{ event: RunEvent; run: Run }>;
+
+export interface TransitionContext {
+  now: () => number;
+  hooks: readonly TransitionHook[];
+}
+
+/**
+ * Appends the run_events row for `run` (already updated in `trx`) and lets the hooks add their own
+ * rows (outbox) in the same transaction. `change` is the transition that happened (`from` is null
+ * for a new run), or null for an event that changes no state (coalesced, progress).
+ */
+export async function recordEvent(
+  trx: Kysely<Database>,
+  ctx: TransitionContext,
+  committed: Committed,
+  run: Run,
+  type: string,
+  change: { from: RunStatus | null } | null,
+  data: Record<string, unknown> | null = null,
+): Promise<RunEvent> {
+  const row = await trx
+    .insertInto('run_events')
+    .values({
+      run_id: run.id,
+      type,
+      from_status: change ? change.from : null,
+      to_status: change ? run.status : null,
+      data: data ? JSON.stringify(data) : null,
+      created_at: ctx.now(),
+    })
+    .returningAll()
+    .executeTakeFirstOrThrow();
+  const event = toRunEvent(row);
+  for (const hook of ctx.hooks) await hook(trx, { run, event });
+  committed.push({ event, run });
+  return event;
+}
+
+export async function selectRun(trx: Kysely<Database>, id: number): Promise<Run | null> {
+  const row = await trx.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
+  return row ? toRun(row) : null;
+}
+
+/** Queues the workspace's removal in the same transaction as the run's end, so none is forgotten. */
+export async function scheduleTeardown(trx: Kysely<Database>, run: Pick<Run, "workspaceName"> & { id: number | null }, now: number): Promise<void> {
+  if (!run.workspaceName) return;
+  await trx
+    .insertInto('teardowns')
+    .values({
+      run_id: run.id,
+      workspace_name: run.workspaceName,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      lease_token: null,
+      lease_expires_at: null,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
+    })
+    // A literal predicate: PostgreSQL matches a partial unique index only against constants.
+    .onConflict((oc) => oc.column('workspace_name').where(sql<boolean>`status = 'pending'`).doNothing())
+    .execute();
+}
