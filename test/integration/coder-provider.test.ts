@@ -69,8 +69,17 @@ describe('coder provider: create', () => {
     expect(coder.requests).toHaveLength(0);
   });
 
-  it('needs exactly one of templateId and templateVersionId', () => {
-    expect(() => fastProvider(coder, { templateVersionId: coder.template.activeVersionId })).toThrow(/exactly one of `templateId`/);
+  it('needs a template or a template version', () => {
+    expect(() => fastProvider(coder, { templateId: undefined })).toThrow(/`templateId` \(CODER_TEMPLATE_ID\) or `templateVersionId` is required/);
+  });
+
+  it('sends only the pinned version when given both, as Coder refuses both at once', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { templateVersionId: coder.template.activeVersionId });
+    await provider.create(specFor('bt-both'));
+    const body = coder.requests.at(-1)?.body as Record<string, unknown>;
+    expect(body.template_version_id).toBe(coder.template.activeVersionId);
+    expect(body).not.toHaveProperty('template_id');
   });
 });
 

@@ -27,3 +27,4 @@ export {
   type CoderProviderOptions,
   type ProviderHealth,
 } from './provider.js';
+export { createCoderProviderFromConfig } from './from-config.js';

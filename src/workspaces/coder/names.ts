@@ -14,8 +14,11 @@ const RESERVED_NAMES = new Set(['new', 'create']);
  */
 export const BATON_NAME_PREFIX = 'bt-';
 
-/** Names that `workspaceNameForKey` can produce. */
-export const BATON_WORKSPACE_NAME_PATTERN = /^bt-[a-z0-9]+(?:-[a-z0-9]+)*$/;
+/**
+ * Names baton gives workspaces: what `workspaceNameForKey` produces (`bt-…`), and the
+ * dispatcher's per-run form `baton-<run id>`.
+ */
+export const BATON_WORKSPACE_NAME_PATTERN = /^(?:bt-[a-z0-9]+(?:-[a-z0-9]+)*|baton-[0-9]+)$/;
 
 const HASH_LENGTH = 7;
 

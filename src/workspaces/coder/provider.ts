@@ -9,9 +9,12 @@ export interface CoderProviderOptions {
   url: string;
   /** Session or API token (`CODER_TOKEN`). */
   token: string;
-  /** Template to create from (`CODER_TEMPLATE_ID`). Exactly one of this and `templateVersionId`. */
+  /**
+   * Template to create from (`CODER_TEMPLATE_ID`); also how baton recognises its workspaces.
+   * At least one of this and `templateVersionId` is required.
+   */
   templateId?: string;
-  /** A pinned template version instead of the template's active one. */
+  /** Creates from this pinned version instead of the template's active one (sent instead of `templateId`). */
   templateVersionId?: string;
   /** A template version preset (`template_version_preset_id`), used together with one of the above. */
   presetId?: string;
@@ -112,9 +115,9 @@ const MAX_CONFLICT_ROUNDS = 6;
 export function createCoderProvider(options: CoderProviderOptions): CoderProvider {
   if (!options.url) throw new TypeError('createCoderProvider: `url` (CODER_URL) is required');
   if (!options.token) throw new TypeError('createCoderProvider: `token` (CODER_TOKEN) is required');
-  if (Boolean(options.templateId) === Boolean(options.templateVersionId)) {
+  if (!options.templateId && !options.templateVersionId) {
     throw new TypeError(
-      'createCoderProvider: exactly one of `templateId` (CODER_TEMPLATE_ID) and `templateVersionId` is required' +
+      'createCoderProvider: `templateId` (CODER_TEMPLATE_ID) or `templateVersionId` is required' +
         (options.presetId ? ' (a preset is used together with one of them)' : ''),
     );
   }
@@ -180,7 +183,8 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     const richParameters: CoderRichParameter[] = [...values].map(([name, value]) => ({ name, value }));
     return {
       name: spec.name,
-      ...(options.templateId ? { template_id: options.templateId } : { template_version_id: options.templateVersionId }),
+      // Coder refuses both at once; a pinned version names its template itself.
+      ...(options.templateVersionId ? { template_version_id: options.templateVersionId } : { template_id: options.templateId }),
       ...(options.presetId ? { template_version_preset_id: options.presetId } : {}),
       rich_parameter_values: richParameters,
       ttl_ms: ttlForRun(spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000),
