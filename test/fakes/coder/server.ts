@@ -529,8 +529,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
 
     const delay = takeFault(delayFaults, key);
     const latency = faults.latencyMs + (delay?.data.ms ?? 0);
+    // A request Coder has received is handled even if its client has gone (killed, timed out):
+    // that is how a create can succeed while its caller never hears about it.
     if (latency > 0) await sleep(latency);
-    if (res.destroyed) return;
 
     const drop = takeFault(dropFaults, key);
     if (drop && !drop.data.afterHandling) {
@@ -560,6 +561,7 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       return;
     }
     record.status = answer.status;
+    if (res.destroyed || req.socket.destroyed) return;
     const payload = JSON.stringify(answer.body ?? {});
     res.writeHead(answer.status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(payload) });
     res.end(payload);
