@@ -76,7 +76,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const spec = provider.created[0]!;
     expect(spec.callbackUrl).toMatch(new RegExp(`/api/runs/${run.id}/complete$`));
 
-    const queue = await (await app.hono.request('/queue')).json();
+    const queue = (await (await app.hono.request('/queue')).json()) as { activeWorkspaces: Record<string, unknown> };
     expect(queue).toMatchObject({ pending: 0, active: 1, failed: 0, dead: 0, concurrency: 1, paused: false });
     expect(queue.activeWorkspaces['develop-acme-app-7']).toMatchObject({ workspaceName: running.workspaceName, runId: run.id });
 
@@ -109,9 +109,9 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const token = provider.created[0]!.callbackToken;
     const bad = await post(`/api/runs/${run.id}/complete`, '{not json', token);
     expect(bad.status).toBe(400);
-    expect((await bad.json()).error.message).toMatch(/invalid JSON/);
+    expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/invalid JSON/);
     const wrongStatus = await post(`/api/runs/${run.id}/complete`, { status: 'great' }, token);
-    expect((await wrongStatus.json()).error.message).toBe('status must be one of succeeded, failed, timed_out, got "great"');
+    expect(((await wrongStatus.json()) as { error: { message: string } }).error.message).toBe('status must be one of succeeded, failed, timed_out, got "great"');
     expect((await app.engine.get(run.id))?.status).toBe('running');
     expect((await post('/webhook/task-complete/no-such-workspace', { status: 'succeeded' }, token)).status).toBe(401);
   });
