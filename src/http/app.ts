@@ -89,12 +89,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
     { name: 'data directory', check: () => checkWritable(config.dataDir) },
   ];
-  const health = providerHealth(provider);
-  if (health) {
+  if (provider.health) {
     readiness.push({
       name: `provider ${provider.name}`,
       check: async () => {
-        const { ok, reason } = health();
+        const { ok, reason } = provider.health?.() ?? { ok: true };
         if (!ok) throw new Error(reason ?? 'unhealthy');
       },
     });
@@ -226,11 +225,6 @@ async function checkWritable(dir: string): Promise<void> {
   } catch (err) {
     throw new Error(`${dir} is not writable (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
-}
-
-function providerHealth(provider: WorkspaceProvider): (() => { ok: boolean; reason?: string }) | undefined {
-  const candidate = (provider as { health?: unknown }).health;
-  return typeof candidate === 'function' ? () => (candidate as () => { ok: boolean; reason?: string }).call(provider) : undefined;
 }
 
 /**

@@ -204,8 +204,8 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     while (ws) {
       if (alreadyHeading(ws, transition)) return;
       const answer = await client.createBuild(ws.id, { transition });
-      if (answer.status === 201 || answer.status === 200) return;
-      if (answer.status === 404 || answer.status === 410) return;
+      // 201 in the code, 200 in the generated docs: any 2xx is the build; 404/410: gone.
+      if (answer.status < 300 || answer.status === 404 || answer.status === 410) return;
       // 409: another build is active.
       if (clock.now() >= deadline) {
         if (transition === 'delete' && !cancelled) {
