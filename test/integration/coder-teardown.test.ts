@@ -62,6 +62,19 @@ describe('teardownWorkspace with the coder provider', () => {
     expect(coder.requests.some((r) => r.method === 'PATCH' && r.path.endsWith('/cancel'))).toBe(true);
   });
 
+  it('gives up retryably, without calling the provider unhealthy, when the stuck build may not be cancelled', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { activeBuildWaitMs: 30 });
+    coder.seedWorkspace({ name: 'bt-w', status: 'stopping', stuck: true });
+    coder.faults.failNext(1, { status: 403, body: { message: 'User is not allowed to cancel workspace builds.' }, match: (r) => r.method === 'PATCH' });
+    const error = await teardownWorkspace(provider, 'bt-w', { ...fast, waitStoppedMs: 20 }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toMatch(/a stop build is still active \(stopping\)/);
+    expect(provider.health()).toEqual({ ok: true });
+    expect(coder.workspace('bt-w')?.deleted).toBe(false);
+  });
+
   it('reports an incomplete teardown when the delete does not finish in time', async () => {
     coder.seedWorkspace({ name: 'bt-w', status: 'stopped' });
     coder.faults.stickNextBuilds(1, 'delete');

@@ -121,13 +121,17 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
         lastCause = undefined;
         continue;
       }
+      if (opts.accept?.includes(response.status)) {
+        options.onSuccess?.();
+        return { status: response.status, body: body as T };
+      }
       if (response.status === 401 || response.status === 403) {
         const error = new CoderPermanentError(response.status, label, redactResponse(body, (t) => redact(t, opts.secrets)));
         options.onAuthFailure?.(error);
         throw error;
       }
       options.onSuccess?.();
-      if (response.ok || opts.accept?.includes(response.status)) return { status: response.status, body: body as T };
+      if (response.ok) return { status: response.status, body: body as T };
       const safe = redactResponse(body, (t) => redact(t, opts.secrets));
       if (response.status === 400) throw new CoderPermanentError(400, label, safe);
       throw new CoderApiError(response.status, label, safe);
@@ -155,7 +159,8 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
     createBuild: (workspaceId, body) =>
       request('POST', `/workspaces/${enc(workspaceId)}/builds`, { body, accept: [404, 409, 410] }),
     async cancelBuild(buildId) {
-      const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [404, 410, 412] });
+      // 403: the template does not let users cancel jobs; that says nothing about the token.
+      const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [403, 404, 410, 412] });
       return answer.status >= 200 && answer.status < 300;
     },
   };
