@@ -1,30 +1,18 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/index.js';
 import { createRunEngine, type FullRunEngine, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 
 /**
  * `kill -9` of `baton serve` (WORKSPACE_PROVIDER=coder, SQLite) while a workspace is being
  * created and while another is being torn down; after a restart there must be exactly one
  * workspace per live run and none for finished runs.
  */
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
@@ -41,14 +29,11 @@ describe('baton serve with the coder provider survives kill -9', () => {
   let coder: FakeCoder;
   let store: Store;
   let engine: FullRunEngine;
-  let port: number;
-  let child: ChildProcess | undefined;
-  let output = '';
+  let server: ServeHandle | undefined;
 
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-coder-crash-'));
     coder = await createFakeCoder({ stepMs: 5 });
-    port = await freePort();
     fs.writeFileSync(
       path.join(dir, 'baton.yaml'),
       ['queue:', '  leaseSeconds: 1', '  pollSeconds: 0.1', '  backoffBaseSeconds: 0.1', 'cleanup:', '  backoffBaseSeconds: 0.1', ''].join('\n'),
@@ -56,56 +41,35 @@ describe('baton serve with the coder provider survives kill -9', () => {
   });
 
   afterEach(async () => {
-    if (child && child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child?.once('exit', resolve));
-    }
+    await server?.stop('SIGKILL');
+    server = undefined;
     await store?.close();
     await coder.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   async function startServer(): Promise<void> {
-    const env = {
-      PATH: process.env.PATH,
-      HOME: process.env.HOME,
-      WORKSPACE_PROVIDER: 'coder',
-      CODER_URL: coder.url,
-      CODER_TOKEN: coder.token,
-      CODER_TEMPLATE_ID: coder.template.id,
-      DATABASE_URL: `sqlite:${path.join(dir, 'baton.db')}`,
-      BATON_DATA_DIR: dir,
-      BATON_CONFIG: path.join(dir, 'baton.yaml'),
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      LOG_LEVEL: 'info',
-      QUEUE_CONCURRENCY: '4',
-    };
-    child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'test/e2e/serve-entry.ts'), 'serve'], {
-      // From the repository, so `--import tsx` resolves; every path in env is absolute.
-      cwd: repoRoot,
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    child.stdout?.on('data', (d: Buffer) => (output += d.toString()));
-    child.stderr?.on('data', (d: Buffer) => (output += d.toString()));
-    await until(
-      async () => {
-        if (child?.exitCode !== null) throw new Error(`baton serve exited early:\n${output}`);
-        const res = await fetch(`http://127.0.0.1:${port}/ready`).catch(() => null);
-        return res?.status === 200;
+    server = await startServe(
+      {
+        WORKSPACE_PROVIDER: 'coder',
+        CODER_URL: coder.url,
+        CODER_TOKEN: coder.token,
+        CODER_TEMPLATE_ID: coder.template.id,
+        DATABASE_URL: `sqlite:${path.join(dir, 'baton.db')}`,
+        BATON_DATA_DIR: dir,
+        BATON_CONFIG: path.join(dir, 'baton.yaml'),
+        HOST: '127.0.0.1',
+        QUEUE_CONCURRENCY: '4',
       },
-      'baton serve to be ready',
+      dir,
     );
+    const url = server.url;
+    await until(async () => (await fetch(`${url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
   }
 
   async function kill9(): Promise<void> {
-    const proc = child;
-    if (!proc) return;
-    const exited = new Promise((resolve) => proc.once('exit', resolve));
-    proc.kill('SIGKILL');
-    await exited;
-    child = undefined;
+    await server?.stop('SIGKILL');
+    server = undefined;
   }
 
   const runById = async (id: number) => (await engine.get(id)) as Run;
@@ -128,7 +92,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
 
     coder.faults.holdBuilds(true);
     const callbackToken = coder.workspace(finishingName)?.richParameters.callback_token;
-    const done = await fetch(`http://127.0.0.1:${port}/api/runs/${finishing.id}/complete`, {
+    const done = await fetch(`${server?.url}/api/runs/${finishing.id}/complete`, {
       method: 'POST',
       headers: { authorization: `Bearer ${callbackToken}`, 'content-type': 'application/json' },
       body: JSON.stringify({ status: 'succeeded', summary: 'done' }),
