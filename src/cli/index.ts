@@ -1,7 +1,5 @@
 import { createRequire } from 'node:module';
 import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
-import { createStore } from '../store/index.js';
-import { runServe } from './serve.js';
 
 const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
 
@@ -25,11 +23,14 @@ type Command = (argv: string[]) => Promise<number>;
 const commands: Record<string, Command> = {
   serve: async () => {
     const loaded = loadOrReport();
+    // Imported on demand: `baton --help` should not pay for loading the whole server.
+    const { runServe } = await import('./serve.js');
     return loaded ? runServe(loaded.config, loaded.warnings) : 1;
   },
   migrate: async () => {
     const loaded = loadOrReport();
     if (!loaded) return 1;
+    const { createStore } = await import('../store/index.js');
     const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
     try {
       const result = await store.migrate();
