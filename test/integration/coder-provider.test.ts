@@ -49,6 +49,13 @@ describe('coder provider: create', () => {
     expect(running.status).toBe('running');
   });
 
+  it('is idempotent by name: a second create returns the same workspace', async () => {
+    const first = await provider.create(specFor('bt-w'));
+    const second = await provider.create(specFor('bt-w'));
+    expect(second.id).toBe(first.id);
+    expect(coder.workspaces()).toHaveLength(1);
+  });
+
   it('keeps ttl_ms inside Coder’s limits', () => {
     expect(ttlForRun(0)).toBeGreaterThanOrEqual(60_000);
     expect(ttlForRun(90 * 24 * HOUR)).toBeLessThan(30 * 24 * HOUR);
