@@ -198,6 +198,17 @@ describe('coder provider: get, list, stop, delete', () => {
     expect(lists.every((r) => new URLSearchParams(r.query).get('q') === 'owner:me')).toBe(true);
   });
 
+  it('works for a named user instead of me', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { user: 'baton' });
+    coder.seedWorkspace({ name: 'bt-alices', owner: 'alice' });
+    await provider.create(specFor('bt-mine'));
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect(await provider.get('bt-alices')).toBeNull();
+    expect(coder.requests.some((r) => r.path === '/api/v2/users/baton/workspaces')).toBe(true);
+    expect(coder.requests.filter((r) => r.path === '/api/v2/workspaces').every((r) => r.query.includes('owner%3Abaton'))).toBe(true);
+  });
+
   it('stops and deletes with builds, never an HTTP DELETE, and treats gone as done', async () => {
     await provider.create(specFor('bt-w'));
     await provider.waitUntilRunning('bt-w');
