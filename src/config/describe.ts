@@ -29,6 +29,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     },
     coder: { url: config.coder.url ?? '(not set)', token: secret(config.coder.token), templateId: config.coder.templateId ?? '(not set)' },
     claude: { oauthToken: secret(config.claude.oauthToken) },
+    agentEnv: config.agentEnv,
   };
 }
 

@@ -56,6 +56,8 @@ export interface Config {
   bots: { dev: BotAccount; review: BotAccount };
   coder: { url?: string; token?: string; templateId?: string };
   claude: { oauthToken?: string };
+  /** Runner settings passed through from baton's environment to local workspaces (BATON_INSTALL_COMMAND, …). */
+  agentEnv: Record<string, string>;
   /** Path of the baton.yaml that was read, if any. */
   configFile?: string;
   /** The parsed baton.yaml; sections owned by other modules are validated there. */

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -16,7 +17,7 @@ import {
 import { createStore, type Store } from '../store/index.js';
 import {
   createCoderProviderFromConfig,
-  createMemoryProvider,
+  createLocalProvider,
   reconcile,
   type WorkspaceProvider,
   type WorkspaceSpec,
@@ -161,6 +162,9 @@ export function createApp(config: Config, deps: AppDeps): App {
   };
 }
 
+/** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
+const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+
 function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEngine): WorkspaceProvider {
   if (config.workspaceProvider === 'coder') {
     return createCoderProviderFromConfig(config, {
@@ -171,8 +175,15 @@ function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEn
       },
     });
   }
-  logger.warn({ requested: config.workspaceProvider }, 'workspace provider not available yet; using in-memory workspaces');
-  return createMemoryProvider();
+  return createLocalProvider({
+    dataDir: config.dataDir,
+    command: [process.execPath, BATON_BIN, 'agent'],
+    env: {
+      ...config.agentEnv,
+      ...(config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {}),
+    },
+    onError: (message, err) => logger.warn({ err }, message),
+  });
 }
 
 /** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */
