@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
-import type { Config } from '../config/index.js';
+import { ConfigError, type Config } from '../config/index.js';
+import { createForgeAccounts } from '../forge/index.js';
+import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS } from '../outbox/index.js';
+import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import type { Logger } from '../log/index.js';
 import {
   createDispatcher,
@@ -10,6 +14,7 @@ import {
   createScheduler,
   createSweeper,
   createTeardownWorker,
+  NOTIFY_CHANNEL,
   type FullRunEngine,
   type Run,
   type Schedule,
@@ -19,6 +24,7 @@ import {
   createCoderProviderFromConfig,
   createLocalProvider,
   reconcile,
+  workspaceNameForKey,
   type WorkspaceProvider,
   type WorkspaceSpec,
 } from '../workspaces/index.js';
@@ -26,6 +32,7 @@ import { HttpError } from './errors.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
+import { resolveModuleSettings } from './settings.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -52,6 +59,8 @@ export interface App {
 export function createApp(config: Config, deps: AppDeps): App {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
+  const settings = resolveModuleSettings(config);
+  if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
   const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
@@ -70,13 +79,40 @@ export function createApp(config: Config, deps: AppDeps): App {
   engine.subscribe((event) => {
     if (event.toStatus && ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'].includes(event.toStatus)) teardown.wake();
   });
-  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
+
+  // Status comments: written to the outbox inside each transition's transaction, delivered by
+  // the outbox worker with retries, so Gitea being down never blocks or loses a run.
+  const accounts = createForgeAccounts(config);
+  const outbox = createOutbox({
+    store,
+    logger,
+    handlers: { comment: createCommentHandler({ accounts }) },
+    pollMs: config.queue.pollMs,
+    wakeChannel: NOTIFY_CHANNEL,
+  });
+  engine.addHook(
+    createStatusCommentHook({
+      templates: settings.commentTemplates,
+      accounts,
+      outbox,
+      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+    }),
+  );
+  engine.subscribe((event) => {
+    if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) outbox.wake();
+  });
+
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
   const sweeper = createSweeper({
     engine,
     logger,
     staleAfterMs: config.staleWorkspaceMinutes * 60_000,
     now,
-    onSweep: provider.name === 'coder' ? () => reconcileWorkspaces(engine, provider, logger) : undefined,
+    onSweep: async () => {
+      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
+      await pruneDeliveries(store, settings.webhooks.deliveryRetentionDays, now);
+      await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
+    },
   });
 
   const readiness: ReadinessCheck[] = [
@@ -110,6 +146,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
+  hono.route(
+    '/',
+    createGiteaIngress({
+      engine,
+      store,
+      pipeline: settings.pipeline,
+      webhooks: settings.webhooks,
+      secret: config.gitea.webhookSecret,
+      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+      logger,
+      now,
+    }),
+  );
 
   let stopped = false;
   let starting: Promise<void> | undefined;
@@ -139,6 +188,7 @@ export function createApp(config: Config, deps: AppDeps): App {
         fs.mkdirSync(config.dataDir, { recursive: true });
         await migrateWithRetry();
         if (stopped) return;
+        await outbox.start();
         await dispatcher.start();
         teardown.start();
         scheduler.start();
@@ -154,6 +204,7 @@ export function createApp(config: Config, deps: AppDeps): App {
         scheduler.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
+        await outbox.stop();
         await provider.close?.();
         await store.close();
       })();
@@ -186,9 +237,12 @@ function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEn
   });
 }
 
-/** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */
+/**
+ * Readable (`develop-acme-app-7-r42`) and deterministic per run, so a re-claim after a crash finds
+ * the workspace the first claim made, while a follow-up run never adopts its predecessor's.
+ */
 function workspaceName(run: Run): string {
-  return `baton-${run.id}`;
+  return workspaceNameForKey(`${run.key}-r${run.id}`);
 }
 
 function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
@@ -210,20 +264,14 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
   };
 }
 
-function schedulesFrom(config: Config): Schedule[] {
+function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
   if (config.maintenanceRepos.length === 0) return [];
   return [
     {
       name: 'maintenance',
       cron: config.schedules.maintenance,
       timezone: config.schedules.timezone,
-      tasks: () =>
-        config.maintenanceRepos.map((r) => ({
-          stage: 'maintenance',
-          owner: r.owner,
-          repo: r.repo,
-          payload: { account: 'dev', cloneUrl: r.cloneUrl, trigger: 'weekly maintenance' },
-        })),
+      tasks: () => maintenanceRequests(config.maintenanceRepos, pipeline),
     },
   ];
 }
