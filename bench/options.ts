@@ -21,7 +21,7 @@ export interface BenchOptions {
   rate: number;
   /** Length of the latency stream. @default 10 */
   seconds: number;
-  /** Upper bound of each throughput phase; what finished by then is what is reported. @default 30 */
+  /** Upper bound of each throughput phase; what finished by then is what is reported. @default 20 */
   phaseTimeoutSeconds: number;
   /** How long the latency phase waits for stragglers after the stream ends. @default 5 */
   drainSeconds: number;
@@ -40,7 +40,7 @@ export const USAGE = `usage: npm run bench:queue -- [options]
   --producers=N         concurrent enqueue callers (10)
   --rate=N              jobs/s of the latency stream (200)
   --seconds=N           length of the latency stream (10)
-  --phase-timeout=S     upper bound of each throughput phase in seconds (30)
+  --phase-timeout=S     upper bound of each throughput phase in seconds (20)
   --drain=S             wait for late claims after the stream (5)
   --pgboss-batch=N      pg-boss batchSize per work() loop (20)
   --pg-url=URL          PostgreSQL (postgres://postgres@127.0.0.1:5432/test)
@@ -107,7 +107,7 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
     producers: whole('producers', 10, 1),
     rate: number('rate', 200, 1),
     seconds: number('seconds', 10, 0.1),
-    phaseTimeoutSeconds: number('phase-timeout', 30, 1),
+    phaseTimeoutSeconds: number('phase-timeout', 20, 1),
     drainSeconds: number('drain', 5, 0),
     pgbossBatch: whole('pgboss-batch', 20, 1),
     pgUrl: text('pg-url', env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test'),
