@@ -35,6 +35,10 @@ export const FILE_SECTIONS = [
   'bots',
   'coder',
   'claude',
+  // Validated by the modules that own them (see src/http/settings.ts).
+  'pipeline',
+  'webhooks',
+  'comments',
 ] as const;
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */

@@ -2,7 +2,11 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
-import type { Config } from '../config/index.js';
+import { ConfigError, type Config } from '../config/index.js';
+import { createForgeAccounts } from '../forge/index.js';
+import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS } from '../outbox/index.js';
+import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import type { Logger } from '../log/index.js';
 import {
   createDispatcher,
@@ -10,16 +14,25 @@ import {
   createScheduler,
   createSweeper,
   createTeardownWorker,
+  NOTIFY_CHANNEL,
   type FullRunEngine,
   type Run,
   type Schedule,
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
-import { createLocalProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import {
+  createCoderProviderFromConfig,
+  createLocalProvider,
+  reconcile,
+  workspaceNameForKey,
+  type WorkspaceProvider,
+  type WorkspaceSpec,
+} from '../workspaces/index.js';
 import { HttpError } from './errors.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
+import { resolveModuleSettings } from './settings.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -46,9 +59,11 @@ export interface App {
 export function createApp(config: Config, deps: AppDeps): App {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
+  const settings = resolveModuleSettings(config);
+  if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
-  const provider = deps.provider ?? createDefaultProvider(config, logger);
+  const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
 
   const dispatcher = createDispatcher({
     engine,
@@ -64,8 +79,41 @@ export function createApp(config: Config, deps: AppDeps): App {
   engine.subscribe((event) => {
     if (event.toStatus && ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'].includes(event.toStatus)) teardown.wake();
   });
-  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
-  const sweeper = createSweeper({ engine, logger, staleAfterMs: config.staleWorkspaceMinutes * 60_000, now });
+
+  // Status comments: written to the outbox inside each transition's transaction, delivered by
+  // the outbox worker with retries, so Gitea being down never blocks or loses a run.
+  const accounts = createForgeAccounts(config);
+  const outbox = createOutbox({
+    store,
+    logger,
+    handlers: { comment: createCommentHandler({ accounts }) },
+    pollMs: config.queue.pollMs,
+    wakeChannel: NOTIFY_CHANNEL,
+  });
+  engine.addHook(
+    createStatusCommentHook({
+      templates: settings.commentTemplates,
+      accounts,
+      outbox,
+      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+    }),
+  );
+  engine.subscribe((event) => {
+    if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) outbox.wake();
+  });
+
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
+  const sweeper = createSweeper({
+    engine,
+    logger,
+    staleAfterMs: config.staleWorkspaceMinutes * 60_000,
+    now,
+    onSweep: async () => {
+      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
+      await pruneDeliveries(store, settings.webhooks.deliveryRetentionDays, now);
+      await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
+    },
+  });
 
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: () => store.ping() },
@@ -78,6 +126,15 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
     { name: 'data directory', check: () => checkWritable(config.dataDir) },
   ];
+  if (provider.health) {
+    readiness.push({
+      name: `provider ${provider.name}`,
+      check: async () => {
+        const { ok, reason } = provider.health?.() ?? { ok: true };
+        if (!ok) throw new Error(reason ?? 'unhealthy');
+      },
+    });
+  }
 
   const hono = new Hono();
   hono.onError((err, c) => {
@@ -89,6 +146,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
+  hono.route(
+    '/',
+    createGiteaIngress({
+      engine,
+      store,
+      pipeline: settings.pipeline,
+      webhooks: settings.webhooks,
+      secret: config.gitea.webhookSecret,
+      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+      logger,
+      now,
+    }),
+  );
 
   let stopped = false;
   let starting: Promise<void> | undefined;
@@ -118,6 +188,7 @@ export function createApp(config: Config, deps: AppDeps): App {
         fs.mkdirSync(config.dataDir, { recursive: true });
         await migrateWithRetry();
         if (stopped) return;
+        await outbox.start();
         await dispatcher.start();
         teardown.start();
         scheduler.start();
@@ -133,6 +204,7 @@ export function createApp(config: Config, deps: AppDeps): App {
         scheduler.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
+        await outbox.stop();
         await provider.close?.();
         await store.close();
       })();
@@ -144,7 +216,16 @@ export function createApp(config: Config, deps: AppDeps): App {
 /** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
 const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
-function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvider {
+function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEngine): WorkspaceProvider {
+  if (config.workspaceProvider === 'coder') {
+    return createCoderProviderFromConfig(config, {
+      // Workspace names are per run, so only the run that named it can own it.
+      isOwnedByLiveRun: async (name) => {
+        const run = await engine.findByWorkspace(name);
+        return run !== null && ['queued', 'provisioning', 'running'].includes(run.status);
+      },
+    });
+  }
   return createLocalProvider({
     dataDir: config.dataDir,
     command: [process.execPath, BATON_BIN, 'agent'],
@@ -156,9 +237,12 @@ function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvide
   });
 }
 
-/** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */
+/**
+ * Readable (`develop-acme-app-7-r42`) and deterministic per run, so a re-claim after a crash finds
+ * the workspace the first claim made, while a follow-up run never adopts its predecessor's.
+ */
 function workspaceName(run: Run): string {
-  return `baton-${run.id}`;
+  return workspaceNameForKey(`${run.key}-r${run.id}`);
 }
 
 function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
@@ -180,20 +264,14 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
   };
 }
 
-function schedulesFrom(config: Config): Schedule[] {
+function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
   if (config.maintenanceRepos.length === 0) return [];
   return [
     {
       name: 'maintenance',
       cron: config.schedules.maintenance,
       timezone: config.schedules.timezone,
-      tasks: () =>
-        config.maintenanceRepos.map((r) => ({
-          stage: 'maintenance',
-          owner: r.owner,
-          repo: r.repo,
-          payload: { account: 'dev', cloneUrl: r.cloneUrl, trigger: 'weekly maintenance' },
-        })),
+      tasks: () => maintenanceRequests(config.maintenanceRepos, pipeline),
     },
   ];
 }
@@ -206,4 +284,22 @@ async function checkWritable(dir: string): Promise<void> {
   } catch (err) {
     throw new Error(`${dir} is not writable (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
+}
+
+/**
+ * Reconcile on start and on every sweep. A provisioning run whose workspace is up needs nothing
+ * here: its lease expires, it is re-claimed, and the create adopts the workspace by name.
+ */
+async function reconcileWorkspaces(engine: FullRunEngine, provider: WorkspaceProvider, logger: Logger): Promise<void> {
+  await reconcile({
+    provider,
+    logger,
+    runs: {
+      listLive: async () => (await engine.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
+      adopt: async () => {},
+      failRun: async (runId, reason) => {
+        await engine.complete(runId, { status: 'failed', error: reason });
+      },
+    },
+  });
 }
