@@ -98,9 +98,12 @@ export function createApp(config: Config, deps: AppDeps): App {
       secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
     }),
   );
-  engine.subscribe((event) => {
-    if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) outbox.wake();
-  });
+  // Without a forge the hook writes nothing, and a wake would only make the worker look in vain.
+  if (Object.keys(accounts).length > 0) {
+    engine.subscribe((event) => {
+      if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) outbox.wake();
+    });
+  }
 
   const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
   const sweeper = createSweeper({
