@@ -15,15 +15,30 @@ import {
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
 import { createMemoryProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
+import { createTokenStore, type TokenStore } from '../tokens/index.js';
+import { isWorkspaceCallback, requireToken } from './auth.js';
 import { HttpError } from './errors.js';
+import { createEventHub, type EventHub } from './event-hub.js';
+import { metricsRoutes, registerRunMetrics } from './metrics.js';
+import { dashboardRoutes } from './routes-dashboard.js';
+import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { queueRoutes } from './routes-queue.js';
+import { runsRoutes } from './routes-runs.js';
 
 export interface AppDeps {
   logger: Logger;
   store?: Store;
   provider?: WorkspaceProvider;
   now?: () => number;
+  /**
+   * Shows the admin token minted on a first start. It goes to the terminal, never to the log.
+   * @default writes a notice to stderr
+   */
+  announceToken?: (token: string) => void;
+  /** Event stream tuning (tests shorten the heartbeat and the poll). */
+  events?: { heartbeatMs?: number; pollMs?: number; maxBufferBytes?: number };
 }
 
 export interface App {
@@ -31,6 +46,10 @@ export interface App {
   readonly engine: FullRunEngine;
   readonly store: Store;
   readonly provider: WorkspaceProvider;
+  readonly tokens: TokenStore;
+  /** Prometheus registry served at /metrics; other modules add their counters here. */
+  readonly metrics: MetricsRegistry;
+  readonly events: EventHub;
   /** Resolves once migrations are applied (retrying while the database is unreachable) and workers run. */
   start(): Promise<void>;
   /** Stops claiming, drains in-flight work, closes the store. Safe to call twice. */
@@ -62,6 +81,10 @@ export function createApp(config: Config, deps: AppDeps): App {
   engine.subscribe((event) => {
     if (event.toStatus && ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'].includes(event.toStatus)) teardown.wake();
   });
+  const tokens = createTokenStore({ store, now });
+  const metrics = createMetricsRegistry();
+  const events = createEventHub({ engine, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
+  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, store, hub: events, now });
   const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
   const sweeper = createSweeper({ engine, logger, staleAfterMs: config.staleWorkspaceMinutes * 60_000, now });
 
@@ -84,8 +107,17 @@ export function createApp(config: Config, deps: AppDeps): App {
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   hono.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+  // Token checks come before any route: every /api/* path except the workspace callbacks, which
+  // carry their own per-run token; /webhook/* verifies the forge's signature itself.
+  const tokenRequired = requireToken(tokens);
+  hono.use('/api/*', requireToken(tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
+  if (!config.api.publicQueue) hono.use('/queue', tokenRequired);
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
+  hono.route('/', metricsRoutes(metrics, config.api.publicMetrics ? undefined : tokenRequired));
+  hono.route('/', runsRoutes({ engine, store, forgeUrl: config.gitea.url, now }));
+  hono.route('/', eventRoutes(events));
+  hono.route('/', dashboardRoutes(tokens));
 
   let stopped = false;
   let starting: Promise<void> | undefined;
@@ -110,11 +142,20 @@ export function createApp(config: Config, deps: AppDeps): App {
     engine,
     store,
     provider,
+    tokens,
+    metrics,
+    events,
     start() {
       starting ??= (async () => {
         fs.mkdirSync(config.dataDir, { recursive: true });
         await migrateWithRetry();
         if (stopped) return;
+        const minted = await tokens.bootstrap(config.api.bootstrapToken);
+        if (minted) {
+          logger.info({ name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) }, 'first start: admin API token created');
+          if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
+        }
+        await events.start();
         await dispatcher.start();
         teardown.start();
         scheduler.start();
@@ -128,6 +169,8 @@ export function createApp(config: Config, deps: AppDeps): App {
         stopped = true;
         await starting?.catch(() => {});
         scheduler.stop();
+        stopRunMetrics();
+        await events.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
         await provider.close?.();
@@ -136,6 +179,14 @@ export function createApp(config: Config, deps: AppDeps): App {
       return stopping;
     },
   };
+}
+
+function announceToStderr(token: string): void {
+  process.stderr.write(
+    `\nbaton: first start, no API tokens yet. This admin token is shown once; store it now:\n\n  ${token}\n\n` +
+      'Use it as "Authorization: Bearer <token>", in BATON_TOKEN for the CLI, or to log in to the dashboard.\n' +
+      'Mint more with "baton token create --name NAME"; revoke with "baton token revoke NAME".\n\n',
+  );
 }
 
 function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvider {

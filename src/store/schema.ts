@@ -80,6 +80,18 @@ export interface TeardownsTable {
   updated_at: number;
 }
 
+/** Operator API tokens: only the SHA-256 of each token; a revoked token keeps its row. */
+export interface ApiTokensTable {
+  id: Generated<number>;
+  name: string;
+  token_hash: string;
+  /** The first characters of the token (prefix included), to tell tokens apart in listings. */
+  hint: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: number;
@@ -91,5 +103,6 @@ export interface Database {
   dispatch_state: DispatchStateTable;
   schedule_fires: ScheduleFiresTable;
   teardowns: TeardownsTable;
+  api_tokens: ApiTokensTable;
   baton_migrations: MigrationsTable;
 }
