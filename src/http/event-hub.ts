@@ -42,6 +42,11 @@ export interface EventStreamRequest {
   afterId?: number;
   /** Only this run's events. */
   runId?: number;
+  /**
+   * Closes the client's connection at once (the HTTP layer passes the socket's destroy). Without
+   * it a dropped client's stream is errored, which the server also turns into a closed connection.
+   */
+  disconnect?: () => void;
 }
 
 export interface EventHub {
@@ -58,6 +63,7 @@ export interface EventHub {
 interface Client {
   controller: ReadableStreamDefaultController<Uint8Array>;
   runId?: number;
+  disconnect?: () => void;
   /** Live frames held back while the client's replay runs. */
   held: Array<{ id: number; frame: Uint8Array; runId: number }> | null;
   /** Ids the replay already sent; the live reader may still reach them later. */
@@ -68,7 +74,8 @@ interface Client {
 }
 
 const encoder = new TextEncoder();
-const REPLAY_PAGE = 500;
+/** Events read per query; one page is delivered at once, so keep it well under maxBufferBytes. */
+const REPLAY_PAGE = 200;
 const MAX_HELD = 10_000;
 
 export function createEventHub(options: EventHubOptions): EventHub {
@@ -108,6 +115,11 @@ export function createEventHub(options: EventHubOptions): EventHub {
     client.closed = true;
     clients.delete(client);
     logger.debug({ reason }, 'event stream client dropped');
+    client.demand?.();
+    if (client.disconnect) {
+      client.disconnect();
+      return;
+    }
     try {
       // error() discards what is queued: a client this far behind resumes from its Last-Event-ID.
       client.controller.error(new Error(reason));
@@ -149,6 +161,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
       if (fresh.length && clients.size) for (const item of await framesFor(fresh)) deliver(item);
       advanceFloor();
       if (events.length < REPLAY_PAGE || fresh.length === 0) return;
+      // Let the sockets take what was just queued before the next page lands on top of it.
+      await new Promise((resolve) => setImmediate(resolve));
     }
   }
 
@@ -274,6 +288,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
             client = {
               controller,
               runId: request.runId,
+              disconnect: request.disconnect,
               held: request.afterId !== undefined ? [] : null,
               replayed: null,
               replayedMax: 0,

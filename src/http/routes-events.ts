@@ -1,3 +1,4 @@
+import type { HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { AuthEnv } from './auth.js';
 import { HttpError } from './errors.js';
@@ -15,7 +16,11 @@ export function eventRoutes(hub: EventHub): Hono<AuthEnv> {
     const run = c.req.query('run');
     const afterId = lastEventId === undefined || lastEventId === '' ? undefined : whole('Last-Event-ID', lastEventId, 0);
     const runId = run === undefined ? undefined : whole('run', run, 1);
-    return new Response(hub.open({ afterId, runId }), {
+    // Under @hono/node-server the socket is at hand: a client dropped for falling behind is cut off
+    // at once instead of being sent what is already queued for it.
+    const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
+    const disconnect = outgoing ? () => outgoing.destroy() : undefined;
+    return new Response(hub.open({ afterId, runId, disconnect }), {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',

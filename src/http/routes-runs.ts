@@ -43,6 +43,8 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
       run: runView(run, forgeUrl),
       timeline: events.filter((e) => e.type !== 'run:progress'),
       log: logLines(events).join('\n'),
+      // Where a follower (`baton logs --follow`) resumes the event stream without gaps or repeats.
+      lastEventId: events.length ? events[events.length - 1]!.id : 0,
     });
   });
 

@@ -46,7 +46,8 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     await server.app.tokens.revoke('ci');
     const bodies = new Set<string>();
     for (const [method, path] of PROTECTED) {
-      for (const headers of [{}, bearer('baton_wrong'), bearer(other.token), { authorization: 'Basic abc' }, { cookie: 'baton_session=baton_wrong' }]) {
+      const variants: Array<Record<string, string>> = [{}, bearer('baton_wrong'), bearer(other.token), { authorization: 'Basic abc' }, { cookie: 'baton_session=baton_wrong' }];
+      for (const headers of variants) {
         const response = await call(method, path, headers);
         expect(response.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
         bodies.add(await response.text());
@@ -194,7 +195,7 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
 
 describe('public /queue and /metrics when baton.yaml opens them', () => {
   it('serves them without a token, and nothing else', async () => {
-    const t = await STORE_KINDS[0].create();
+    const t = await STORE_KINDS[0]!.create();
     const server = await startTestApp(t, { file: 'api:\n  publicQueue: true\n  publicMetrics: true\n' });
     try {
       expect((await fetch(`${server.url}/queue`)).status).toBe(200);
