@@ -1,12 +1,9 @@
 import { createRequire } from 'node:module';
 import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
-import { createStore } from '../store/index.js';
 import { ApiError } from './api-client.js';
 import { UsageError } from './args.js';
 import { processIo, type CommandIo } from './io.js';
 import { logsCommand, queueCommand, runsCommand } from './operator-commands.js';
-import { runServe } from './serve.js';
-import { tokenCommand } from './token-commands.js';
 
 const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
 
@@ -34,7 +31,6 @@ Configuration comes from environment variables and an optional baton.yaml (BATON
 see the README's configuration reference.`;
 
 export { logsCommand, queueCommand, runsCommand, sseMessages } from './operator-commands.js';
-export { tokenCommand } from './token-commands.js';
 export type { CommandIo } from './io.js';
 
 type Command = (argv: string[]) => Promise<number>;
@@ -59,11 +55,14 @@ async function operator(fn: (argv: string[], io: CommandIo) => Promise<number>, 
 const commands: Record<string, Command> = {
   serve: async () => {
     const loaded = loadOrReport();
+    // Imported on demand: `baton --help` should not pay for loading the whole server.
+    const { runServe } = await import('./serve.js');
     return loaded ? runServe(loaded.config, loaded.warnings) : 1;
   },
   migrate: async () => {
     const loaded = loadOrReport();
     if (!loaded) return 1;
+    const { createStore } = await import('../store/index.js');
     const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
     try {
       const result = await store.migrate();
@@ -89,7 +88,10 @@ const commands: Record<string, Command> = {
   },
   token: async (argv) => {
     const loaded = loadOrReport();
-    return loaded ? operator((a, io) => tokenCommand(a, io, loaded.config), argv) : 1;
+    if (!loaded) return 1;
+    // On demand, like migrate: only token commands need the database drivers.
+    const { tokenCommand } = await import('./token-commands.js');
+    return operator((a, io) => tokenCommand(a, io, loaded.config), argv);
   },
   runs: (argv) => operator(runsCommand, argv),
   queue: (argv) => operator(queueCommand, argv),

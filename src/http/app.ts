@@ -24,6 +24,7 @@ import { metricsRoutes, registerRunMetrics } from './metrics.js';
 import { dashboardRoutes } from './routes-dashboard.js';
 import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
+import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes } from './routes-runs.js';
 
@@ -114,6 +115,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   if (!config.api.publicQueue) hono.use('/queue', tokenRequired);
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
+  hono.route('/', callbackRoutes(engine, logger));
   hono.route('/', metricsRoutes(metrics, config.api.publicMetrics ? undefined : tokenRequired));
   hono.route('/', runsRoutes({ engine, store, forgeUrl: config.gitea.url, now }));
   hono.route('/', eventRoutes(events));

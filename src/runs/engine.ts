@@ -137,19 +137,15 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   }
 
   async function requireLease(trx: Kysely<Database>, runId: number, leaseToken: string): Promise<Run> {
-    const row = await trx
-      .selectFrom('runs')
-      .selectAll()
-      .where('id', '=', runId)
-      .where('status', '=', 'provisioning')
-      .where('lease_token', '=', leaseToken)
-      .executeTakeFirst();
-    if (!row) throw new LeaseLostError(runId);
+    let query = trx.selectFrom('runs').selectAll().where('id', '=', runId);
+    if (store.dialect === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    if (!row || row.status !== 'provisioning' || row.lease_token !== leaseToken) throw new LeaseLostError(runId);
     return toRun(row);
   }
 
   async function requireRun(trx: Kysely<Database>, runId: number): Promise<Run> {
-    const run = await selectRun(trx, runId);
+    const run = await selectRun(trx, runId, store.dialect);
     if (!run) throw new TransitionError(`run ${runId} does not exist`, 'not_found');
     return run;
   }
@@ -389,12 +385,10 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     reclaimExpiredLeases() {
       return write(async (trx, committed) => {
         const t = now();
-        const rows = await trx
-          .selectFrom('runs')
-          .selectAll()
-          .where('status', '=', 'provisioning')
-          .where('lease_expires_at', '<', t)
-          .execute();
+        let expired = trx.selectFrom('runs').selectAll().where('status', '=', 'provisioning').where('lease_expires_at', '<', t);
+        // Another sweeper (this replica's or another's) may be at the same rows: skip what it holds.
+        if (store.dialect === 'postgres') expired = expired.forUpdate().skipLocked();
+        const rows = await expired.execute();
         for (const row of rows) {
           const run = toRun(row);
           if (run.attempts >= run.maxAttempts) {
@@ -415,12 +409,9 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
 
     timeOutStaleRuns(startedBefore, reason) {
       return write(async (trx, committed) => {
-        const rows = await trx
-          .selectFrom('runs')
-          .selectAll()
-          .where('status', '=', 'running')
-          .where('started_at', '<', startedBefore)
-          .execute();
+        let stale = trx.selectFrom('runs').selectAll().where('status', '=', 'running').where('started_at', '<', startedBefore);
+        if (store.dialect === 'postgres') stale = stale.forUpdate().skipLocked();
+        const rows = await stale.execute();
         const timedOut: Run[] = [];
         for (const row of rows) {
           timedOut.push(await finish(trx, committed, toRun(row), 'timed_out', { last_error: reason }, { error: reason }));

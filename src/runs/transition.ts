@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database } from '../store/index.js';
+import type { Database, StoreDialect } from '../store/index.js';
 import { toRun, toRunEvent } from './rows.js';
 import type { RunStatus } from './states.js';
 import type { Run, RunEvent, TransitionHook } from './types.js';
@@ -44,8 +44,15 @@ export async function recordEvent(
   return event;
 }
 
-export async function selectRun(trx: Kysely<Database>, id: number): Promise<Run | null> {
-  const row = await trx.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
+/**
+ * Reads a run; with `lock` on PostgreSQL the row stays locked until the transaction ends, so two
+ * concurrent transitions of one run (a callback and a cancel) happen one after the other. SQLite
+ * needs no lock: its IMMEDIATE transactions already run one at a time.
+ */
+export async function selectRun(trx: Kysely<Database>, id: number, lock?: StoreDialect): Promise<Run | null> {
+  let query = trx.selectFrom('runs').selectAll().where('id', '=', id);
+  if (lock === 'postgres') query = query.forUpdate();
+  const row = await query.executeTakeFirst();
   return row ? toRun(row) : null;
 }
 

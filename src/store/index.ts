@@ -144,9 +144,16 @@ async function listenWithReconnect(
   const connect = async (): Promise<void> => {
     const next = createPgClient(options);
     next.on('notification', (message) => onMessage(message.payload ?? ''));
-    next.on('error', () => scheduleReconnect());
-    next.on('end', () => scheduleReconnect());
-    await next.connect();
+    next.on('error', () => (client === next ? scheduleReconnect() : undefined));
+    next.on('end', () => (client === next ? scheduleReconnect() : undefined));
+    try {
+      await next.connect();
+    } catch (err) {
+      next.removeAllListeners();
+      next.on('error', () => {});
+      await next.end().catch(() => {});
+      throw err;
+    }
     await next.query(`LISTEN ${quoted}`);
     client = next;
     delay = 250;
@@ -154,6 +161,7 @@ async function listenWithReconnect(
   const scheduleReconnect = (): void => {
     if (stopped || retryTimer) return;
     client?.removeAllListeners();
+    client?.on('error', () => {});
     client?.end().catch(() => {});
     client = undefined;
     retryTimer = setTimeout(() => {
@@ -173,6 +181,7 @@ async function listenWithReconnect(
     const current = client;
     client = undefined;
     current?.removeAllListeners();
+    current?.on('error', () => {});
     await current?.end().catch(() => {});
   };
 }

@@ -28,9 +28,11 @@ export function createPgPool(options: PostgresOptions): pg.Pool {
     connectionTimeoutMillis: 10_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
-  // An idle client that loses its connection emits 'error' on the pool; without a listener
-  // that would crash the process. The next query reports the failure instead.
+  // A client that loses its connection emits 'error' (on the pool while idle, on the client while
+  // checked out); without listeners that would crash the process. The query in flight, or the
+  // next one, reports the failure instead.
   pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 

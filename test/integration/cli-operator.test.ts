@@ -2,7 +2,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { logsCommand, queueCommand, runsCommand, tokenCommand, type CommandIo } from '../../src/cli/index.js';
+import { logsCommand, queueCommand, runsCommand, type CommandIo } from '../../src/cli/index.js';
+import { tokenCommand } from '../../src/cli/token-commands.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
 

@@ -1,0 +1,120 @@
+import { Hono, type Context } from 'hono';
+import type { Logger } from '../log/index.js';
+import type { FullRunEngine, Run, RunOutcome, Usage } from '../runs/index.js';
+import { HttpError } from './errors.js';
+
+/** Largest callback or progress body a workspace may send. */
+const MAX_BODY_BYTES = 1024 * 1024;
+const MAX_LINES_PER_BATCH = 1_000;
+const OUTCOME_STATUSES = ['succeeded', 'failed', 'timed_out'] as const;
+
+/**
+ * The workspace's side of a run: progress batches and the completion callback, each authenticated
+ * by the run's own callback token (only its hash is stored). `POST /webhook/task-complete/:name`
+ * is the original orchestrator's path, keyed by workspace name.
+ */
+export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono {
+  const app = new Hono();
+
+  app.post('/api/runs/:id/complete', async (c) => {
+    const run = await authenticate(c, engine, parseRunId(c.req.param('id')));
+    return complete(c, run);
+  });
+
+  app.post('/webhook/task-complete/:name', async (c) => {
+    const byName = await engine.findByWorkspace(c.req.param('name'));
+    // Unknown names get the same 401 as wrong tokens: the answer must not reveal which runs exist.
+    const run = await authenticate(c, engine, byName?.id ?? null);
+    return complete(c, run);
+  });
+
+  app.post('/api/runs/:id/progress', async (c) => {
+    const run = await authenticate(c, engine, parseRunId(c.req.param('id')));
+    const body = await readJson(c);
+    const lines = body.lines;
+    if (lines !== undefined && (!Array.isArray(lines) || !lines.every((l) => typeof l === 'string'))) {
+      throw new HttpError(400, 'invalid_body', 'lines must be an array of strings');
+    }
+    const data: Record<string, unknown> = { lines: (lines ?? []).slice(0, MAX_LINES_PER_BATCH) };
+    const usage = optionalUsage(body.usage);
+    if (usage) data.usage = usage;
+    if (typeof body.costUsd === 'number' && Number.isFinite(body.costUsd)) data.costUsd = body.costUsd;
+    if (run.status !== 'running' && run.status !== 'provisioning') {
+      return c.json({ ok: true, accepted: false, reason: `run ${run.id} is ${run.status}` }, 202);
+    }
+    await engine.appendEvent(run.id, 'run:progress', data);
+    return c.json({ ok: true, accepted: true }, 202);
+  });
+
+  async function complete(c: Context, run: Run) {
+    const body = await readJson(c);
+    const outcome = parseOutcome(body);
+    const { run: after, changed } = await engine.complete(run.id, outcome);
+    logger.info({ runId: run.id, key: run.key, status: after.status, changed }, changed ? 'run completed' : 'repeated completion ignored');
+    return c.json({ ok: true, runId: after.id, status: after.status, changed });
+  }
+
+  return app;
+}
+
+async function authenticate(c: Context, engine: FullRunEngine, runId: number | null): Promise<Run> {
+  const header = c.req.header('authorization') ?? '';
+  const match = /^Bearer\s+(\S+)$/i.exec(header);
+  const run = match && runId !== null ? await engine.verifyCallbackToken(runId, match[1]!) : null;
+  if (!run) throw new HttpError(401, 'unauthorized', 'missing or invalid callback token');
+  return run;
+}
+
+function parseRunId(raw: string): number | null {
+  return /^\d{1,15}$/.test(raw) ? Number(raw) : null;
+}
+
+async function readJson(c: Context): Promise<Record<string, unknown>> {
+  const length = Number(c.req.header('content-length') ?? 0);
+  if (length > MAX_BODY_BYTES) throw new HttpError(413, 'too_large', `body exceeds ${MAX_BODY_BYTES} bytes`);
+  const text = await c.req.text();
+  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new HttpError(413, 'too_large', `body exceeds ${MAX_BODY_BYTES} bytes`);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, 'invalid_json', `invalid JSON: ${(err as Error).message}`);
+  }
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new HttpError(400, 'invalid_body', 'body must be a JSON object');
+  return parsed as Record<string, unknown>;
+}
+
+function parseOutcome(body: Record<string, unknown>): RunOutcome {
+  const status = body.status;
+  if (typeof status !== 'string' || !(OUTCOME_STATUSES as readonly string[]).includes(status)) {
+    throw new HttpError(400, 'invalid_body', `status must be one of ${OUTCOME_STATUSES.join(', ')}, got ${JSON.stringify(status ?? null)}`);
+  }
+  const num = (key: string): number | null => {
+    const v = body[key];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== 'number' || !Number.isFinite(v)) throw new HttpError(400, 'invalid_body', `${key} must be a number`);
+    return v;
+  };
+  const str = (key: string, max: number): string | null => {
+    const v = body[key];
+    if (v === undefined || v === null) return null;
+    if (typeof v !== 'string') throw new HttpError(400, 'invalid_body', `${key} must be a string`);
+    return v.slice(0, max);
+  };
+  return {
+    status: status as RunOutcome['status'],
+    exitCode: num('exitCode'),
+    summary: str('summary', 65_536),
+    usage: optionalUsage(body.usage),
+    costUsd: num('costUsd'),
+    durationMs: num('durationMs'),
+    error: str('error', 8_192),
+  };
+}
+
+function optionalUsage(raw: unknown): Usage | null {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const usage: Usage = {};
+  for (const [key, value] of Object.entries(raw)) if (typeof value === 'number' && Number.isFinite(value)) usage[key] = value;
+  return usage;
+}

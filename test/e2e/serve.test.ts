@@ -1,0 +1,70 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runBaton, startServe, type ServeHandle } from '../helpers/baton-bin.js';
+
+describe('the baton CLI', () => {
+  let cwd: string;
+  let server: ServeHandle | undefined;
+
+  beforeEach(() => {
+    cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-'));
+  });
+  afterEach(async () => {
+    await server?.stop('SIGKILL');
+    server = undefined;
+    fs.rmSync(cwd, { recursive: true, force: true });
+  });
+
+  it('prints help and its version', async () => {
+    const help = await runBaton(['--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/serve\s+Start the orchestrator/);
+    const version = await runBaton(['--version']);
+    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    const unknown = await runBaton(['frobnicate']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);
+  });
+
+  it('refuses to start on an invalid configuration, listing every problem, before listening', async () => {
+    const result = await runBaton(['serve'], { cwd, env: { QUEUE_CONCURRENCY: 'abc', WORKSPACE_PROVIDER: 'kubernetes', PORT: '1' } });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('QUEUE_CONCURRENCY must be a whole number >= 1, got "abc"');
+    expect(result.stderr).toContain('WORKSPACE_PROVIDER must be one of local, coder, got "kubernetes"');
+    expect(fs.existsSync(path.join(cwd, 'data'))).toBe(false);
+  });
+
+  it('checks the configuration with secrets masked', async () => {
+    const result = await runBaton(['config', 'check'], {
+      cwd,
+      env: { GITEA_URL: 'https://git.example', GITEA_DEV_TOKEN: 'sekret-dev-token', GITEA_REVIEW_TOKEN: 'sekret-review', REDIS_URL: 'redis://old' },
+    });
+    expect(result.code).toBe(0);
+    expect(result.stdout).not.toMatch(/sekret/);
+    expect(JSON.parse(result.stdout)).toMatchObject({ gitea: { url: 'https://git.example' }, bots: { dev: { token: '********' } } });
+    expect(result.stderr).toMatch(/REDIS_URL is set but baton no longer uses Redis/);
+  });
+
+  it('migrates a fresh SQLite database and reports it up to date afterwards', async () => {
+    const env = { DATABASE_URL: 'sqlite:./state/baton.db' };
+    const first = await runBaton(['migrate'], { cwd, env });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/applied: 0001-core/);
+    expect(fs.existsSync(path.join(cwd, 'state/baton.db'))).toBe(true);
+    const second = await runBaton(['migrate'], { cwd, env });
+    expect(second.stdout).toMatch(/up to date/);
+  });
+
+  it('serves on the embedded default and shuts down gracefully on SIGTERM with exit code 0', async () => {
+    server = await startServe({}, cwd);
+    const ready = await fetch(`${server.url}/ready`);
+    expect(ready.status).toBe(200);
+    expect(fs.existsSync(path.join(cwd, 'data/baton.db'))).toBe(true);
+    const queue = await (await fetch(`${server.url}/queue`)).json();
+    expect(queue).toMatchObject({ pending: 0, active: 0, activeWorkspaces: {}, concurrency: 2, paused: false, dead: 0 });
+    expect(await server.stop('SIGTERM')).toBe(0);
+    expect(server.output()).toMatch(/"msg":"stopped"/);
+  });
+});

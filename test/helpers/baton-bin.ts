@@ -1,0 +1,91 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { REPO_ROOT } from './child.js';
+
+export const BATON_BIN = path.join(REPO_ROOT, 'bin/baton.js');
+
+/** The e2e suites run the built CLI, as a user would; `npm test` builds it first. */
+export function assertBuilt(): void {
+  if (!fs.existsSync(path.join(REPO_ROOT, 'dist/cli/index.js'))) throw new Error('dist/ is missing: run "npm run build" (npm test does it)');
+}
+
+export interface BatonRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `baton <args>` to completion. */
+export function runBaton(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<BatonRun> {
+  assertBuilt();
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BATON_BIN, ...args], {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+export interface ServeHandle {
+  process: ChildProcess;
+  url: string;
+  output(): string;
+  exited: Promise<number | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts `baton serve` on a free port and waits until /health answers. */
+export async function startServe(env: Record<string, string>, cwd: string): Promise<ServeHandle> {
+  assertBuilt();
+  const port = await freePort();
+  const child = spawn(process.execPath, [BATON_BIN, 'serve'], {
+    cwd,
+    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`baton serve exited with ${child.exitCode}:\n${output}`);
+    try {
+      if ((await fetch(`${url}/health`)).ok) break;
+    } catch {
+      // not listening yet
+    }
+    if (Date.now() > deadline) throw new Error(`baton serve did not answer /health:\n${output}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    process: child,
+    url,
+    output: () => output,
+    exited,
+    async stop(signal = 'SIGTERM') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      return exited;
+    },
+  };
+}
+
+async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as import('node:net').AddressInfo;
+      server.close(() => resolve(port));
+    });
+    server.on('error', reject);
+  });
+}

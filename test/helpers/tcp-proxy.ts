@@ -1,0 +1,48 @@
+import net from 'node:net';
+
+export interface TcpProxy {
+  port: number;
+  /** Drops every connection and refuses new ones, like a database host that went away. */
+  cut(): void;
+  restore(): void;
+  close(): Promise<void>;
+}
+
+/** A loopback TCP proxy whose link a test can cut, to take a real server "down" and back. */
+export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
+  let up = true;
+  const sockets = new Set<net.Socket>();
+  const server = net.createServer((client) => {
+    if (!up) {
+      client.destroy();
+      return;
+    }
+    const upstream = net.connect(targetPort, targetHost);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => {
+        client.destroy();
+        upstream.destroy();
+      });
+    }
+    client.pipe(upstream);
+    upstream.pipe(client);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const cut = () => {
+    up = false;
+    for (const s of sockets) s.destroy();
+  };
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    cut,
+    restore() {
+      up = true;
+    },
+    close() {
+      cut();
+      return new Promise((resolve) => server.close(() => resolve()));
+    },
+  };
+}

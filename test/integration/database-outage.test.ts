@@ -1,0 +1,68 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import pg from 'pg';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { createApp, type App } from '../../src/http/index.js';
+import { createStore } from '../../src/store/index.js';
+import { createMemoryProvider } from '../../src/workspaces/index.js';
+import { silentLogger } from '../helpers/logger.js';
+import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
+import { PG_URL, postgresAvailable } from '../helpers/stores.js';
+
+const available = await postgresAvailable();
+
+async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe.skipIf(!available)('a PostgreSQL outage while running', () => {
+  let proxy: TcpProxy | undefined;
+  let app: App | undefined;
+  let dir: string | undefined;
+  const schema = `outage_${process.pid}_${Date.now().toString(36)}`;
+
+  afterEach(async () => {
+    await app?.stop();
+    await proxy?.close();
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await admin.end();
+    if (dir) fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('turns /ready to 503 naming the database, crashes nothing, and resumes work when it returns', async () => {
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+    const target = new URL(PG_URL);
+    proxy = await createTcpProxy(Number(target.port || 5432), target.hostname);
+    target.host = `127.0.0.1:${proxy.port}`;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
+    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
+    const store = createStore({ url: target.toString(), schema });
+    app = createApp({ ...config, queue: { ...config.queue, pollMs: 100 } }, { logger: silentLogger, store, provider: createMemoryProvider() });
+    await app.start();
+    expect((await app.hono.request('/ready')).status).toBe(200);
+
+    proxy.cut();
+    const down = await app.hono.request('/ready');
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
+    // Work accepted during the outage is refused loudly rather than lost silently.
+    await expect(app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).rejects.toThrow();
+    await new Promise((r) => setTimeout(r, 500)); // the dispatcher keeps failing to claim meanwhile
+
+    proxy.restore();
+    await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
+    const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
+    await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
+  });
+});
