@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { TaskRequest } from '../../src/runs/index.js';
+import { hashCallbackToken, type TaskRequest } from '../../src/runs/index.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -67,10 +67,19 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
   });
 
   it('leaves the workspace callbacks to their own authentication', async () => {
-    for (const path of ['/api/runs/1/complete', '/api/runs/1/progress']) {
-      const response = await call('POST', path, {});
-      expect(response.status).not.toBe(401);
-    }
+    const { engine } = server.app;
+    const { run } = await engine.enqueue(task());
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'baton-cb', callbackTokenHash: hashCallbackToken('callback-secret') });
+    await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
+    const post = (path: string, token: string, body: unknown) =>
+      fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(token) }, body: JSON.stringify(body) });
+
+    // The run's callback token is enough; no API token is involved.
+    expect((await post(`/api/runs/${run.id}/progress`, 'callback-secret', { lines: ['hi'] })).status).toBe(202);
+    // And an API token is not a callback token.
+    expect((await post(`/api/runs/${run.id}/complete`, ADMIN_TOKEN, { status: 'succeeded' })).status).toBe(401);
+    expect((await post(`/api/runs/${run.id}/complete`, 'callback-secret', { status: 'succeeded' })).status).toBe(200);
   });
 
   it('lists runs newest first with filters and cursor pagination', async () => {
