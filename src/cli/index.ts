@@ -11,6 +11,8 @@ Usage: baton <command> [options]
 
 Commands:
   serve            Start the orchestrator (webhooks, queue, dispatcher, API)
+  agent            Run one stage inside a workspace (see baton agent --help)
+  init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
   config check     Print the resolved configuration (secrets masked) and exit 1 if it is invalid
   token create --name NAME | list | revoke ID_OR_NAME
@@ -58,6 +60,14 @@ const commands: Record<string, Command> = {
     // Imported on demand: `baton --help` should not pay for loading the whole server.
     const { runServe } = await import('./serve.js');
     return loaded ? runServe(loaded.config, loaded.warnings) : 1;
+  },
+  agent: async (argv) => {
+    const { runAgentCommand } = await import('./agent.js');
+    return runAgentCommand(argv, process.env);
+  },
+  init: async (argv) => {
+    const { runInit } = await import('./init.js');
+    return runInit(argv);
   },
   migrate: async () => {
     const loaded = loadOrReport();

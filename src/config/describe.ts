@@ -31,6 +31,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     claude: { oauthToken: secret(config.claude.oauthToken) },
     api: { publicQueue: config.api.publicQueue, publicMetrics: config.api.publicMetrics, bootstrapToken: secret(config.api.bootstrapToken) },
     events: { webhooks: config.events.webhooks.map((w) => ({ url: maskUrlPassword(w.url), secret: secret(w.secret), events: w.events })) },
+    agentEnv: config.agentEnv,
   };
 }
 

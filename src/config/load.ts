@@ -40,6 +40,19 @@ export const FILE_SECTIONS = [
   'events',
 ] as const;
 
+/** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */
+export const AGENT_PASSTHROUGH_ENV = [
+  'BATON_INSTALL_COMMAND',
+  'BATON_BUILD_COMMAND',
+  'BATON_BRANCH',
+  'BATON_TOKEN_CAP',
+  'BATON_MAX_DURATION_MS',
+  'BATON_AGENT_COMMAND',
+  'BATON_AGENT_OUTPUT',
+  'BATON_KILL_GRACE_MS',
+  'IS_SANDBOX',
+] as const;
+
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const PROVIDERS: readonly WorkspaceProviderName[] = ['local', 'coder'];
 
@@ -194,6 +207,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     claude: { oauthToken: problems.string('CLAUDE_OAUTH_TOKEN', env.CLAUDE_OAUTH_TOKEN) },
     api,
     events,
+    agentEnv: Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!])),
     configFile,
     file,
   };

@@ -58,6 +58,8 @@ export interface Config {
   claude: { oauthToken?: string };
   api: ApiConfig;
   events: EventsConfig;
+  /** Runner settings passed through from baton's environment to local workspaces (BATON_INSTALL_COMMAND, …). */
+  agentEnv: Record<string, string>;
   /** Path of the baton.yaml that was read, if any. */
   configFile?: string;
   /** The parsed baton.yaml; sections owned by other modules are validated there. */

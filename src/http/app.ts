@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -14,7 +15,7 @@ import {
   type Schedule,
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
-import { createMemoryProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { createLocalProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import { isWorkspaceCallback, requireToken } from './auth.js';
@@ -191,9 +192,19 @@ function announceToStderr(token: string): void {
   );
 }
 
+/** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
+const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+
 function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvider {
-  logger.warn({ requested: config.workspaceProvider }, 'workspace provider not available yet; using in-memory workspaces');
-  return createMemoryProvider();
+  return createLocalProvider({
+    dataDir: config.dataDir,
+    command: [process.execPath, BATON_BIN, 'agent'],
+    env: {
+      ...config.agentEnv,
+      ...(config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {}),
+    },
+    onError: (message, err) => logger.warn({ err }, message),
+  });
 }
 
 /** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */

@@ -5,6 +5,7 @@ import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { loadConfig, type Env } from '../../src/config/index.js';
 import { createApp, type App, type AppDeps } from '../../src/http/index.js';
+import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from './logger.js';
 import type { TestStore } from './stores.js';
 
@@ -34,7 +35,7 @@ export async function startTestApp(
     { BATON_DATA_DIR: dataDir, BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: t.url.startsWith('sqlite:') ? t.url : 'sqlite:unused.db', ...options.env },
     dataDir,
   );
-  const app = createApp(config, { logger: silentLogger, store: t.store, events: { heartbeatMs: 200, pollMs: 100 }, ...options.deps });
+  const app = createApp(config, { logger: silentLogger, store: t.store, provider: createMemoryProvider(), events: { heartbeatMs: 200, pollMs: 100 }, ...options.deps });
   if (options.start !== false) await app.start();
   const server: ServerType = serve({ fetch: app.hono.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));

@@ -1,0 +1,272 @@
+# Coder template for baton workspaces: one short-lived container per pipeline run.
+#
+# baton (WORKSPACE_PROVIDER=coder) creates a workspace from this template for each run and passes
+# the run as the rich parameters below; the startup script runs `baton agent`, which clones the
+# repository, runs the stage prompt with Claude Code and posts the completion callback. baton
+# deletes the workspace after the callback (or after its stale-run sweep).
+#
+# The parameter names are a contract with baton's Coder provider: keep them exactly as they are.
+
+terraform {
+  required_providers {
+    coder = {
+      source  = "coder/coder"
+      version = ">= 2.0.0"
+    }
+    docker = {
+      source  = "kreuzwerker/docker"
+      version = "~> 3.0"
+    }
+  }
+}
+
+provider "coder" {}
+provider "docker" {}
+
+variable "image" {
+  description = "Workspace image built from deploy/coder/Dockerfile (Node 20, git, curl, Claude Code, baton)."
+  type        = string
+  default     = "baton-workspace:latest"
+}
+
+variable "baton_npm_spec" {
+  description = "Installed with npm when the image has no `baton` command (an npm spec or tarball URL)."
+  type        = string
+  default     = "baton"
+}
+
+variable "max_run_hours" {
+  description = "Backstop: `baton agent` is killed after this many hours even if baton never tears the workspace down. Keep it above the agent's own limit (BATON_MAX_DURATION_MS, 90 min by default)."
+  type        = number
+  default     = 3
+}
+
+variable "install_command" {
+  description = "Run before the agent on heavy stages (develop, review-code, rework-pr, test, devops, fix-bug), e.g. \"npm ci\". Empty: none."
+  type        = string
+  default     = ""
+}
+
+variable "build_command" {
+  description = "Run after install_command on heavy stages, e.g. \"npm run build\". Empty: none."
+  type        = string
+  default     = ""
+}
+
+variable "memory_mb" {
+  description = "Memory limit of the workspace container."
+  type        = number
+  default     = 4096
+}
+
+data "coder_provisioner" "me" {}
+data "coder_workspace" "me" {}
+data "coder_workspace_owner" "me" {}
+
+# ---- The run, as sent by baton (rich_parameter_values). None are mutable: a workspace is one run.
+
+data "coder_parameter" "task_type" {
+  name         = "task_type"
+  display_name = "Stage"
+  description  = "Pipeline stage to run: analyse, architect, develop, review-code, rework-pr, test, devops, fix-bug, release, maintenance (or a custom stage with a command file)."
+  type         = "string"
+  mutable      = false
+  validation {
+    regex = "^[a-z0-9][a-z0-9_-]*$"
+    error = "task_type must be a stage name such as develop"
+  }
+}
+
+data "coder_parameter" "issue_number" {
+  name         = "issue_number"
+  display_name = "Issue or PR number"
+  description  = "Empty for repository-wide stages such as maintenance."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_url" {
+  name         = "gitea_url"
+  display_name = "Forge URL"
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_org" {
+  name         = "gitea_org"
+  display_name = "Repository owner"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_repo" {
+  name         = "gitea_repo"
+  display_name = "Repository name"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_token" {
+  name         = "gitea_token"
+  display_name = "Forge token of the stage's bot account"
+  description  = "Secret. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "claude_oauth_token" {
+  name         = "claude_oauth_token"
+  display_name = "Claude Code OAuth token"
+  description  = "Secret (from `claude setup-token`); becomes CLAUDE_CODE_OAUTH_TOKEN of the agent."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "repo_clone_url" {
+  name         = "repo_clone_url"
+  display_name = "Clone URL"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "callback_url" {
+  name         = "callback_url"
+  display_name = "Completion callback URL"
+  description  = "Full URL, e.g. https://baton.example.com/api/runs/42/complete; progress goes to …/progress."
+  type         = "string"
+  mutable      = false
+  validation {
+    regex = "^https?://"
+    error = "callback_url must be an http(s) URL"
+  }
+}
+
+data "coder_parameter" "callback_token" {
+  name         = "callback_token"
+  display_name = "Callback token"
+  description  = "Secret of this run; baton stores only its hash."
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "deploy_env" {
+  name         = "deploy_env"
+  display_name = "Deployment environment"
+  description  = "For the devops stage, e.g. staging."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "run_id" {
+  name         = "run_id"
+  display_name = "baton run id"
+  type         = "string"
+  mutable      = false
+}
+
+locals {
+  workdir  = "/home/coder/work"
+  log_port = 13338
+}
+
+resource "coder_agent" "main" {
+  arch = data.coder_provisioner.me.arch
+  os   = "linux"
+  dir  = local.workdir
+
+  # The env contract of `baton agent` (see `baton agent --help`).
+  env = {
+    TASK_TYPE               = data.coder_parameter.task_type.value
+    ISSUE_NUMBER            = data.coder_parameter.issue_number.value
+    GITEA_URL               = data.coder_parameter.gitea_url.value
+    GITEA_ORG               = data.coder_parameter.gitea_org.value
+    GITEA_REPO              = data.coder_parameter.gitea_repo.value
+    GITEA_TOKEN             = data.coder_parameter.gitea_token.value
+    CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
+    REPO_CLONE_URL          = data.coder_parameter.repo_clone_url.value
+    CALLBACK_URL            = data.coder_parameter.callback_url.value
+    CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
+    DEPLOY_ENV              = data.coder_parameter.deploy_env.value
+    BATON_RUN_ID            = data.coder_parameter.run_id.value
+    BATON_WORKDIR           = local.workdir
+    BATON_AGENT_LOG_PORT    = tostring(local.log_port)
+    BATON_INSTALL_COMMAND   = var.install_command
+    BATON_BUILD_COMMAND     = var.build_command
+  }
+
+  # The script starts the runner in the background and exits: the workspace counts as started
+  # while the agent works, and baton learns the outcome from the callback, not from this script.
+  startup_script = <<-EOT
+    set -eu
+    mkdir -p "${local.workdir}/.baton"
+    if ! command -v baton >/dev/null 2>&1; then
+      echo "baton is not in the image; installing ${var.baton_npm_spec}"
+      npm install --global --prefix "$HOME/.local" "${var.baton_npm_spec}"
+      export PATH="$HOME/.local/bin:$PATH"
+    fi
+    # `timeout` is the backstop should baton never tear this workspace down: SIGTERM makes the
+    # runner stop the agent and still report the run as failed; SIGKILL a minute later.
+    nohup timeout --kill-after=60s ${var.max_run_hours * 3600}s baton agent \
+      > "${local.workdir}/.baton/runner.out" 2>&1 &
+    echo "baton agent started for run ${data.coder_parameter.run_id.value} (${data.coder_parameter.task_type.value}); log on port ${local.log_port}"
+  EOT
+
+  metadata {
+    display_name = "Stage"
+    key          = "stage"
+    script       = "echo \"$TASK_TYPE #$ISSUE_NUMBER\""
+    interval     = 3600
+    timeout      = 1
+  }
+}
+
+# The live log page served by `baton agent` (auto-refreshing HTML, plus /log.txt).
+resource "coder_app" "task_log" {
+  agent_id     = coder_agent.main.id
+  slug         = "task-log"
+  display_name = "Task log"
+  icon         = "/icon/terminal.svg"
+  url          = "http://127.0.0.1:${local.log_port}/"
+  subdomain    = false
+  share        = "owner"
+
+  healthcheck {
+    url       = "http://127.0.0.1:${local.log_port}/log.txt"
+    interval  = 10
+    threshold = 30
+  }
+}
+
+resource "docker_container" "workspace" {
+  count    = data.coder_workspace.me.start_count
+  image    = var.image
+  name     = "coder-${data.coder_workspace_owner.me.name}-${lower(data.coder_workspace.me.name)}"
+  hostname = data.coder_workspace.me.name
+  memory   = var.memory_mb
+  # The agent connects back to Coder; inside the container "localhost" is not the Coder server.
+  entrypoint = ["sh", "-c", replace(coder_agent.main.init_script, "/localhost|127\\.0\\.0\\.1/", "host.docker.internal")]
+  env        = ["CODER_AGENT_TOKEN=${coder_agent.main.token}"]
+
+  host {
+    host = "host.docker.internal"
+    ip   = "host-gateway"
+  }
+
+  labels {
+    label = "coder.owner"
+    value = data.coder_workspace_owner.me.name
+  }
+  labels {
+    label = "coder.workspace_id"
+    value = data.coder_workspace.me.id
+  }
+  labels {
+    label = "baton.run_id"
+    value = data.coder_parameter.run_id.value
+  }
+}

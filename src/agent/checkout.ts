@@ -1,0 +1,143 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { CheckoutError, SetupCommandError } from './errors.js';
+import type { ProcessExit } from './process-group.js';
+
+export interface StepResult extends ProcessExit {
+  /** Last lines of stdout+stderr, for error messages. */
+  tail: string[];
+}
+
+/** Runs one command as a step of the run (stoppable by the runner's limits). */
+export type StepRunner = (
+  label: string,
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env?: NodeJS.ProcessEnv },
+) => Promise<StepResult>;
+
+export interface PrepareRepositoryOptions {
+  exec: StepRunner;
+  workdir: string;
+  cloneUrl?: string;
+  /** Directory name for the clone. @default derived from the clone URL */
+  repoName?: string;
+  /** @default 'develop' */
+  branch?: string;
+  /** Extra env for git (credentials). */
+  gitEnv?: NodeJS.ProcessEnv;
+  log: (line: string) => void;
+}
+
+/**
+ * Makes sure a checkout of the repository exists and is on the working branch. When the
+ * workdir already is a git checkout (a prebuilt workspace) it is used as is; otherwise the
+ * repository is cloned into `<workdir>/<repo>`.
+ * @returns the repository directory
+ */
+export async function prepareRepository(options: PrepareRepositoryOptions): Promise<string> {
+  const { exec, workdir, log } = options;
+  const branch = options.branch ?? 'develop';
+  const env = options.gitEnv;
+  const repoDir = fs.existsSync(path.join(workdir, '.git'))
+    ? workdir
+    : path.join(workdir, options.repoName || repoNameFromUrl(options.cloneUrl ?? '') || 'repo');
+  const shownUrl = options.cloneUrl ? displayUrl(options.cloneUrl) : '';
+
+  if (!fs.existsSync(path.join(repoDir, '.git'))) {
+    if (!options.cloneUrl) {
+      throw new CheckoutError(`REPO_CLONE_URL is not set and ${repoDir} is not a git checkout; nothing to work on`);
+    }
+    log(`[baton] cloning ${shownUrl} into ${repoDir}`);
+    const clone = await exec('git clone', 'git', ['clone', '--no-progress', '--', options.cloneUrl, repoDir], { cwd: workdir, env });
+    if (clone.code !== 0) throw new CheckoutError(`clone of ${shownUrl} failed: ${gitReason(clone)}`);
+  } else {
+    log(`[baton] using the existing checkout in ${repoDir}`);
+    const fetch = await exec('git fetch', 'git', ['fetch', '--prune', 'origin'], { cwd: repoDir, env });
+    if (fetch.code !== 0) log(`[baton] git fetch failed (${gitReason(fetch)}); continuing with what is checked out`);
+  }
+
+  const hasBranch = await exec('git rev-parse', 'git', ['rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`], {
+    cwd: repoDir,
+    env,
+  });
+  let target = branch;
+  if (hasBranch.code !== 0) {
+    const head = await exec('git symbolic-ref', 'git', ['symbolic-ref', '--short', 'refs/remotes/origin/HEAD'], { cwd: repoDir, env });
+    const remoteDefault = head.code === 0 ? head.tail.at(-1)?.trim().replace(/^origin\//, '') : undefined;
+    if (!remoteDefault) {
+      log(`[baton] branch ${branch} does not exist on origin and origin has no default branch; staying on the current HEAD`);
+      return repoDir;
+    }
+    log(`[baton] branch ${branch} does not exist on origin; using the default branch ${remoteDefault}`);
+    target = remoteDefault;
+  }
+  const checkout = await exec('git checkout', 'git', ['checkout', '--quiet', target], { cwd: repoDir, env });
+  if (checkout.code !== 0) throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`);
+  log(`[baton] on branch ${target}`);
+  return repoDir;
+}
+
+/** Runs the configured install/build commands in order; the first failure ends the run. */
+export async function runSetupCommands(
+  exec: StepRunner,
+  repoDir: string,
+  commands: readonly { label: string; command: string }[],
+  log: (line: string) => void,
+): Promise<void> {
+  for (const { label, command } of commands) {
+    log(`[baton] ${label}: ${command}`);
+    const result = await exec(label, 'sh', ['-c', command], { cwd: repoDir });
+    if (result.code !== 0) {
+      const how = result.error ? `could not start (${result.error.message})` : result.signal ? `was killed by ${result.signal}` : `failed with exit code ${result.code}`;
+      const last = result.tail.filter((l) => l.trim() !== '').at(-1);
+      throw new SetupCommandError(`${label} \`${command}\` ${how}${last ? `: ${last.trim()}` : ''}`);
+    }
+  }
+}
+
+/**
+ * Env that lets git (the clone, and the agent's own pushes) authenticate to the forge without
+ * writing the token into .git/config or a command line. Scoped to the forge's origin so the
+ * token is never sent to another host the agent fetches from.
+ */
+export function gitAuthEnv(cloneUrl: string | undefined, token: string | undefined): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { GIT_TERMINAL_PROMPT: '0' };
+  if (!cloneUrl || !token || !/^https?:\/\//i.test(cloneUrl)) return env;
+  const origin = new URL(cloneUrl).origin;
+  // Gitea's basic auth treats the user name as a token when the password is "x-oauth-basic".
+  const basic = Buffer.from(`${token}:x-oauth-basic`).toString('base64');
+  return {
+    ...env,
+    GIT_CONFIG_COUNT: '1',
+    GIT_CONFIG_KEY_0: `http.${origin}/.extraHeader`,
+    GIT_CONFIG_VALUE_0: `Authorization: Basic ${basic}`,
+  };
+}
+
+/** The clone URL without any user:password part, safe for logs and summaries. */
+export function displayUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.username || parsed.password) {
+      parsed.username = '';
+      parsed.password = '';
+    }
+    return parsed.toString();
+  } catch {
+    return url;
+  }
+}
+
+function repoNameFromUrl(url: string): string {
+  const last = url.replace(/[/\\]+$/, '').split(/[/\\:]/).at(-1) ?? '';
+  return last.replace(/\.git$/, '');
+}
+
+function gitReason(result: StepResult): string {
+  if (result.error) return `git could not be started (${result.error.message})`;
+  if (result.signal) return `git was stopped by ${result.signal}`;
+  const fatal = result.tail.filter((l) => /^(fatal|error):/.test(l.trim())).at(-1);
+  const line = fatal ?? result.tail.filter((l) => l.trim() !== '').at(-1);
+  return line ? line.trim().replace(/^(fatal|error):\s*/, '') : `git exited with code ${result.code}`;
+}

@@ -1,0 +1,8 @@
+export { runAgent, CLAUDE_COMMAND, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
+export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
+export { createStreamParser, type StreamParser, type ResultSummary } from './stream-json.js';
+export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
+export { startLogServer, type LogServer } from './log-server.js';
+export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
+export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
+export { AGENT_STATUS, type AgentStatus, type AgentUsage, type AgentOutcome, type CompletionBody, type ProgressBody } from './types.js';

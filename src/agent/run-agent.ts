@@ -1,0 +1,332 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createAgentLog, type AgentLog } from './agent-log.js';
+import { createCallbackClient, createProgressReporter } from './callback-client.js';
+import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type StepRunner } from './checkout.js';
+import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
+import { startLogServer, type LogServer } from './log-server.js';
+import { runAgentProcess } from './agent-process.js';
+import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
+import { promptArguments, resolvePrompt } from './prompt.js';
+import { isHeavyStage } from './stages.js';
+import { Stopped, type StopRequest } from './stop.js';
+import { FAILURE_KIND, type AgentOutcome, type AgentUsage, type CompletionBody } from './types.js';
+
+export { CLAUDE_COMMAND } from './agent-process.js';
+export { FAILURE_KIND } from './types.js';
+
+export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
+
+export interface RunAgentOptions {
+  /** Stage name (`TASK_TYPE`): picks `.claude/commands/<stage>.md`. */
+  stage: string;
+  /** Issue or PR number (`ISSUE_NUMBER`); `$ARGUMENTS` for most stages. */
+  issueNumber?: string;
+  /** `DEPLOY_ENV`; `$ARGUMENTS` for the devops stage. */
+  deployEnv?: string;
+  /** `REPO_CLONE_URL`; may be omitted when `workdir` already is a checkout. */
+  cloneUrl?: string;
+  /** Directory name of the clone inside `workdir` (`GITEA_REPO`). @default derived from cloneUrl */
+  repoName?: string;
+  /** Where the repository is cloned and `.baton/agent.log` is written (`BATON_WORKDIR`). */
+  workdir: string;
+  /** Working branch; the remote's default branch is used when it does not exist. @default 'develop' */
+  branch?: string;
+  /** Full completion URL (`CALLBACK_URL`). */
+  callbackUrl: string;
+  /** @default callbackUrl with `/complete` replaced by `/progress` */
+  progressUrl?: string;
+  callbackToken: string;
+  /** Base env of the agent and git. `ANTHROPIC_API_KEY` and `CALLBACK_TOKEN` are always removed. */
+  env: NodeJS.ProcessEnv;
+  /** Put into the agent's env as `CLAUDE_CODE_OAUTH_TOKEN`. */
+  claudeOauthToken?: string;
+  /** Forge token (`GITEA_TOKEN`): git credentials for http(s) clone URLs; masked in logs. */
+  forgeToken?: string;
+  /**
+   * Agent command; each `{prompt}` in an argument is replaced by the prompt.
+   * @default CLAUDE_COMMAND (`claude -p --output-format stream-json --verbose --dangerously-skip-permissions {prompt}`)
+   * @example ['aider', '--yes-always', '--message', '{prompt}']
+   */
+  agentCommand?: readonly string[];
+  /**
+   * `stream-json`: Claude Code NDJSON, the last `result` decides. `text`: any other CLI; exit code
+   * 0 is success and the last output lines are the summary.
+   * @default 'stream-json'
+   */
+  outputFormat?: 'stream-json' | 'text';
+  /** Shell command run before the agent on heavy stages. @example 'npm ci' */
+  installCommand?: string;
+  /** Shell command run after install on heavy stages. @example 'npm run build' */
+  buildCommand?: string;
+  /** Whole run, clone included. @default DEFAULT_MAX_DURATION_MS (90 min) */
+  maxDurationMs?: number;
+  /**
+   * Stop the agent once its assistant messages used more tokens than this (input + output +
+   * cache read + cache creation, summed over API responses). 0 = no cap.
+   * @default 0
+   */
+  tokenCap?: number;
+  /** Time between SIGTERM and SIGKILL of the agent's process group. @default 10_000 */
+  killGraceMs?: number;
+  /** Live log over HTTP; `false` disables it. Port 0 picks a free port. @default false */
+  logServer?: false | { port: number; host?: string };
+  onLogServerListening?: (url: string) => void;
+  /** Every (masked) log line, e.g. to echo on stdout. */
+  onLogLine?: (line: string) => void;
+  /** Longest time spent retrying the completion callback. @default 900_000 */
+  callbackMaxRetryMs?: number;
+  /** @default 1_000 */
+  callbackRetryBaseMs?: number;
+  /** @default 1_000 */
+  progressIntervalMs?: number;
+  /** Aborting it stops the run as "runner terminated" (the CLI aborts on SIGTERM). */
+  signal?: AbortSignal;
+  /** Where the built-in stage prompts live. @default the package's assets/ */
+  assetsDir?: string;
+  spawn?: SpawnFunction;
+  fetch?: typeof fetch;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+/**
+ * Runs one stage in this workspace and reports the outcome to the server. Whatever happens
+ * (clone failure, broken command file, agent crash, limits, SIGTERM) the completion callback is
+ * attempted exactly once (with retries); the returned outcome says whether it arrived.
+ */
+export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> {
+  const now = options.now ?? Date.now;
+  const started = now();
+  const workdir = path.resolve(options.workdir);
+  const stateDir = path.join(workdir, '.baton');
+  fs.mkdirSync(stateDir, { recursive: true });
+  const gitEnv = gitAuthEnv(options.cloneUrl, options.forgeToken);
+  const log = createAgentLog({
+    file: path.join(stateDir, 'agent.log'),
+    // The git header carries the forge token in base64, which plain masking of the token misses.
+    secrets: [options.callbackToken, options.forgeToken, options.claudeOauthToken, options.env.ANTHROPIC_API_KEY, gitEnv.GIT_CONFIG_VALUE_0],
+    now,
+  });
+  const client = createCallbackClient({
+    callbackUrl: options.callbackUrl,
+    progressUrl: options.progressUrl,
+    token: options.callbackToken,
+    fetch: options.fetch,
+    sleep: options.sleep,
+    now,
+    maxRetryMs: options.callbackMaxRetryMs,
+    retryBaseMs: options.callbackRetryBaseMs,
+    // Delivery problems go to the local file only: sending them as progress would loop.
+    log: (line) => localOnly(log, line),
+  });
+  const reporter = createProgressReporter({ send: (body) => client.progress(body), intervalMs: options.progressIntervalMs });
+  log.onLine((line) => {
+    if (!line.startsWith(LOCAL_PREFIX)) reporter.add(line);
+  });
+  if (options.onLogLine) log.onLine(options.onLogLine);
+
+  let logServer: LogServer | null = null;
+  if (options.logServer) {
+    try {
+      logServer = await startLogServer({ file: log.file, port: options.logServer.port, host: options.logServer.host, title: `baton ${options.stage} #${options.issueNumber ?? ''}` });
+      log.write(`[baton] live log at ${logServer.url}/`);
+      options.onLogServerListening?.(logServer.url);
+    } catch (err) {
+      log.write(`[baton] live log server could not start on port ${options.logServer.port}: ${(err as Error).message}`);
+    }
+  }
+
+  const graceMs = options.killGraceMs ?? 10_000;
+  const maxDurationMs = options.maxDurationMs ?? DEFAULT_MAX_DURATION_MS;
+  let phase = 'setup';
+  let current: GroupProcess | null = null;
+  let stop: StopRequest | null = null;
+  const requestStop = (request: StopRequest) => {
+    if (stop) return;
+    stop = request;
+    log.write(`[baton] stopping: ${request.summary}`);
+    void current?.terminate(graceMs);
+  };
+  const deadline = setTimeout(() => {
+    const limit = formatDuration(maxDurationMs);
+    requestStop({
+      status: 'timed_out',
+      kind: FAILURE_KIND.maxDuration,
+      summary: phase === 'agent' ? `agent exceeded the ${limit} maximum duration` : `run exceeded the ${limit} maximum duration during ${phase}`,
+    });
+  }, maxDurationMs);
+  const onAbort = () =>
+    requestStop({
+      status: 'failed',
+      kind: FAILURE_KIND.runnerTerminated,
+      summary: `the runner was terminated (SIGTERM, e.g. the workspace was stopped) during ${phase === 'agent' ? 'the agent run' : phase}; the agent was stopped`,
+    });
+  if (options.signal?.aborted) onAbort();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  const secretFreeEnv = (): NodeJS.ProcessEnv => {
+    const env = { ...options.env };
+    delete env.ANTHROPIC_API_KEY;
+    // The agent must not be able to report the run's outcome itself.
+    delete env.CALLBACK_TOKEN;
+    return env;
+  };
+
+  const exec: StepRunner = async (label, command, args, stepOptions) => {
+    if (stop) throw new Stopped(stop);
+    phase = label;
+    const tail: string[] = [];
+    const keep = (line: string) => {
+      tail.push(log.mask(line));
+      if (tail.length > 20) tail.shift();
+    };
+    const proc = startProcess(command, args, {
+      cwd: stepOptions.cwd,
+      env: { ...secretFreeEnv(), ...gitEnv, ...stepOptions.env },
+      spawn: options.spawn,
+      onStdoutLine: (line) => {
+        keep(line);
+        log.write(`[${label}] ${line}`);
+      },
+      onStderrLine: (line) => {
+        keep(line);
+        log.write(`[${label}] ${line}`);
+      },
+    });
+    current = proc;
+    if (stop) void proc.terminate(graceMs);
+    const exit = await proc.exited;
+    current = null;
+    if (stop) throw new Stopped(stop);
+    return { ...exit, tail } satisfies StepResult;
+  };
+
+  let body: CompletionBody;
+  let exitCode: number | null = null;
+  let usage: AgentUsage | null = null;
+  let costUsd: number | null = null;
+  try {
+    log.write(`[baton] run ${options.env.BATON_RUN_ID ?? ''} stage ${options.stage}${options.issueNumber ? ` #${options.issueNumber}` : ''}`.replace(/\s+/g, ' '));
+    const repoDir = await prepareRepository({
+      exec,
+      workdir,
+      cloneUrl: options.cloneUrl,
+      repoName: options.repoName,
+      branch: options.branch,
+      gitEnv,
+      log: (line) => log.write(line),
+    });
+    if (repoDir === workdir) excludeStateDir(repoDir);
+    if (isHeavyStage(options.stage)) {
+      const commands = [
+        options.installCommand ? { label: 'install command', command: options.installCommand } : null,
+        options.buildCommand ? { label: 'build command', command: options.buildCommand } : null,
+      ].filter((c): c is { label: string; command: string } => c !== null);
+      await runSetupCommands(exec, repoDir, commands, (line) => log.write(line));
+    }
+    if (stop) throw new Stopped(stop);
+    phase = 'prompt';
+    const resolved = await resolvePrompt({
+      repoDir,
+      stage: options.stage,
+      args: promptArguments(options.stage, options.issueNumber, options.deployEnv),
+      assetsDir: options.assetsDir,
+    });
+    log.write(`[baton] prompt from ${resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`} (${resolved.prompt.length} characters)`);
+
+    phase = 'agent';
+    const agent = await runAgentProcess({
+      options,
+      log,
+      prompt: resolved.prompt,
+      cwd: repoDir,
+      env: { ...secretFreeEnv(), ...gitEnv, ...(options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}) },
+      rawFile: path.join(stateDir, 'agent.ndjson'),
+      onProcess: (proc) => {
+        current = proc;
+        if (stop) void proc.terminate(graceMs);
+      },
+      requestStop,
+      reportUsage: (u) => reporter.setUsage(u),
+      graceMs,
+    });
+    current = null;
+    exitCode = agent.exitCode;
+    usage = agent.usage;
+    costUsd = agent.costUsd;
+    if (stop) throw new Stopped(stop);
+    body = {
+      status: agent.status,
+      exitCode,
+      summary: agent.summary,
+      usage,
+      costUsd,
+      durationMs: 0,
+      ...(agent.kind ? { error: agent.kind } : {}),
+    };
+  } catch (err) {
+    const failure = describeFailure(err, () => stop);
+    body = { status: failure.status, exitCode, summary: failure.summary, usage, costUsd, durationMs: 0, error: failure.kind };
+  } finally {
+    clearTimeout(deadline);
+    options.signal?.removeEventListener('abort', onAbort);
+  }
+
+  body.durationMs = now() - started;
+  body.summary = truncate(log.mask(body.summary), 32_000);
+  log.write(`[baton] outcome: ${body.status}: ${firstLine(body.summary)}`);
+  if (usage || costUsd !== null) reporter.setUsage(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 }, costUsd ?? undefined);
+  await reporter.close();
+  const delivery = await client.complete(body);
+  await logServer?.close();
+  log.close();
+  return { ...body, callbackDelivered: delivery.delivered, logFile: log.file };
+}
+
+function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequest {
+  if (err instanceof Stopped) return err.request;
+  const pending = stop();
+  if (pending) return pending;
+  if (err instanceof CheckoutError) return { status: 'failed', kind: FAILURE_KIND.cloneFailed, summary: err.message };
+  if (err instanceof CommandFileError) return { status: 'failed', kind: FAILURE_KIND.commandFileInvalid, summary: err.message };
+  if (err instanceof SetupCommandError) return { status: 'failed', kind: FAILURE_KIND.setupFailed, summary: err.message };
+  if (err instanceof RunFailure) return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: err.message };
+  return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: `the runner failed unexpectedly: ${err instanceof Error ? err.message : String(err)}` };
+}
+
+const LOCAL_PREFIX = '[baton:local] ';
+
+function localOnly(log: AgentLog, line: string) {
+  log.write(`${LOCAL_PREFIX}${line.replace(/^\[baton\] /, '')}`);
+}
+
+/** Keeps `.baton/` out of `git status` (and out of the agent's commits) when the workdir is the repo. */
+function excludeStateDir(repoDir: string) {
+  const exclude = path.join(repoDir, '.git', 'info', 'exclude');
+  try {
+    const current = fs.existsSync(exclude) ? fs.readFileSync(exclude, 'utf8') : '';
+    if (!current.split('\n').includes('/.baton/')) {
+      fs.mkdirSync(path.dirname(exclude), { recursive: true });
+      fs.appendFileSync(exclude, `${current.endsWith('\n') || current === '' ? '' : '\n'}/.baton/\n`);
+    }
+  } catch {
+    // Cosmetic only.
+  }
+}
+
+export function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms >= 60_000) return `${(ms / 60_000).toFixed(1)} min`;
+  return `${Math.round(ms / 100) / 10} s`;
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length > max ? `${text.slice(0, max)}\n… (truncated, see the full log)` : text;
+}

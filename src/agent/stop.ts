@@ -1,0 +1,16 @@
+import type { AgentStatus } from './types.js';
+
+/** Why the runner is ending the run early (a limit, or the runner itself being stopped). */
+export interface StopRequest {
+  status: AgentStatus;
+  summary: string;
+  kind: string;
+}
+
+/** Thrown out of a step once a stop was requested, carrying the reason to report. */
+export class Stopped extends Error {
+  constructor(readonly request: StopRequest) {
+    super(request.summary);
+    this.name = 'Stopped';
+  }
+}

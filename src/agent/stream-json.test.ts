@@ -1,0 +1,86 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createStreamParser } from './stream-json.js';
+
+const reference = path.resolve(import.meta.dirname, '../../../shared/reference/claude-code');
+const hasReference = fs.existsSync(path.join(reference, 'stream-json-sample-turns.json'));
+if (!hasReference) console.warn(`SKIPPED: upstream stream-json sample not found at ${reference} (../shared/reference is absent)`);
+
+describe('stream-json parser', () => {
+  it('takes the last result, sums modelUsage over models and reads total_cost_usd', () => {
+    const parser = createStreamParser();
+    parser.push(JSON.stringify({ type: 'result', subtype: 'error_max_turns', is_error: true, errors: ['first'] }));
+    parser.push(
+      JSON.stringify({
+        type: 'result',
+        subtype: 'success',
+        is_error: false,
+        result: 'Done',
+        total_cost_usd: 1.23,
+        usage: { input_tokens: 1, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+        modelUsage: {
+          a: { inputTokens: 10, outputTokens: 20, cacheReadInputTokens: 30, cacheCreationInputTokens: 40 },
+          b: { inputTokens: 1, outputTokens: 2, cacheReadInputTokens: 3, cacheCreationInputTokens: 4 },
+        },
+      }),
+    );
+    expect(parser.result).toMatchObject({
+      subtype: 'success',
+      isError: false,
+      text: 'Done',
+      costUsd: 1.23,
+      usage: { inputTokens: 11, outputTokens: 22, cacheReadInputTokens: 33, cacheCreationInputTokens: 44 },
+    });
+  });
+
+  it('falls back to usage when modelUsage is empty, and to total_cost', () => {
+    const parser = createStreamParser();
+    parser.push(
+      JSON.stringify({ type: 'result', subtype: 'success', is_error: true, total_cost: 0.5, modelUsage: {}, usage: { input_tokens: 7, output_tokens: 8 } }),
+    );
+    expect(parser.result).toMatchObject({
+      isError: true,
+      costUsd: 0.5,
+      usage: { inputTokens: 7, outputTokens: 8, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+    });
+  });
+
+  it('counts each assistant message id once, although the CLI repeats it per content block', () => {
+    const parser = createStreamParser();
+    const usage = { input_tokens: 100, output_tokens: 10, cache_read_input_tokens: 5, cache_creation_input_tokens: 1 };
+    parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'a' }], usage } }));
+    parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', name: 'Bash', input: {} }], usage } }));
+    parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm2', content: [], usage } }));
+    expect(parser.streamedTokens).toBe(232);
+    expect(parser.result).toBeNull();
+  });
+
+  it('keeps garbage and unknown types as log lines', () => {
+    const parser = createStreamParser();
+    expect(parser.push('not json at all')).toEqual(['not json at all']);
+    expect(parser.push('[1,2]')).toEqual(['[1,2]']);
+    expect(parser.push('{"type":"brand_new","x":1}')).toEqual(['[brand_new] {"type":"brand_new","x":1}']);
+    expect(parser.push('   ')).toEqual([]);
+  });
+
+  it('describes api_retry so a person sees the CLI is still trying', () => {
+    const parser = createStreamParser();
+    expect(
+      parser.push(JSON.stringify({ type: 'system', subtype: 'api_retry', attempt: 6, max_retries: 10, retry_delay_ms: 20_000, error_status: null, error: 'Connection error.' })),
+    ).toEqual(['[api retry] attempt 6/10 in 20.0 s: Connection error.']);
+  });
+
+  describe.skipIf(!hasReference)('upstream sample stream (claude-code-action sample-turns.json)', () => {
+    it('reads its simplified final result and the assistant usage', () => {
+      const messages = JSON.parse(fs.readFileSync(path.join(reference, 'stream-json-sample-turns.json'), 'utf8')) as unknown[];
+      const parser = createStreamParser();
+      const lines = messages.flatMap((m) => parser.push(JSON.stringify(m)));
+      expect(lines.some((l) => l.startsWith('[tool] Read'))).toBe(true);
+      // Its result has no subtype/is_error: not a success by the rules.
+      expect(parser.result).toMatchObject({ subtype: '(none)', isError: false, costUsd: 0.0347 });
+      expect(parser.result?.text).toContain('Successfully removed debug print statement');
+      expect(parser.streamedUsage.outputTokens).toBe(75 + 50 + 80 + 60);
+    });
+  });
+});

@@ -1,0 +1,226 @@
+import { addUsage, emptyUsage, type AgentUsage } from './types.js';
+
+/**
+ * Reads Claude Code's `--output-format stream-json --verbose` NDJSON, one stdout line at a time
+ * (see ../shared/reference/claude-code/STREAM-JSON.md). It turns each line into readable log
+ * lines, counts tokens from assistant messages as they arrive (for the token cap and live
+ * progress) and keeps the LAST `result` message, which alone decides the outcome.
+ */
+
+export interface ResultSummary {
+  subtype: string;
+  isError: boolean;
+  /** `result` text: the final answer, or the error text when `isError`. Absent on error subtypes. */
+  text?: string;
+  /** `errors` of the error subtypes. */
+  errors: string[];
+  numTurns?: number;
+  apiErrorStatus?: number;
+  costUsd: number | null;
+  usage: AgentUsage | null;
+}
+
+export interface StreamParser {
+  /** Returns the log lines for one stdout line (garbage is kept verbatim). */
+  push(line: string): string[];
+  /** The last `result` message seen, if any. */
+  readonly result: ResultSummary | null;
+  /** Tokens of all assistant messages so far (each message id counted once). */
+  readonly streamedUsage: AgentUsage;
+  /** input + output + cache read + cache creation of `streamedUsage`: what the token cap counts. */
+  readonly streamedTokens: number;
+}
+
+const MAX_SNIPPET = 400;
+
+export function createStreamParser(): StreamParser {
+  let result: ResultSummary | null = null;
+  // Claude Code emits one `assistant` line per content block and repeats the message's usage on
+  // each, so usage is keyed by message id to count every API response once.
+  const usageById = new Map<string, AgentUsage>();
+  let anonymous = emptyUsage();
+
+  const streamedUsage = () => [...usageById.values()].reduce(addUsage, anonymous);
+
+  return {
+    get result() {
+      return result;
+    },
+    get streamedUsage() {
+      return streamedUsage();
+    },
+    get streamedTokens() {
+      const u = streamedUsage();
+      return u.inputTokens + u.outputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
+    },
+    push(line) {
+      const trimmed = line.trim();
+      if (trimmed === '') return [];
+      let message: unknown;
+      try {
+        message = JSON.parse(trimmed);
+      } catch {
+        return [line];
+      }
+      if (!isRecord(message) || typeof message.type !== 'string') return [line];
+      switch (message.type) {
+        case 'system':
+          return [describeSystem(message)];
+        case 'assistant': {
+          const inner = isRecord(message.message) ? message.message : {};
+          const usage = snakeUsage(inner.usage);
+          if (usage) {
+            if (typeof inner.id === 'string') usageById.set(inner.id, maxUsage(usageById.get(inner.id), usage));
+            else anonymous = addUsage(anonymous, usage);
+          }
+          return describeAssistant(message, inner);
+        }
+        case 'user':
+          return describeUser(message);
+        case 'result': {
+          result = readResult(message);
+          return [describeResult(result)];
+        }
+        default:
+          return [`[${message.type}] ${snippet(JSON.stringify(message))}`];
+      }
+    },
+  };
+}
+
+function readResult(m: Record<string, unknown>): ResultSummary {
+  const cost = firstNumber(m.total_cost_usd, m.total_cost, m.cost_usd);
+  return {
+    subtype: typeof m.subtype === 'string' ? m.subtype : '(none)',
+    // A result without is_error is only seen in old/simplified streams; absent means not an error.
+    isError: m.is_error === true,
+    text: typeof m.result === 'string' ? m.result : undefined,
+    errors: Array.isArray(m.errors) ? m.errors.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))) : [],
+    numTurns: typeof m.num_turns === 'number' ? m.num_turns : undefined,
+    apiErrorStatus: typeof m.api_error_status === 'number' ? m.api_error_status : undefined,
+    costUsd: cost,
+    usage: modelUsage(m.modelUsage) ?? snakeUsage(m.usage),
+  };
+}
+
+/** Sum over models; `modelUsage` includes subagents, `usage` only the main loop. */
+function modelUsage(raw: unknown): AgentUsage | null {
+  if (!isRecord(raw)) return null;
+  const models = Object.values(raw).filter(isRecord);
+  if (models.length === 0) return null;
+  return models.reduce<AgentUsage>(
+    (sum, m) =>
+      addUsage(sum, {
+        inputTokens: num(m.inputTokens),
+        outputTokens: num(m.outputTokens),
+        cacheReadInputTokens: num(m.cacheReadInputTokens),
+        cacheCreationInputTokens: num(m.cacheCreationInputTokens),
+      }),
+    emptyUsage(),
+  );
+}
+
+function snakeUsage(raw: unknown): AgentUsage | null {
+  if (!isRecord(raw)) return null;
+  return {
+    inputTokens: num(raw.input_tokens),
+    outputTokens: num(raw.output_tokens),
+    cacheReadInputTokens: num(raw.cache_read_input_tokens),
+    cacheCreationInputTokens: num(raw.cache_creation_input_tokens),
+  };
+}
+
+function maxUsage(a: AgentUsage | undefined, b: AgentUsage): AgentUsage {
+  if (!a) return b;
+  return {
+    inputTokens: Math.max(a.inputTokens, b.inputTokens),
+    outputTokens: Math.max(a.outputTokens, b.outputTokens),
+    cacheReadInputTokens: Math.max(a.cacheReadInputTokens, b.cacheReadInputTokens),
+    cacheCreationInputTokens: Math.max(a.cacheCreationInputTokens, b.cacheCreationInputTokens),
+  };
+}
+
+function describeSystem(m: Record<string, unknown>): string {
+  const subtype = typeof m.subtype === 'string' ? m.subtype : '';
+  if (subtype === 'init') {
+    const parts = [
+      typeof m.model === 'string' ? `model ${m.model}` : null,
+      typeof m.claude_code_version === 'string' ? `claude code ${m.claude_code_version}` : null,
+      typeof m.cwd === 'string' ? `cwd ${m.cwd}` : null,
+    ].filter(Boolean);
+    return `[init] ${parts.join(', ') || 'session started'}`;
+  }
+  if (subtype === 'api_retry') {
+    // The CLI retries unreachable/overloaded APIs for minutes without other output; these lines
+    // are the only sign of life a person watching the log gets.
+    const attempt = typeof m.attempt === 'number' ? m.attempt : '?';
+    const max = typeof m.max_retries === 'number' ? m.max_retries : '?';
+    const delay = typeof m.retry_delay_ms === 'number' ? ` in ${(m.retry_delay_ms / 1000).toFixed(1)} s` : '';
+    const status = m.error_status !== undefined && m.error_status !== null ? ` status ${String(m.error_status)}` : '';
+    const error = m.error !== undefined ? `: ${snippet(typeof m.error === 'string' ? m.error : JSON.stringify(m.error))}` : '';
+    return `[api retry] attempt ${attempt}/${max}${delay}${status}${error}`;
+  }
+  return `[system${subtype ? `/${subtype}` : ''}] ${snippet(JSON.stringify(m))}`;
+}
+
+function describeAssistant(m: Record<string, unknown>, inner: Record<string, unknown>): string[] {
+  const lines: string[] = [];
+  if (typeof m.error === 'string') lines.push(`[assistant error] ${m.error}`);
+  const content = Array.isArray(inner.content) ? inner.content : [];
+  for (const block of content) {
+    if (!isRecord(block)) continue;
+    if (block.type === 'text' && typeof block.text === 'string') {
+      for (const textLine of block.text.split('\n')) lines.push(`[assistant] ${textLine}`);
+    } else if (block.type === 'tool_use') {
+      lines.push(`[tool] ${String(block.name)} ${snippet(JSON.stringify(block.input ?? {}))}`);
+    } else if (block.type === 'thinking' && typeof block.thinking === 'string') {
+      lines.push(`[thinking] ${snippet(block.thinking.replace(/\s+/g, ' '))}`);
+    } else {
+      lines.push(`[assistant ${String(block.type)}]`);
+    }
+  }
+  return lines.length > 0 ? lines : ['[assistant] (no content)'];
+}
+
+function describeUser(m: Record<string, unknown>): string[] {
+  const inner = isRecord(m.message) ? m.message : {};
+  const content = Array.isArray(inner.content) ? inner.content : [];
+  const lines: string[] = [];
+  for (const block of content) {
+    if (!isRecord(block) || block.type !== 'tool_result') continue;
+    const text =
+      typeof block.content === 'string'
+        ? block.content
+        : Array.isArray(block.content)
+          ? block.content.map((c) => (isRecord(c) && typeof c.text === 'string' ? c.text : '')).join(' ')
+          : '';
+    lines.push(`[${block.is_error === true ? 'tool error' : 'tool result'}] ${snippet(text.replace(/\s+/g, ' '))}`);
+  }
+  return lines.length > 0 ? lines : [`[user] ${snippet(JSON.stringify(inner))}`];
+}
+
+function describeResult(r: ResultSummary): string {
+  const parts = [`subtype ${r.subtype}`, `is_error ${r.isError}`];
+  if (r.numTurns !== undefined) parts.push(`${r.numTurns} turns`);
+  if (r.costUsd !== null) parts.push(`cost $${r.costUsd.toFixed(4)}`);
+  if (r.apiErrorStatus !== undefined) parts.push(`api status ${r.apiErrorStatus}`);
+  const detail = r.text ?? (r.errors.length > 0 ? r.errors.join('; ') : '');
+  return `[result] ${parts.join(', ')}${detail ? `: ${snippet(detail)}` : ''}`;
+}
+
+function snippet(text: string): string {
+  return text.length > MAX_SNIPPET ? `${text.slice(0, MAX_SNIPPET)}…` : text;
+}
+
+function firstNumber(...values: unknown[]): number | null {
+  for (const v of values) if (typeof v === 'number' && Number.isFinite(v)) return v;
+  return null;
+}
+
+function num(v: unknown): number {
+  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

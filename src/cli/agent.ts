@@ -1,0 +1,208 @@
+import { parseArgs } from 'node:util';
+import { createCallbackClient, runAgent, type RunAgentOptions } from '../agent/index.js';
+
+const HELP = `Usage: baton agent [options]
+
+Runs one pipeline stage inside a workspace: clones the repository, builds the stage prompt from
+.claude/commands/<stage>.md, runs the agent, streams its log to the server and always posts the
+completion callback. Every option can also be given as the environment variable in brackets;
+secrets are read from the environment only.
+
+Options:
+  --task-type NAME          stage to run                      [TASK_TYPE]
+  --issue N                 issue or PR number                [ISSUE_NUMBER]
+  --clone-url URL           repository to clone               [REPO_CLONE_URL]
+  --repo NAME               clone directory name              [GITEA_REPO]
+  --deploy-env NAME         target environment (devops)       [DEPLOY_ENV]
+  --workdir DIR             where to clone and keep .baton/   [BATON_WORKDIR, default: cwd]
+  --branch NAME             working branch                    [BATON_BRANCH, default: develop]
+  --callback-url URL        full completion URL               [CALLBACK_URL]
+  --progress-url URL        progress URL                      [PROGRESS_URL, default: derived]
+  --log-port N              live log HTTP port, 0 = off       [BATON_AGENT_LOG_PORT, default: 13338]
+  --max-duration-ms N       longest run                       [BATON_MAX_DURATION_MS, default: 5400000]
+  --token-cap N             stop after N tokens, 0 = no cap   [BATON_TOKEN_CAP, default: 0]
+  --agent-command JSON      agent argv with {prompt}          [BATON_AGENT_COMMAND]
+  --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
+  --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
+  --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
+  -h, --help                show this help
+
+Secrets (environment only): CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN.
+Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
+BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1).
+
+Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
+server could not be told; 2 the runner is misconfigured (nothing could be reported).
+`;
+
+/**
+ * `baton agent`: the in-workspace runner. Returns the exit code; SIGTERM/SIGINT stop the agent
+ * and still send the (failed) completion callback before returning.
+ */
+export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: {
+        'task-type': { type: 'string' },
+        issue: { type: 'string' },
+        'clone-url': { type: 'string' },
+        repo: { type: 'string' },
+        'deploy-env': { type: 'string' },
+        workdir: { type: 'string' },
+        branch: { type: 'string' },
+        'callback-url': { type: 'string' },
+        'progress-url': { type: 'string' },
+        'log-port': { type: 'string' },
+        'max-duration-ms': { type: 'string' },
+        'token-cap': { type: 'string' },
+        'agent-command': { type: 'string' },
+        'output-format': { type: 'string' },
+        install: { type: 'string' },
+        build: { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    console.error(`baton agent: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const opt = (flag: string, name: string): string | undefined => {
+    const v = values[flag];
+    const value = typeof v === 'string' ? v : env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+
+  const callbackUrl = opt('callback-url', 'CALLBACK_URL');
+  const callbackToken = env.CALLBACK_TOKEN?.trim() || undefined;
+  if (!callbackUrl || !callbackToken || !isHttpUrl(callbackUrl)) {
+    const problem = !callbackUrl
+      ? 'CALLBACK_URL is not set (the full completion URL, e.g. http://baton:3000/api/runs/42/complete)'
+      : !isHttpUrl(callbackUrl)
+        ? `CALLBACK_URL must be an http(s) URL, got "${callbackUrl}"`
+        : 'CALLBACK_TOKEN is not set';
+    console.error(`baton agent: ${problem}; the outcome cannot be reported`);
+    return 2;
+  }
+  const progressUrl = opt('progress-url', 'PROGRESS_URL');
+
+  // From here on every problem is reported to the server as a failed run.
+  const problems: string[] = [];
+  const int = (flag: string, name: string, fallback: number, min: number): number => {
+    const raw = opt(flag, name);
+    if (raw === undefined) return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < min) {
+      problems.push(`${name} must be a whole number >= ${min}, got "${raw}"`);
+      return fallback;
+    }
+    return n;
+  };
+  const stage = opt('task-type', 'TASK_TYPE');
+  if (!stage) problems.push('TASK_TYPE is not set (the stage to run, e.g. develop)');
+  const logPort = int('log-port', 'BATON_AGENT_LOG_PORT', 13338, 0);
+  if (logPort > 65535) problems.push(`BATON_AGENT_LOG_PORT must be a whole number between 0 and 65535, got "${logPort}"`);
+  const maxDurationMs = int('max-duration-ms', 'BATON_MAX_DURATION_MS', 90 * 60_000, 1);
+  const tokenCap = int('token-cap', 'BATON_TOKEN_CAP', 0, 0);
+  const callbackMaxRetryMs = int('', 'BATON_CALLBACK_MAX_RETRY_MS', 15 * 60_000, 0);
+  const killGraceMs = int('', 'BATON_KILL_GRACE_MS', 10_000, 0);
+  let agentCommand: string[] | undefined;
+  const rawCommand = opt('agent-command', 'BATON_AGENT_COMMAND');
+  if (rawCommand !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(rawCommand);
+      if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === 'string')) throw new Error('not an array');
+      agentCommand = parsed as string[];
+    } catch {
+      problems.push(`BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(rawCommand)}`);
+    }
+  }
+  const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? 'stream-json';
+  if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
+    problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
+  }
+
+  if (problems.length > 0) {
+    const summary = `the runner is misconfigured: ${problems.join('; ')}`;
+    console.error(`baton agent: ${summary}`);
+    const client = createCallbackClient({
+      callbackUrl,
+      progressUrl,
+      token: callbackToken,
+      maxRetryMs: callbackMaxRetryMs,
+      log: (line) => console.error(line),
+    });
+    await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_misconfigured' });
+    return 1;
+  }
+
+  const controller = new AbortController();
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (controller.signal.aborted) {
+      // A second signal means "now": give up on the callback rather than keep the workspace up.
+      console.error(`baton agent: received ${signal} again; exiting without waiting for the completion callback`);
+      process.exit(1);
+    }
+    console.error(`baton agent: received ${signal}; stopping the agent and reporting`);
+    controller.abort();
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  try {
+    const options: RunAgentOptions = {
+      stage: stage!,
+      issueNumber: opt('issue', 'ISSUE_NUMBER'),
+      deployEnv: opt('deploy-env', 'DEPLOY_ENV'),
+      cloneUrl: opt('clone-url', 'REPO_CLONE_URL'),
+      repoName: opt('repo', 'GITEA_REPO'),
+      workdir: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
+      branch: opt('branch', 'BATON_BRANCH'),
+      callbackUrl,
+      progressUrl,
+      callbackToken,
+      env,
+      claudeOauthToken: env.CLAUDE_CODE_OAUTH_TOKEN?.trim() || undefined,
+      forgeToken: env.GITEA_TOKEN?.trim() || undefined,
+      agentCommand,
+      outputFormat: outputFormat as 'stream-json' | 'text',
+      installCommand: opt('install', 'BATON_INSTALL_COMMAND'),
+      buildCommand: opt('build', 'BATON_BUILD_COMMAND'),
+      maxDurationMs,
+      tokenCap,
+      killGraceMs,
+      callbackMaxRetryMs,
+      logServer: logPort === 0 ? false : { port: logPort, host: env.BATON_AGENT_LOG_HOST?.trim() || undefined },
+      signal: controller.signal,
+      onLogLine: (line) => console.log(line),
+    };
+    const outcome = await runAgent(options);
+    return outcome.status === 'succeeded' && outcome.callbackDelivered ? 0 : 1;
+  } catch (err) {
+    // runAgent reports everything that happens once it runs; this is for what stops it from
+    // starting at all (an unwritable workdir, …), so the server still hears about the run.
+    const summary = `the runner failed before the run could start: ${err instanceof Error ? err.message : String(err)}`;
+    console.error(`baton agent: ${summary}`);
+    const client = createCallbackClient({ callbackUrl, progressUrl, token: callbackToken, maxRetryMs: callbackMaxRetryMs, log: (line) => console.error(line) });
+    await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_error' });
+    return 1;
+  } finally {
+    process.off('SIGTERM', onSignal);
+    process.off('SIGINT', onSignal);
+  }
+}
+
+function isHttpUrl(value: string): boolean {
+  try {
+    const url = new URL(value);
+    return url.protocol === 'http:' || url.protocol === 'https:';
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,81 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseCommandFile, STAGES } from '../agent/index.js';
+import { loadConfig } from '../config/index.js';
+import { runInit } from './init.js';
+
+let dir: string;
+let lines: string[];
+const io = () => ({ out: (l: string) => lines.push(l), err: (l: string) => lines.push(`ERR ${l}`) });
+
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-init-'));
+  lines = [];
+});
+afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+describe('baton init', () => {
+  it('writes a command file per stage and baton.yaml, and says so', async () => {
+    expect(await runInit([dir], io())).toBe(0);
+    for (const stage of STAGES) {
+      const text = fs.readFileSync(path.join(dir, '.claude', 'commands', `${stage}.md`), 'utf8');
+      const { frontMatter, body } = parseCommandFile(text, stage);
+      expect(typeof frontMatter.description, stage).toBe('string');
+      expect(typeof frontMatter['allowed-tools'], stage).toBe('string');
+      expect(body, stage).toContain('$GITEA_TOKEN');
+      expect(body, stage).toContain('$GITEA_URL/api/v1/repos/$GITEA_ORG/$GITEA_REPO');
+      expect(lines).toContain(`wrote    .claude/commands/${stage}.md`);
+    }
+    expect(fs.existsSync(path.join(dir, 'baton.yaml'))).toBe(true);
+    expect(lines.at(-2)).toBe(`11 file(s) written, 0 skipped in ${dir}`);
+  });
+
+  it('writes prompts that hand the issue on with the pipeline labels', async () => {
+    await runInit([dir], io());
+    const read = (stage: string) => fs.readFileSync(path.join(dir, '.claude', 'commands', `${stage}.md`), 'utf8');
+    expect(read('analyse')).toContain('"labels":["ready-for-architecture"]');
+    expect(read('architect')).toContain('"labels":["ready-for-development"]');
+    expect(read('test')).toContain('"labels":["ready-for-deployment"]');
+    for (const stage of STAGES.filter((s) => s !== 'maintenance' && s !== 'devops')) expect(read(stage), stage).toContain('$ARGUMENTS');
+    expect(read('devops')).toContain('Deploy to $ARGUMENTS');
+  });
+
+  it('writes a baton.yaml the config loader accepts', async () => {
+    await runInit([dir], io());
+    const { config } = loadConfig({ BATON_CONFIG: path.join(dir, 'baton.yaml') }, dir);
+    expect(config.workspaceProvider).toBe('local');
+    expect(config.queue.concurrency).toBe(2);
+  });
+
+  it('keeps existing files unless --force is given', async () => {
+    const mine = path.join(dir, '.claude', 'commands', 'develop.md');
+    fs.mkdirSync(path.dirname(mine), { recursive: true });
+    fs.writeFileSync(mine, 'our own develop prompt\n');
+
+    expect(await runInit([dir], io())).toBe(0);
+    expect(fs.readFileSync(mine, 'utf8')).toBe('our own develop prompt\n');
+    expect(lines).toContain('skipped  .claude/commands/develop.md (exists; use --force to overwrite)');
+    expect(lines).toContain(`10 file(s) written, 1 skipped in ${dir}`);
+
+    lines = [];
+    expect(await runInit([dir, '--force'], io())).toBe(0);
+    expect(fs.readFileSync(mine, 'utf8')).not.toBe('our own develop prompt\n');
+    expect(lines).toContain('replaced .claude/commands/develop.md');
+  });
+
+  it('defaults to the current directory', async () => {
+    expect(await runInit([], { ...io(), cwd: dir })).toBe(0);
+    expect(fs.existsSync(path.join(dir, '.claude', 'commands', 'analyse.md'))).toBe(true);
+  });
+
+  it('rejects unknown options and a file as target', async () => {
+    expect(await runInit(['--frobnicate'], io())).toBe(2);
+    expect(lines[0]).toContain("Unknown option '--frobnicate'");
+    const file = path.join(dir, 'file.txt');
+    fs.writeFileSync(file, 'x');
+    expect(await runInit([file], io())).toBe(2);
+    expect(lines.at(-1)).toBe(`ERR baton init: ${file} exists and is not a directory`);
+  });
+});

@@ -1,0 +1,86 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { defaultAssetsDir, STAGES } from '../agent/index.js';
+
+const HELP = `Usage: baton init [dir] [--force]
+
+Writes the stage prompts baton runs (.claude/commands/<stage>.md for ${STAGES.join(', ')})
+and a commented baton.yaml example into dir (default: the current directory). Existing files are
+kept unless --force is given. Edit the prompts to fit your team: the agent reads them from the
+repository on every run.
+`;
+
+export interface InitOptions {
+  /** Where the templates come from. @default the package's assets/ */
+  assetsDir?: string;
+  /** @default process.cwd() */
+  cwd?: string;
+  out?: (line: string) => void;
+  err?: (line: string) => void;
+}
+
+/** `baton init [dir] [--force]`; returns the exit code. */
+export async function runInit(argv: string[], options: InitOptions = {}): Promise<number> {
+  const out = options.out ?? ((line: string) => console.log(line));
+  const err = options.err ?? ((line: string) => console.error(line));
+  let parsed: { values: { force?: boolean; help?: boolean }; positionals: string[] };
+  try {
+    parsed = parseArgs({
+      args: argv,
+      options: { force: { type: 'boolean', short: 'f' }, help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (e) {
+    err(`baton init: ${(e as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (parsed.values.help) {
+    out(HELP);
+    return 0;
+  }
+  if (parsed.positionals.length > 1) {
+    err(`baton init: expected at most one directory, got ${parsed.positionals.length}: ${parsed.positionals.join(' ')}\n\n${HELP}`);
+    return 2;
+  }
+  const target = path.resolve(options.cwd ?? process.cwd(), parsed.positionals[0] ?? '.');
+  if (fs.existsSync(target) && !fs.statSync(target).isDirectory()) {
+    err(`baton init: ${target} exists and is not a directory`);
+    return 2;
+  }
+  const assets = options.assetsDir ?? defaultAssetsDir();
+  const files = [
+    ...STAGES.map((stage) => ({ from: path.join(assets, 'commands', `${stage}.md`), to: path.join('.claude', 'commands', `${stage}.md`) })),
+    { from: path.join(assets, 'baton.yaml'), to: 'baton.yaml' },
+  ];
+
+  let written = 0;
+  let skipped = 0;
+  for (const file of files) {
+    const destination = path.join(target, file.to);
+    let content: string;
+    try {
+      content = fs.readFileSync(file.from, 'utf8');
+    } catch (e) {
+      err(`baton init: the template ${file.from} is missing from this baton installation (${(e as NodeJS.ErrnoException).code ?? e})`);
+      return 1;
+    }
+    const exists = fs.existsSync(destination);
+    if (exists && !parsed.values.force) {
+      out(`skipped  ${file.to} (exists; use --force to overwrite)`);
+      skipped += 1;
+      continue;
+    }
+    fs.mkdirSync(path.dirname(destination), { recursive: true });
+    fs.writeFileSync(destination, content);
+    out(`${exists ? 'replaced' : 'wrote   '} ${file.to}`);
+    written += 1;
+  }
+  out('');
+  out(`${written} file(s) written, ${skipped} skipped in ${target}`);
+  if (written > 0) {
+    out('Commit .claude/commands/ to the repository; baton.yaml configures the baton server.');
+  }
+  return 0;
+}

@@ -1,0 +1,1 @@
+export { createLocalProvider, runnerEnv, type LocalProviderOptions } from './provider.js';
