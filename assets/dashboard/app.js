@@ -93,6 +93,9 @@ async function loadRuns(cursor) {
   if (cursor) query.set('cursor', cursor);
   const page = await api(`/api/runs?${query}`);
   for (const run of page.runs) {
+    // The stream may already have brought a newer state of this run than the page holds.
+    const known = runs.get(run.id);
+    if (known && known.updatedAt > run.updatedAt) continue;
     runs.set(run.id, run);
     renderRow(run);
   }
