@@ -9,6 +9,9 @@ const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the dashboard browser tests are skipped.`);
 
+/** The machine may be busy: give the browser time, not a wall-clock race. */
+const POLL = { timeout: 15_000, interval: 50 };
+
 const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 
 /** Counts distinct colours and non-white pixels of a PNG by drawing it on a canvas in the browser. */
@@ -39,7 +42,7 @@ async function pixelStats(page: Page, png: Buffer): Promise<{ colours: number; i
   }
 }
 
-describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
+describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_000 }, () => {
   let browser: Browser;
   let t: TestStore;
   let server: TestApp;
@@ -72,7 +75,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
 
   it('refuses a wrong token and keeps a valid one in an HttpOnly, SameSite=Strict cookie', async () => {
     await login('baton_wrong');
-    await expect.poll(() => page.textContent('.error')).toContain('not valid');
+    await expect.poll(() => page.textContent('.error'), POLL).toContain('not valid');
     expect(await page.context().cookies()).toEqual([]);
 
     await login();
@@ -87,31 +90,31 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
     const { engine } = server.app;
     await login();
     await page.waitForSelector('body[data-ready="true"]');
-    await expect.poll(() => page.isVisible('#resume')).toBe(true);
+    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
     // A marker that a reload would wipe.
     await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
-    await expect.poll(() => page.locator('#live.on').count()).toBe(1);
+    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
 
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
-    await expect.poll(() => row(run.id).locator('.status').textContent()).toBe('queued');
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('queued');
     expect(await row(run.id).locator('a[href^="https://git.example.com"]').getAttribute('href')).toBe('https://git.example.com/acme/app/issues/7');
 
     await page.click('#resume');
-    await expect.poll(() => row(run.id).locator('.status').textContent()).toBe('running');
-    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent()).toBe(`baton-${run.id}`);
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('running');
+    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent(), POLL).toBe(`baton-${run.id}`);
     await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 1500, outputTokens: 500 }, costUsd: 0.25 });
-    await expect.poll(() => row(run.id).locator('.status').textContent()).toBe('succeeded');
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('succeeded');
     expect(await row(run.id).locator('td[data-label="tokens"]').textContent()).toBe((2000).toLocaleString('en-US'));
     expect(await row(run.id).locator('td[data-label="cost"]').textContent()).toBe('$0.2500');
 
     await page.click('#pause');
-    await expect.poll(() => page.isVisible('#resume')).toBe(true);
+    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
     const other = await engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 8 });
-    await expect.poll(() => row(other.run.id).locator('.status').textContent()).toBe('queued');
+    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('queued');
     await row(other.run.id).locator('button[data-action="cancel"]').click();
-    await expect.poll(() => row(other.run.id).locator('.status').textContent()).toBe('cancelled');
+    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('cancelled');
     expect((await engine.get(other.run.id))?.status).toBe('cancelled');
-    await expect.poll(() => row(other.run.id).locator('button[data-action="retry"]').count()).toBe(1);
+    await expect.poll(() => row(other.run.id).locator('button[data-action="retry"]').count(), POLL).toBe(1);
 
     expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
   });
@@ -123,15 +126,15 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
     await login();
     await page.waitForSelector('body[data-ready="true"]');
     await row(run.id).locator('a[href^="#/runs/"]').click();
-    await expect.poll(() => page.textContent('#log')).toContain('cloning acme/app');
-    await expect.poll(() => page.locator('#timeline li').count()).toBe(1);
-    await expect.poll(() => page.locator('#live.on').count()).toBe(1);
+    await expect.poll(() => page.textContent('#log'), POLL).toContain('cloning acme/app');
+    await expect.poll(() => page.locator('#timeline li').count(), POLL).toBe(1);
+    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
 
     await engine.appendEvent(run.id, 'run:progress', { lines: ['running agent', 'opened PR #12'] });
-    await expect.poll(() => page.textContent('#log')).toContain('opened PR #12');
+    await expect.poll(() => page.textContent('#log'), POLL).toContain('opened PR #12');
     await engine.cancel(run.id, 'no longer needed');
-    await expect.poll(() => page.textContent('#run-status')).toBe('cancelled');
-    await expect.poll(() => page.textContent('#timeline')).toContain('run:cancelled → cancelled (no longer needed)');
+    await expect.poll(() => page.textContent('#run-status'), POLL).toBe('cancelled');
+    await expect.poll(() => page.textContent('#timeline'), POLL).toContain('run:cancelled → cancelled (no longer needed)');
   });
 
   it('renders on a laptop and fits a phone screen', async () => {
@@ -140,7 +143,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', () => {
     await page.setViewportSize({ width: 1280, height: 800 });
     await login();
     await page.waitForSelector('body[data-ready="true"]');
-    await expect.poll(() => page.locator('#runs tbody tr').count()).toBe(3);
+    await expect.poll(() => page.locator('#runs tbody tr').count(), POLL).toBe(3);
     const laptop = await pixelStats(page, await page.screenshot());
     expect(laptop.colours).toBeGreaterThan(20);
     expect(laptop.inked / laptop.total).toBeGreaterThan(0.01);

@@ -12,7 +12,7 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 
 const task = (over: Partial<TaskRequest> = {}): TaskRequest => ({ stage: 'develop', owner: 'acme', repo: 'app', number: 7, ...over });
 
-describe.each(STORE_KINDS)('event stream on $kind', ({ kind, create }) => {
+describe.each(STORE_KINDS)('event stream on $kind', { timeout: 60_000 }, ({ kind, create }) => {
   let t: TestStore;
   let server: TestApp;
   const open: SseConnection[] = [];
