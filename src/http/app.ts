@@ -15,7 +15,13 @@ import {
   type Schedule,
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
-import { createLocalProvider, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import {
+  createCoderProviderFromConfig,
+  createLocalProvider,
+  reconcile,
+  type WorkspaceProvider,
+  type WorkspaceSpec,
+} from '../workspaces/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import { isWorkspaceCallback, requireToken } from './auth.js';
@@ -67,7 +73,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   const now = deps.now ?? Date.now;
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
-  const provider = deps.provider ?? createDefaultProvider(config, logger);
+  const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
 
   const dispatcher = createDispatcher({
     engine,
@@ -88,7 +94,13 @@ export function createApp(config: Config, deps: AppDeps): App {
   const events = createEventHub({ engine, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
   const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, store, hub: events, now });
   const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
-  const sweeper = createSweeper({ engine, logger, staleAfterMs: config.staleWorkspaceMinutes * 60_000, now });
+  const sweeper = createSweeper({
+    engine,
+    logger,
+    staleAfterMs: config.staleWorkspaceMinutes * 60_000,
+    now,
+    onSweep: provider.name === 'coder' ? () => reconcileWorkspaces(engine, provider, logger) : undefined,
+  });
 
   const readiness: ReadinessCheck[] = [
     { name: 'database', check: () => store.ping() },
@@ -101,6 +113,15 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
     { name: 'data directory', check: () => checkWritable(config.dataDir) },
   ];
+  if (provider.health) {
+    readiness.push({
+      name: `provider ${provider.name}`,
+      check: async () => {
+        const { ok, reason } = provider.health?.() ?? { ok: true };
+        if (!ok) throw new Error(reason ?? 'unhealthy');
+      },
+    });
+  }
 
   const hono = new Hono();
   hono.onError((err, c) => {
@@ -195,7 +216,16 @@ function announceToStderr(token: string): void {
 /** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
 const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
-function createDefaultProvider(config: Config, logger: Logger): WorkspaceProvider {
+function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEngine): WorkspaceProvider {
+  if (config.workspaceProvider === 'coder') {
+    return createCoderProviderFromConfig(config, {
+      // Workspace names are per run, so only the run that named it can own it.
+      isOwnedByLiveRun: async (name) => {
+        const run = await engine.findByWorkspace(name);
+        return run !== null && ['queued', 'provisioning', 'running'].includes(run.status);
+      },
+    });
+  }
   return createLocalProvider({
     dataDir: config.dataDir,
     command: [process.execPath, BATON_BIN, 'agent'],
@@ -257,4 +287,22 @@ async function checkWritable(dir: string): Promise<void> {
   } catch (err) {
     throw new Error(`${dir} is not writable (${(err as NodeJS.ErrnoException).code ?? err})`);
   }
+}
+
+/**
+ * Reconcile on start and on every sweep. A provisioning run whose workspace is up needs nothing
+ * here: its lease expires, it is re-claimed, and the create adopts the workspace by name.
+ */
+async function reconcileWorkspaces(engine: FullRunEngine, provider: WorkspaceProvider, logger: Logger): Promise<void> {
+  await reconcile({
+    provider,
+    logger,
+    runs: {
+      listLive: async () => (await engine.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
+      adopt: async () => {},
+      failRun: async (runId, reason) => {
+        await engine.complete(runId, { status: 'failed', error: reason });
+      },
+    },
+  });
 }

@@ -62,6 +62,11 @@ export interface WorkspaceProvider {
   stop(name: string): Promise<void>;
   /** Asks for deletion; returns without waiting. Deleting a missing one is a no-op. */
   delete(name: string): Promise<void>;
+  /**
+   * Whether the provider can work right now, for `/ready`: false with a reason naming the provider
+   * after a failure retrying cannot fix (Coder rejected the token). Absent = always healthy.
+   */
+  health?(): { ok: boolean; reason?: string };
   /** Releases timers and connections. */
   close?(): Promise<void>;
 }

@@ -1,4 +1,3 @@
-/// <reference lib="dom" />
 import fs from 'node:fs';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -18,25 +17,26 @@ const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '
 async function pixelStats(page: Page, png: Buffer): Promise<{ colours: number; inked: number; total: number }> {
   const probe = await page.context().newPage();
   try {
-    return await probe.evaluate(async (dataUrl) => {
+    // A string, so this Node-side file needs no DOM types.
+    return await probe.evaluate(`(async () => {
       const img = new Image();
-      img.src = dataUrl;
+      img.src = ${JSON.stringify(`data:image/png;base64,${png.toString('base64')}`)};
       await img.decode();
       const canvas = document.createElement('canvas');
       canvas.width = img.width;
       canvas.height = img.height;
-      const ctx = canvas.getContext('2d')!;
+      const ctx = canvas.getContext('2d');
       ctx.drawImage(img, 0, 0);
       const { data } = ctx.getImageData(0, 0, img.width, img.height);
-      const colours = new Set<number>();
+      const colours = new Set();
       let inked = 0;
       for (let i = 0; i < data.length; i += 4) {
-        const [r, g, b] = [data[i]!, data[i + 1]!, data[i + 2]!];
+        const r = data[i], g = data[i + 1], b = data[i + 2];
         colours.add((r << 16) | (g << 8) | b);
         if (r < 200 || g < 200 || b < 200) inked++;
       }
       return { colours: colours.size, inked, total: data.length / 4 };
-    }, `data:image/png;base64,${png.toString('base64')}`);
+    })()`);
   } finally {
     await probe.close();
   }
@@ -83,7 +83,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ name: 'baton_session', httpOnly: true, sameSite: 'Strict' });
     // The page's own script cannot read the token.
-    expect(await page.evaluate(() => document.cookie)).toBe('');
+    expect(await page.evaluate('document.cookie')).toBe('');
   });
 
   it('shows a run go from queued to succeeded live, and cancels another, without reloading', async () => {
@@ -92,7 +92,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await page.waitForSelector('body[data-ready="true"]');
     await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
     // A marker that a reload would wipe.
-    await page.evaluate(() => ((window as unknown as { marker: number }).marker = 42));
+    await page.evaluate('window.marker = 42');
     await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
 
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
@@ -116,7 +116,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     expect((await engine.get(other.run.id))?.status).toBe('cancelled');
     await expect.poll(() => row(other.run.id).locator('button[data-action="retry"]').count(), POLL).toBe(1);
 
-    expect(await page.evaluate(() => (window as unknown as { marker?: number }).marker)).toBe(42);
+    expect(await page.evaluate('window.marker')).toBe(42);
   });
 
   it('shows a run page with its timeline and a live log', async () => {
@@ -152,7 +152,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await page.setViewportSize({ width: 390, height: 844 });
     expect(await page.isVisible('#runs thead')).toBe(false);
     expect(await page.isVisible('#runs tbody tr >> nth=0')).toBe(true);
-    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     const phone = await pixelStats(page, await page.screenshot());
     expect(phone.colours).toBeGreaterThan(20);
   });

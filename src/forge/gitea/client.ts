@@ -1,0 +1,210 @@
+import { ForgeError } from '../errors.js';
+import type { ForgeClient } from '../types.js';
+import { toComment, toIssue, toLabel, toPermission, toPullRequest, toReview, toUser } from './map.js';
+import type {
+  GiteaComment,
+  GiteaIssue,
+  GiteaLabel,
+  GiteaPullRequest,
+  GiteaPullReview,
+  GiteaRepoCollaboratorPermission,
+  GiteaUser,
+} from './wire.js';
+
+export interface GiteaClientOptions {
+  /**
+   * The Gitea root URL, without `/api/v1`.
+   * @example 'https://gitea.example.com'
+   */
+  baseUrl: string;
+  /** Personal access token of the account this client acts as. */
+  token: string;
+  /** @default globalThis.fetch */
+  fetch?: typeof globalThis.fetch;
+  /**
+   * Per-request limit; a request that takes longer fails with a retryable `ForgeError`.
+   * @default 15_000
+   */
+  timeoutMs?: number;
+}
+
+/** Gitea's maximum page size (`[api] MAX_RESPONSE_ITEMS`, default 50). */
+const PAGE_SIZE = 50;
+/** Stops a list that never ends (a proxy ignoring `page`) from looping forever. */
+const MAX_PAGES = 100;
+
+/** Gitea's error messages are short; anything longer is an HTML error page from a proxy. */
+const MAX_MESSAGE_LENGTH = 300;
+
+/**
+ * A `ForgeClient` for Gitea (and Forgejo) API v1. Authenticates with `Authorization: token …`,
+ * the one header form every Gitea version accepts (the scheme word must be lowercase).
+ */
+export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
+  const apiBase = `${options.baseUrl.replace(/\/+$/, '')}/api/v1`;
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const timeoutMs = options.timeoutMs ?? 15_000;
+  const seg = encodeURIComponent;
+
+  async function request<T>(method: string, path: string, body?: unknown): Promise<T | undefined> {
+    return (await exchange<T>(method, path, body)).data;
+  }
+
+  async function exchange<T>(method: string, path: string, body?: unknown): Promise<{ data: T | undefined; headers: Headers }> {
+    const what = `Gitea ${method} ${path}`;
+    let response: Response;
+    try {
+      response = await fetchImpl(`${apiBase}${path}`, {
+        method,
+        headers: {
+          authorization: `token ${options.token}`,
+          accept: 'application/json',
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(timeoutMs),
+      });
+    } catch (err) {
+      const timedOut = err instanceof Error && (err.name === 'TimeoutError' || err.name === 'AbortError');
+      throw new ForgeError(
+        timedOut ? `${what} timed out after ${timeoutMs} ms` : `${what} failed: ${scrub(describeCause(err), options.token)}`,
+        { kind: timedOut ? 'timeout' : 'network', cause: err },
+      );
+    }
+    let text: string;
+    try {
+      text = await response.text();
+    } catch (err) {
+      throw new ForgeError(`${what} failed while reading the response: ${scrub(describeCause(err), options.token)}`, {
+        kind: 'network',
+        status: response.status,
+        cause: err,
+      });
+    }
+    if (!response.ok) {
+      const forgeMessage = scrub(messageOf(text), options.token);
+      throw new ForgeError(`${what} failed: ${response.status}${forgeMessage ? ` ${forgeMessage}` : ''}`, {
+        kind: 'http',
+        status: response.status,
+        forgeMessage,
+        retryAfterMs: retryAfter(response.headers.get('retry-after')),
+      });
+    }
+    if (response.status === 204 || text.trim() === '') return { data: undefined, headers: response.headers };
+    try {
+      return { data: JSON.parse(text) as T, headers: response.headers };
+    } catch (err) {
+      throw new ForgeError(`${what} answered ${response.status} with a body that is not JSON`, {
+        kind: 'protocol',
+        status: response.status,
+        cause: err,
+      });
+    }
+  }
+
+  async function required<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const value = await request<T>(method, path, body);
+    if (value === undefined) {
+      throw new ForgeError(`Gitea ${method} ${path} answered without a body`, { kind: 'protocol' });
+    }
+    return value;
+  }
+
+  const repoPath = (owner: string, repo: string) => `/repos/${seg(owner)}/${seg(repo)}`;
+
+  /**
+   * Follows `?page=` until `X-Total-Count` items arrived, or an empty page. A short page is not
+   * the end: the server may cap `limit` below what was asked (`MAX_RESPONSE_ITEMS`).
+   */
+  async function listAll<T>(path: string): Promise<T[]> {
+    const all: T[] = [];
+    for (let page = 1; page <= MAX_PAGES; page++) {
+      const pagePath = `${path}${path.includes('?') ? '&' : '?'}page=${page}&limit=${PAGE_SIZE}`;
+      const { data, headers } = await exchange<T[]>('GET', pagePath);
+      if (!Array.isArray(data)) throw new ForgeError(`Gitea GET ${pagePath} did not answer with a list`, { kind: 'protocol' });
+      all.push(...data);
+      const total = Number(headers.get('x-total-count') ?? NaN);
+      if (data.length === 0 || (Number.isFinite(total) && all.length >= total)) break;
+    }
+    return all;
+  }
+
+  return {
+    async getCurrentUser() {
+      return toUser(await required<GiteaUser>('GET', '/user'));
+    },
+    async getIssue(owner, repo, number) {
+      return toIssue(await required<GiteaIssue>('GET', `${repoPath(owner, repo)}/issues/${number}`));
+    },
+    async getPullRequest(owner, repo, number) {
+      return toPullRequest(await required<GiteaPullRequest>('GET', `${repoPath(owner, repo)}/pulls/${number}`));
+    },
+    async listIssueLabels(owner, repo, number) {
+      return (await required<GiteaLabel[]>('GET', `${repoPath(owner, repo)}/issues/${number}/labels`)).map(toLabel);
+    },
+    async listComments(owner, repo, number) {
+      return (await required<GiteaComment[]>('GET', `${repoPath(owner, repo)}/issues/${number}/comments`)).map(toComment);
+    },
+    async createComment(owner, repo, number, body) {
+      return toComment(await required<GiteaComment>('POST', `${repoPath(owner, repo)}/issues/${number}/comments`, { body }));
+    },
+    async editComment(owner, repo, commentId, body) {
+      const path = `${repoPath(owner, repo)}/issues/comments/${commentId}`;
+      // The swagger allows 204 for an edit; then the comment is read back.
+      const edited = await request<GiteaComment>('PATCH', path, { body });
+      return toComment(edited ?? (await required<GiteaComment>('GET', path)));
+    },
+    async listRepoLabels(owner, repo) {
+      return (await listAll<GiteaLabel>(`${repoPath(owner, repo)}/labels`)).map(toLabel);
+    },
+    async addIssueLabels(owner, repo, number, labels) {
+      const path = `${repoPath(owner, repo)}/issues/${number}/labels`;
+      return (await required<GiteaLabel[]>('POST', path, { labels: [...labels] })).map(toLabel);
+    },
+    async removeIssueLabel(owner, repo, number, labelId) {
+      await request('DELETE', `${repoPath(owner, repo)}/issues/${number}/labels/${labelId}`);
+    },
+    async listPullReviews(owner, repo, number) {
+      return (await listAll<GiteaPullReview>(`${repoPath(owner, repo)}/pulls/${number}/reviews`)).map(toReview);
+    },
+    async getUserPermission(owner, repo, username) {
+      const answer = await required<GiteaRepoCollaboratorPermission>(
+        'GET',
+        `${repoPath(owner, repo)}/collaborators/${seg(username)}/permission`,
+      );
+      return toPermission(answer.permission);
+    },
+  };
+}
+
+function messageOf(text: string): string | undefined {
+  let message: unknown;
+  try {
+    message = (JSON.parse(text) as { message?: unknown }).message;
+  } catch {
+    message = undefined;
+  }
+  if (typeof message !== 'string' || message === '') return undefined;
+  return message.length > MAX_MESSAGE_LENGTH ? `${message.slice(0, MAX_MESSAGE_LENGTH)}…` : message;
+}
+
+function describeCause(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  const cause = err.cause as { code?: unknown; message?: unknown } | undefined;
+  const code = typeof cause?.code === 'string' ? cause.code : undefined;
+  return code ? `${err.message} (${code})` : err.message;
+}
+
+/** A forge that echoes the credentials back must not get them into logs through our errors. */
+function scrub<T extends string | undefined>(text: T, token: string): T {
+  if (text === undefined || token === '') return text;
+  return text.split(token).join('********') as T;
+}
+
+function retryAfter(header: string | null): number | undefined {
+  if (!header) return undefined;
+  const seconds = Number(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const at = Date.parse(header);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
+}

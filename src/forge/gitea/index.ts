@@ -1,0 +1,2 @@
+export { createGiteaClient, type GiteaClientOptions } from './client.js';
+export { normalizeLabelColor } from './map.js';

@@ -1,0 +1,569 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { fixtureJson, giteaHeaders, readFixture, toBody } from '../../../test/helpers/gitea-webhook.js';
+import { createIngressHarness, type IngressHarness } from '../../../test/helpers/ingress.js';
+import { signBody } from '../signature.js';
+
+const SECRET = 'test-webhook-secret';
+let h: IngressHarness | undefined;
+
+afterEach(async () => {
+  await h?.cleanup();
+  h = undefined;
+});
+
+async function harness(options: Parameters<typeof createIngressHarness>[0] = {}): Promise<IngressHarness> {
+  h = await createIngressHarness({ secret: SECRET, ...options });
+  return h;
+}
+
+function label(name: string) {
+  return { id: name.length, name, color: '0e8a16', description: '', exclusive: false, is_archived: false, url: '' };
+}
+
+/** issues-label_updated.json with the given labels on the issue. */
+function labelled(names: string[], number = 7): Buffer {
+  const payload = fixtureJson('issues-label_updated.json');
+  const issue = payload.issue as Record<string, unknown>;
+  issue.labels = names.map(label);
+  issue.number = number;
+  payload.number = number;
+  return toBody(payload);
+}
+
+const ISSUE_LABEL = { event: 'issues', eventType: 'issue_label' };
+
+describe('POST /webhook/gitea: routing to stages', () => {
+  it('queues analyse for an opened issue and answers 202 with the run', async () => {
+    const { post, engine } = await harness();
+    const body = readFixture('issues-opened.json');
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'delivery-opened-1' });
+    const res = await post('/webhook/gitea', body, headers);
+    expect(res.status).toBe(202);
+    expect(res.body).toMatchObject({ ok: true, queued: true, stage: 'analyse', reason: 'issue #7 opened by alice' });
+    const run = await engine.get(res.body.runId as number);
+    expect(run).toMatchObject({ stage: 'analyse', owner: 'acme', repo: 'app', number: 7, status: 'queued' });
+    expect(run?.payload).toMatchObject({
+      account: 'dev',
+      build: 'light',
+      cloneUrl: 'http://gitea.test/acme/app.git',
+      forge: 'gitea',
+      delivery: 'delivery-opened-1',
+    });
+  });
+
+  it('queues fix-bug for an issue opened with the bug label', async () => {
+    const { post } = await harness();
+    const payload = fixtureJson('issues-opened.json');
+    (payload.issue as Record<string, unknown>).labels = [label('bug')];
+    const body = toBody(payload);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'fix-bug' });
+  });
+
+  it('starts develop only when ready-for-development is newly present (label_updated has no diff)', async () => {
+    const { post } = await harness();
+    const first = labelled(['enhancement', 'ready-for-development']);
+    const res1 = await post('/webhook/gitea', first, giteaHeaders(first, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res1.body).toMatchObject({ queued: true, stage: 'develop', reason: 'label "ready-for-development" added by alice' });
+
+    // Another label added: Gitea sends the full list again; develop must not start again.
+    const second = labelled(['enhancement', 'ready-for-development', 'priority']);
+    const res2 = await post('/webhook/gitea', second, giteaHeaders(second, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res2.body).toMatchObject({ queued: false, reason: 'no trigger matches' });
+
+    // Removed and added back: new again, and merges into the queued run.
+    const removed = labelled(['enhancement']);
+    await post('/webhook/gitea', removed, giteaHeaders(removed, { ...ISSUE_LABEL, secret: SECRET }));
+    const again = labelled(['enhancement', 'ready-for-development']);
+    const res3 = await post('/webhook/gitea', again, giteaHeaders(again, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res3.body).toMatchObject({ queued: false, stage: 'develop', reason: `coalesced into run ${res1.body.runId}` });
+  });
+
+  it('records a follow-up when the stage is already running', async () => {
+    const { post, engine } = await harness();
+    const body = labelled(['ready-for-architecture']);
+    const res1 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    await engine.claim();
+    const off = labelled([]);
+    await post('/webhook/gitea', off, giteaHeaders(off, { ...ISSUE_LABEL, secret: SECRET }));
+    const res2 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res2.status).toBe(202);
+    expect(res2.body).toMatchObject({ queued: false, stage: 'architect', reason: `follow-up recorded on run ${res1.body.runId}` });
+  });
+
+  it('drops a duplicate for a stage configured with onDuplicate: drop', async () => {
+    const { post, engine } = await harness({ pipeline: { stages: { architect: { onDuplicate: 'drop' } } } });
+    const body = labelled(['ready-for-architecture']);
+    const res1 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    await engine.claim();
+    const off = labelled([]);
+    await post('/webhook/gitea', off, giteaHeaders(off, { ...ISSUE_LABEL, secret: SECRET }));
+    const res2 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res2.body).toMatchObject({ queued: false, reason: `dropped: run ${res1.body.runId} is already in progress` });
+  });
+
+  it('queues several stages at once and lists them in runs', async () => {
+    const { post } = await harness();
+    const body = labelled(['ready-for-testing', 'ready-for-deployment', 'deploy:production']);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res.body).toMatchObject({ ok: true, queued: true, stage: 'test' });
+    const runs = res.body.runs as { stage: string; outcome: string }[];
+    expect(runs.map((r) => [r.stage, r.outcome])).toEqual([
+      ['test', 'queued'],
+      ['devops', 'queued'],
+    ]);
+    const devops = await h!.engine.get((runs[1] as unknown as { runId: number }).runId);
+    expect(devops?.payload.deployEnv).toBe('production');
+  });
+
+  it('queues analyse for a human comment on an issue in analysis', async () => {
+    const { post } = await harness();
+    const body = readFixture('issue_comment-created.json');
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'analyse', reason: 'comment added by alice' });
+  });
+
+  it('ignores a comment by a bot account', async () => {
+    const { post } = await harness();
+    const payload = fixtureJson('issue_comment-created.json');
+    payload.sender = { id: 7, login: 'claude-dev', username: 'claude-dev' };
+    (payload.comment as Record<string, unknown>).user = payload.sender;
+    const body = toBody(payload);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }));
+    expect(res).toEqual({ status: 202, body: { ok: true, queued: false, reason: 'bot sender' } });
+  });
+
+  it('queues review-code as the review bot for an opened PR', async () => {
+    const { post, engine } = await harness();
+    const body = readFixture('pull_request-opened.json');
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'review-code' });
+    const run = await engine.get(res.body.runId as number);
+    expect(run).toMatchObject({ number: 8, payload: { account: 'review', headRef: 'fix/7-draft-crash', isPull: true } });
+  });
+
+  it('queues review-code for new commits (pull_request_sync)', async () => {
+    const { post } = await harness();
+    const payload = fixtureJson('pull_request-opened.json');
+    payload.action = 'synchronized';
+    const body = toBody(payload);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request_sync', secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'review-code', reason: 'new commits on pull request #8 by bob' });
+  });
+
+  it('queues rework-pr for requested changes and test for an approval', async () => {
+    const { post } = await harness();
+    const rejected = readFixture('pull_request_review-rejected.json');
+    const res1 = await post(
+      '/webhook/gitea',
+      rejected,
+      giteaHeaders(rejected, { event: 'pull_request_rejected', eventType: 'pull_request_review_rejected', secret: SECRET }),
+    );
+    expect(res1.body).toMatchObject({ queued: true, stage: 'rework-pr', reason: 'changes requested by carol' });
+
+    const payload = fixtureJson('pull_request_review-rejected.json');
+    payload.review = { type: 'pull_request_review_approved', content: 'LGTM' };
+    const approved = toBody(payload);
+    const res2 = await post(
+      '/webhook/gitea',
+      approved,
+      giteaHeaders(approved, { event: 'pull_request_approved', eventType: 'pull_request_review_approved', secret: SECRET }),
+    );
+    expect(res2.body).toMatchObject({ queued: true, stage: 'test', reason: 'review approved by carol' });
+  });
+
+  it('recognises a review from X-Gitea-Event alone (no Event-Type header)', async () => {
+    const { post } = await harness();
+    const payload = fixtureJson('pull_request_review-rejected.json');
+    delete payload.review;
+    const body = toBody(payload);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request_rejected', secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'rework-pr' });
+  });
+
+  it('queues release when an issue gets the release label', async () => {
+    const { post } = await harness();
+    const body = labelled(['release']);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res.body).toMatchObject({ queued: true, stage: 'release' });
+  });
+
+  it.each([
+    ['issues-closed.json', { event: 'issues', eventType: 'issues' }, 'closed issue'],
+    ['pull_request-closed-merged.json', { event: 'pull_request', eventType: 'pull_request' }, 'merged pull request'],
+    ['release-published.json', { event: 'release', eventType: 'release' }, 'no trigger matches'],
+    ['issues-opened.json', { event: 'repository', eventType: 'repository' }, 'unsupported event "repository"'],
+  ])('ignores %s (%o) with the reason %s', async (file, headers, reason) => {
+    const { post, engine } = await harness();
+    const body = readFixture(file);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...headers, secret: SECRET }));
+    expect(res).toEqual({ status: 202, body: { ok: true, queued: false, reason } });
+    expect(await engine.list()).toEqual([]);
+  });
+
+  it('accepts Forgejo deliveries (X-Forgejo-* headers, X-Forgejo-Signature)', async () => {
+    const { post, engine } = await harness();
+    const body = readFixture('issues-opened.json');
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, forgejo: true });
+    for (const name of Object.keys(headers)) if (name !== 'Content-Type' && !name.startsWith('X-Forgejo')) delete headers[name];
+    const res = await post('/webhook/gitea', body, headers);
+    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
+    expect((await engine.get(res.body.runId as number))?.payload.forge).toBe('forgejo');
+  });
+
+  it('accepts the form content type, verifying the signature over the JSON inside payload=', async () => {
+    const { post } = await harness();
+    const json = readFixture('issues-opened.json');
+    const headers = giteaHeaders(json, { event: 'issues', eventType: 'issues', secret: SECRET });
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    const res = await post('/webhook/gitea', `payload=${encodeURIComponent(json.toString('utf8'))}`, headers);
+    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
+  });
+});
+
+describe('POST /webhook/gitea: security', () => {
+  const body = readFixture('issues-opened.json');
+  const base = () => giteaHeaders(body, { event: 'issues', eventType: 'issues' });
+
+  it('refuses a missing signature with 401 when WEBHOOK_SECRET is set', async () => {
+    const { post, engine } = await harness();
+    const res = await post('/webhook/gitea', body, base());
+    expect(res).toEqual({ status: 401, body: { ok: false, error: 'missing signature: X-Gitea-Signature is required' } });
+    expect(await engine.list()).toEqual([]);
+  });
+
+  it('refuses a wrong signature with 401, without parsing the body', async () => {
+    const { post } = await harness();
+    const headers = { ...base(), 'X-Gitea-Signature': signBody(body, 'not-the-secret') };
+    expect((await post('/webhook/gitea', body, headers)).status).toBe(401);
+    // Invalid JSON with a bad signature is still a 401, not a 400: nothing was parsed.
+    const res = await post('/webhook/gitea', '{not json', { ...headers, 'X-Gitea-Signature': signBody('{not json', 'nope') });
+    expect(res).toEqual({ status: 401, body: { ok: false, error: 'invalid signature' } });
+  });
+
+  it('refuses a signature over different bytes (re-serialised JSON)', async () => {
+    const { post } = await harness();
+    const reserialised = JSON.stringify(JSON.parse(body.toString('utf8')));
+    const res = await post('/webhook/gitea', reserialised, { ...base(), 'X-Gitea-Signature': signBody(body, SECRET) });
+    expect(res.status).toBe(401);
+  });
+
+  it('accepts X-Hub-Signature-256 in its sha256= form alone', async () => {
+    const { post } = await harness();
+    const headers: Record<string, string> = { 'Content-Type': 'application/json', 'X-Gitea-Event': 'issues' };
+    headers['X-Hub-Signature-256'] = `sha256=${signBody(body, SECRET)}`;
+    expect((await post('/webhook/gitea', body, headers)).status).toBe(202);
+    headers['X-Hub-Signature-256'] = `sha256=${signBody(body, 'other')}`;
+    expect((await post('/webhook/gitea', body, headers)).status).toBe(401);
+  });
+
+  it('accepts unsigned deliveries when no secret is configured, whatever empty signature headers say', async () => {
+    const { post } = await harness({ secret: undefined });
+    const res = await post('/webhook/gitea', body, base());
+    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
+  });
+
+  it('uses a per-repository secret for that repository only', async () => {
+    const { post } = await harness({ secret: undefined, webhooks: { repositories: { 'Acme/App': { secret: 'repo-secret' } } } });
+    const other = fixtureJson('issues-opened.json');
+    (other.repository as Record<string, unknown>).name = 'other';
+    const otherBody = toBody(other);
+
+    expect((await post('/webhook/gitea', body, base())).status).toBe(401);
+    const signed = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'repo-secret' });
+    expect((await post('/webhook/gitea', body, signed)).status).toBe(202);
+    // Another repository has no secret configured (and no global one): unsigned is accepted.
+    expect((await post('/webhook/gitea', otherBody, giteaHeaders(otherBody, { event: 'issues', eventType: 'issues' }))).status).toBe(202);
+  });
+
+  it('does not accept the global secret for a repository with its own, nor its secret for another', async () => {
+    const { post } = await harness({ webhooks: { repositories: { 'acme/app': { secret: 'repo-secret' } } } });
+    const globalSigned = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
+    expect(await post('/webhook/gitea', body, globalSigned)).toEqual({ status: 401, body: { ok: false, error: 'invalid signature for acme/app' } });
+    const other = fixtureJson('issues-opened.json');
+    (other.repository as Record<string, unknown>).name = 'other';
+    const otherBody = toBody(other);
+    const repoSigned = giteaHeaders(otherBody, { event: 'issues', eventType: 'issues', secret: 'repo-secret' });
+    expect((await post('/webhook/gitea', otherBody, repoSigned)).status).toBe(401);
+    const fine = giteaHeaders(otherBody, { event: 'issues', eventType: 'issues', secret: SECRET });
+    expect((await post('/webhook/gitea', otherBody, fine)).status).toBe(202);
+  });
+
+  it('refuses repositories outside webhooks.allow with 403 and the reason', async () => {
+    const { post } = await harness({ webhooks: { allow: ['tools/*', 'acme/api'] } });
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(res).toEqual({ status: 403, body: { ok: false, error: 'repository acme/app is not in webhooks.allow' } });
+    await h!.cleanup();
+    const allowed = await harness({ webhooks: { allow: ['ACME/*'] } });
+    expect((await allowed.post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status).toBe(202);
+  });
+
+  it('answers 413 for a body over the limit, even without Content-Length', async () => {
+    const { app } = await harness();
+    const big = new Uint8Array(5 * 1024 * 1024 + 1).fill(0x20);
+    const res = await app.request('/webhook/gitea', { method: 'POST', body: big, headers: base() });
+    expect(res.status).toBe(413);
+    expect(await res.json()).toEqual({ ok: false, error: 'body is larger than the limit of 5242880 bytes' });
+
+    const stream = new ReadableStream<Uint8Array>({
+      start(controller) {
+        for (let i = 0; i < 6; i++) controller.enqueue(new Uint8Array(1024 * 1024).fill(0x20));
+        controller.close();
+      },
+    });
+    const streamed = await app.request('/webhook/gitea', { method: 'POST', body: stream, headers: base(), duplex: 'half' } as RequestInit);
+    expect(streamed.status).toBe(413);
+  });
+
+  it('honours a smaller webhooks.maxBodyBytes', async () => {
+    const { post } = await harness({ webhooks: { maxBodyBytes: 100 } });
+    expect((await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status).toBe(413);
+  });
+
+  it('acts on a delivery once: the same X-Gitea-Delivery again is answered 200 duplicate delivery', async () => {
+    const { post, engine } = await harness();
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'd6b7a6a8-0000-4000-8000-000000000001' });
+    const first = await post('/webhook/gitea', body, headers);
+    expect(first.status).toBe(202);
+    const second = await post('/webhook/gitea', body, headers);
+    expect(second).toEqual({ status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } });
+    const runs = await engine.list();
+    expect(runs).toHaveLength(1);
+    expect(await engine.events(runs[0]!.id)).toHaveLength(1);
+  });
+
+  it('remembers deliveries durably (a new ingress on the same database still sees the duplicate)', async () => {
+    const first = await harness();
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'durable-1' });
+    expect((await first.post('/webhook/gitea', body, headers)).status).toBe(202);
+    const { createGiteaIngress } = await import('../index.js');
+    const { parsePipelineConfig } = await import('../../pipeline/index.js');
+    const again = createGiteaIngress({
+      engine: first.engine,
+      store: first.t.store,
+      pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
+      secret: SECRET,
+    });
+    const res = await again.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
+    expect(res.status).toBe(200);
+  });
+
+  it('lets only senders with write permission trigger, caching the answer', async () => {
+    const calls: string[] = [];
+    const { post } = await harness({
+      webhooks: { requireWritePermission: true },
+      permissionOf: async (owner, repo, user) => {
+        calls.push(`${owner}/${repo}:${user}`);
+        return user === 'alice' ? 'read' : 'write';
+      },
+    });
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(res.body).toEqual({ ok: true, queued: false, reason: 'sender alice lacks write permission' });
+    const again = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(again.body.reason).toBe('sender alice lacks write permission');
+    expect(calls).toEqual(['acme/app:alice']);
+    const pr = readFixture('pull_request-opened.json');
+    const byBob = await post('/webhook/gitea', pr, giteaHeaders(pr, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }));
+    expect(byBob.body).toMatchObject({ queued: true, stage: 'review-code' });
+  });
+
+  it('refuses to start with requireWritePermission but no permission lookup', async () => {
+    await expect(harness({ webhooks: { requireWritePermission: true } })).rejects.toThrow(/requireWritePermission/);
+  });
+});
+
+describe('when acting on a delivery fails', () => {
+  it('answers 503 and forgets the delivery, so a redelivery is acted on', async () => {
+    const { t, engine } = await harness();
+    const { createGiteaIngress } = await import('../index.js');
+    const { parsePipelineConfig } = await import('../../pipeline/index.js');
+    let failures = 1;
+    const app = createGiteaIngress({
+      engine: {
+        enqueue: async (request) => {
+          if (failures-- > 0) throw new Error('database is locked');
+          return engine.enqueue(request);
+        },
+      },
+      store: t.store,
+      pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
+      secret: SECRET,
+    });
+    const body = readFixture('issues-label_updated.json');
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issue_label', secret: SECRET, delivery: 'retry-me' });
+    const send = () => app.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
+    const first = await send();
+    expect(first.status).toBe(503);
+    expect(await first.json()).toEqual({
+      ok: false,
+      error: 'temporarily unable to act on the delivery; redeliver it later',
+    });
+    // The label was not remembered either: the redelivery still sees it as newly added.
+    const second = await send();
+    expect(second.status).toBe(202);
+    expect(await second.json()).toMatchObject({ queued: true, stage: 'develop' });
+  });
+
+  it('answers 503 when the permission lookup fails', async () => {
+    const { post } = await harness({
+      webhooks: { requireWritePermission: true },
+      permissionOf: async () => {
+        throw new Error('forge unreachable');
+      },
+    });
+    const body = readFixture('issues-opened.json');
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
+    expect(res.status).toBe(503);
+  });
+});
+
+describe('mounting', () => {
+  it('works when mounted into the main app with app.route', async () => {
+    const { app } = await harness();
+    const { Hono } = await import('hono');
+    const parent = new Hono();
+    parent.onError((_err, c) => c.json({ parent: true }, 500));
+    parent.route('/', app);
+    const body = readFixture('issues-opened.json');
+    const ok = await parent.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    expect(ok.status).toBe(202);
+    const bad = await parent.request('/webhook/gitea', { method: 'POST', body: '{', headers: giteaHeaders(Buffer.from('{'), { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ ok: false, error: expect.stringMatching(/^invalid JSON/) });
+  });
+});
+
+describe('logging', () => {
+  it('logs each delivery with its id, event and outcome, and never a secret or signature', async () => {
+    const lines: { level: string; details: Record<string, unknown>; message: string }[] = [];
+    const logger = {
+      info: (details: Record<string, unknown>, message: string) => lines.push({ level: 'info', details, message }),
+      warn: (details: Record<string, unknown>, message: string) => lines.push({ level: 'warn', details, message }),
+      error: (details: Record<string, unknown>, message: string) => lines.push({ level: 'error', details, message }),
+    };
+    const { post } = await harness({ logger, webhooks: { repositories: { 'acme/app': { secret: 'repo-only-secret' } } } });
+    const body = readFixture('issues-opened.json');
+    const good = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'repo-only-secret', delivery: 'log-1' });
+    await post('/webhook/gitea', body, good);
+    const bad = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'wrong', delivery: 'log-2' });
+    await post('/webhook/gitea', body, bad);
+    expect(lines.map((l) => [l.level, l.details.delivery, l.details.event, l.details.status, l.details.outcome])).toEqual([
+      ['info', 'log-1', 'issues', 202, 'issue #7 opened by alice'],
+      ['warn', 'log-2', 'issues', 401, 'invalid signature'],
+    ]);
+    const text = JSON.stringify(lines);
+    for (const secret of [SECRET, 'repo-only-secret', good['X-Gitea-Signature']!, bad['X-Gitea-Signature']!]) expect(text).not.toContain(secret);
+  });
+});
+
+describe('POST /webhook/gitea: bad input', () => {
+  const headers = (body: Uint8Array | string) => giteaHeaders(Buffer.from(body), { event: 'issues', eventType: 'issues', secret: SECRET });
+
+  it.each([
+    ['{"action": "opened",', /^invalid JSON: /],
+    ['[1, 2]', /^payload must be a JSON object$/],
+    ['"text"', /^payload must be a JSON object$/],
+    ['{"action":"opened"}', /^missing repository$/],
+    ['{"action":"opened","repository":{"name":"app"}}', /^missing repository\.owner$/],
+    ['{"action":"opened","repository":{"name":"app","owner":{}}}', /^missing repository\.owner\.login$/],
+    ['{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"}}', /^missing issue$/],
+    [
+      '{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"},"issue":{"number":"7","state":"open"}}',
+      /^issue\.number must be a positive whole number, got "7"$/,
+    ],
+    [
+      '{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"},"issue":{"number":7}}',
+      /^missing issue\.state$/,
+    ],
+  ])('answers 400 naming the problem for %s', async (text, error) => {
+    const { post } = await harness();
+    const res = await post('/webhook/gitea', text, headers(text));
+    expect(res.status).toBe(400);
+    expect(res.body.ok).toBe(false);
+    expect(res.body.error).toMatch(error);
+  });
+
+  it('answers 400 for an empty body, binary garbage and a missing event header', async () => {
+    const { post } = await harness();
+    expect((await post('/webhook/gitea', '', headers(''))).body).toEqual({ ok: false, error: 'empty body: expected a JSON webhook payload' });
+    const garbage = new Uint8Array([0xff, 0xfe, 0x00, 0x81, 0x7b]);
+    expect((await post('/webhook/gitea', garbage, headers(garbage))).body).toEqual({ ok: false, error: 'body is not valid UTF-8 text' });
+    const body = readFixture('issues-opened.json');
+    const noEvent = { 'Content-Type': 'application/json', 'X-Gitea-Signature': signBody(body, SECRET) };
+    expect((await post('/webhook/gitea', body, noEvent)).body).toEqual({ ok: false, error: 'missing X-Gitea-Event header (or X-Forgejo-Event)' });
+  });
+
+  it('answers 415 for a wrong or missing content type', async () => {
+    const { post } = await harness();
+    const body = readFixture('issues-opened.json');
+    const res = await post('/webhook/gitea', body, { ...headers(body), 'Content-Type': 'text/plain' });
+    expect(res).toEqual({ status: 415, body: { ok: false, error: 'unsupported Content-Type "text/plain": send application/json' } });
+  });
+
+  it('answers 405 for other methods', async () => {
+    const { app } = await harness();
+    const res = await app.request('/webhook/gitea', { method: 'GET' });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe('legacy paths', () => {
+  const send = async (path: string, file: string | Buffer, event: string, eventType: string) => {
+    const body = typeof file === 'string' ? readFixture(file) : file;
+    return h!.post(path, body, giteaHeaders(body, { event, eventType, secret: SECRET }));
+  };
+
+  it('gitea-issue-triage acts on opened issues only', async () => {
+    await harness();
+    expect((await send('/webhook/gitea-issue-triage', 'issues-opened.json', 'issues', 'issues')).body).toMatchObject({ queued: true, stage: 'analyse' });
+    expect((await send('/webhook/gitea-issue-triage', 'pull_request-opened.json', 'pull_request', 'pull_request')).body).toEqual({
+      ok: true,
+      queued: false,
+      reason: 'pr_opened events are not handled by /webhook/gitea-issue-triage',
+    });
+  });
+
+  it('gitea-issue-label starts label stages but leaves release to gitea-release; each keeps its own label memory', async () => {
+    await harness();
+    const both = labelled(['ready-for-development', 'release']);
+    const label = await send('/webhook/gitea-issue-label', both, 'issues', 'issue_label');
+    expect(label.body).toMatchObject({ queued: true, stage: 'develop' });
+    expect(label.body.runs).toBeUndefined();
+    const release = await send('/webhook/gitea-release', both, 'issues', 'issue_label');
+    expect(release.body).toMatchObject({ queued: true, stage: 'release' });
+  });
+
+  it('gitea-issue-comment acts on comments', async () => {
+    await harness();
+    expect((await send('/webhook/gitea-issue-comment', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body).toMatchObject({
+      stage: 'analyse',
+    });
+    expect((await send('/webhook/gitea-issue-comment', 'issues-opened.json', 'issues', 'issues')).body.reason).toBe(
+      'issue_opened events are not handled by /webhook/gitea-issue-comment',
+    );
+  });
+
+  it('gitea-pr-review starts review-code; gitea-pr-review-rework acts on submitted reviews', async () => {
+    await harness();
+    expect((await send('/webhook/gitea-pr-review', 'pull_request-opened.json', 'pull_request', 'pull_request')).body).toMatchObject({
+      stage: 'review-code',
+    });
+    expect(
+      (await send('/webhook/gitea-pr-review', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected')).body
+        .reason,
+    ).toBe('review events are not handled by /webhook/gitea-pr-review');
+    expect(
+      (await send('/webhook/gitea-pr-review-rework', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected'))
+        .body,
+    ).toMatchObject({ stage: 'rework-pr' });
+  });
+
+  it('gitea-release ignores a release-published event with no trigger and other events with the reason', async () => {
+    await harness();
+    expect((await send('/webhook/gitea-release', 'release-published.json', 'release', 'release')).body.reason).toBe('no trigger matches');
+    expect((await send('/webhook/gitea-release', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body.reason).toBe(
+      'issue_comment events are not handled by /webhook/gitea-release',
+    );
+  });
+});

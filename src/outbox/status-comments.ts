@@ -1,0 +1,157 @@
+import type { ForgeAccounts } from '../forge/index.js';
+import { FINAL_STATUSES, type Run, type RunEvent, type TransitionHook } from '../runs/index.js';
+import type { CommentPayload } from './comment-delivery.js';
+import {
+  DEFAULT_COMMENT_TEMPLATES,
+  renderCommentTemplate,
+  type CommentPlaceholder,
+  type CommentTemplateName,
+  type CommentTemplates,
+} from './comment-templates.js';
+import { enqueueOutbox } from './enqueue.js';
+import type { Outbox } from './outbox.js';
+import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
+
+/** Which run events get a comment, and with which template. */
+const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
+  'run:queued': 'queued',
+  'run:requeued': 'queued',
+  'run:started': 'started',
+  'run:succeeded': 'succeeded',
+  'run:failed': 'failed',
+  'run:timed_out': 'timed_out',
+  'run:cancelled': 'cancelled',
+  'run:dead': 'dead',
+};
+
+/** Run events that may queue a status comment (for waking the outbox after they commit). */
+export const STATUS_COMMENT_EVENTS: readonly string[] = Object.keys(TEMPLATE_FOR_EVENT);
+
+/** Gitea rejects very large comments; an agent's summary can be long. */
+const MAX_VALUE_LENGTH = 20_000;
+const MAX_BODY_LENGTH = 60_000;
+const MASK = '********';
+
+export interface StatusCommentHookOptions {
+  /** From `parseCommentTemplates(config.file.comments)`. @default DEFAULT_COMMENT_TEMPLATES */
+  templates?: CommentTemplates;
+  /** Forge clients by bot name; with none configured no comments are queued. */
+  accounts: ForgeAccounts;
+  /** Bot used when the run names none, or one that has no account. @default 'dev' */
+  defaultAccount?: string;
+  /**
+   * Values that must never appear in a comment (bot tokens, webhook secret, Coder token…); they
+   * are masked wherever the agent's summary or an error message repeats them.
+   */
+  secrets?: readonly (string | undefined)[];
+  /**
+   * The outbox to add entries through, so its worker looks for them as soon as the transition
+   * commits. Without it entries are inserted directly and found by the worker's next poll.
+   */
+  outbox?: Pick<Outbox, 'enqueue'>;
+  /** Attempts for comment entries. @default 20 */
+  maxAttempts?: number;
+  /** @default Date.now */
+  now?: () => number;
+}
+
+/**
+ * A run transition hook that queues status comments in the transition's own transaction: one
+ * when a run is queued and when it starts, and always one when it ends (succeeded, failed,
+ * timed out, cancelled, dead). Runs without an issue or PR number (maintenance) get none.
+ * The comment is posted by the run's bot account (`payload.account`, default `dev`), in order
+ * per issue, by the outbox's `comment` handler.
+ */
+export function createStatusCommentHook(options: StatusCommentHookOptions): TransitionHook {
+  const templates = options.templates ?? DEFAULT_COMMENT_TEMPLATES;
+  const defaultAccount = options.defaultAccount ?? 'dev';
+  const secrets = (options.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
+  const now = options.now ?? Date.now;
+
+  return async (trx, { run, event }) => {
+    const name = TEMPLATE_FOR_EVENT[event.type];
+    if (!name || run.number === null) return;
+    // Re-queued from a final state is an operator's retry, worth saying on the issue; from
+    // provisioning it is an expired lease, an internal detail.
+    if (event.type === 'run:requeued' && !(event.fromStatus !== null && FINAL_STATUSES.includes(event.fromStatus as never))) return;
+    if (Object.keys(options.accounts).length === 0) return;
+    const template = templates[name];
+    if (template.trim() === '') return;
+
+    const values = commentValues(run, event);
+    for (const key of Object.keys(values) as CommentPlaceholder[]) {
+      // A copied delivery marker would make a retry of another entry believe it had posted.
+      values[key] = redact(values[key], secrets).replace(/<!--\s*baton:outbox:\d+\s*-->/g, '');
+    }
+    let body = renderCommentTemplate(template, values);
+    if (body.length > MAX_BODY_LENGTH) body = `${body.slice(0, MAX_BODY_LENGTH)}\n\n… (truncated)`;
+
+    const requested = typeof run.payload.account === 'string' ? run.payload.account : defaultAccount;
+    const account = options.accounts[requested] ? requested : defaultAccount;
+    const payload: CommentPayload = { account, owner: run.owner, repo: run.repo, number: run.number, body };
+    const entry: NewOutboxEntry = {
+      kind: OUTBOX_KIND.comment,
+      payload,
+      orderingKey: `comment:${run.owner}/${run.repo}#${run.number}`,
+      dedupKey: `status-comment:${run.id}:${event.id}`,
+      runId: run.id,
+      maxAttempts: options.maxAttempts,
+    };
+    if (options.outbox) await options.outbox.enqueue(trx, entry);
+    else await enqueueOutbox(trx, entry, { now: now() });
+  };
+}
+
+function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, string> {
+  const eventError = typeof event.data?.error === 'string' ? event.data.error : typeof event.data?.reason === 'string' ? event.data.reason : '';
+  const duration = run.durationMs ?? (run.startedAt !== null && run.finishedAt !== null ? run.finishedAt - run.startedAt : null);
+  const clip = (text: string) => (text.length > MAX_VALUE_LENGTH ? `${text.slice(0, MAX_VALUE_LENGTH)}… (truncated)` : text);
+  return {
+    stage: run.stage,
+    runId: String(run.id),
+    key: run.key,
+    status: run.status,
+    owner: run.owner,
+    repo: run.repo,
+    number: String(run.number ?? ''),
+    workspace: run.workspaceName ?? '',
+    trigger: typeof run.payload.trigger === 'string' ? run.payload.trigger : '',
+    attempts: String(run.attempts),
+    maxAttempts: String(run.maxAttempts),
+    summary: clip(run.summary ?? ''),
+    error: clip(run.lastError || eventError || run.summary || ''),
+    duration: duration === null ? 'n/a' : formatDuration(duration),
+    cost: run.costUsd === null ? 'n/a' : `$${run.costUsd.toFixed(2)}`,
+    tokens: formatTokens(run),
+  };
+}
+
+export function formatDuration(ms: number): string {
+  const total = Math.max(0, Math.round(ms / 1000));
+  const h = Math.floor(total / 3600);
+  const m = Math.floor((total % 3600) / 60);
+  const s = total % 60;
+  if (h > 0) return `${h}h ${m}m`;
+  if (m > 0) return `${m}m ${s}s`;
+  return `${s}s`;
+}
+
+function formatTokens(run: Run): string {
+  const input = run.usage?.inputTokens;
+  const output = run.usage?.outputTokens;
+  if (typeof input !== 'number' && typeof output !== 'number') return 'n/a';
+  const n = (v: number | undefined) => (typeof v === 'number' ? v.toLocaleString('en-US') : '0');
+  return `${n(input)} in / ${n(output)} out`;
+}
+
+/**
+ * Masks known secrets, credentials in URLs and token-looking Authorization values. The agent's
+ * summary and error texts come from a process that held these secrets.
+ */
+export function redact(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const secret of secrets) out = out.split(secret).join(MASK);
+  return out
+    .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+):[^\s@/]+@/gi, `$1:${MASK}@`)
+    .replace(/\b(authorization:\s*)?(token|bearer)\s+[A-Za-z0-9._~+/-]{16,}=*/gi, (_m, header: string | undefined, scheme: string) => `${header ?? ''}${scheme} ${MASK}`);
+}

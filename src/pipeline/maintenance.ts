@@ -1,0 +1,32 @@
+import type { MaintenanceRepo } from '../config/index.js';
+import type { TaskRequest } from '../runs/index.js';
+import type { Pipeline } from './types.js';
+
+/**
+ * The runs one firing of the maintenance schedule asks for: one per configured repository for each
+ * stage with a `cron` trigger (the default table has one: `maintenance`). With `slot` (the fire
+ * time, e.g. `2026-11-30T09:00Z`) the dedup key names the slot, so schedulers on several replicas
+ * create each run once.
+ */
+export function maintenanceRequests(repos: readonly MaintenanceRepo[], pipeline: Pipeline, options: { slot?: string } = {}): TaskRequest[] {
+  const stages = pipeline.stages.filter((s) => s.triggers.some((t) => t.event === 'cron'));
+  return stages.flatMap((stage) =>
+    repos.map((r): TaskRequest => {
+      const request: TaskRequest = {
+        stage: stage.name,
+        owner: r.owner,
+        repo: r.repo,
+        onDuplicate: stage.onDuplicate,
+        payload: {
+          account: stage.account,
+          accountUser: pipeline.accounts[stage.account],
+          build: stage.build,
+          cloneUrl: r.cloneUrl,
+          trigger: options.slot ? `schedule ${options.slot}` : 'schedule',
+        },
+      };
+      if (options.slot) request.key = `${stage.name}-${r.owner}-${r.repo}-${options.slot}`;
+      return request;
+    }),
+  );
+}

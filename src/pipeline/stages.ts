@@ -1,0 +1,128 @@
+import type { Pipeline, StageDefinition } from './types.js';
+
+/** Stage names of the default SDLC pipeline. Also the prompt names: `.claude/commands/<stage>.md`. */
+export const STAGE = {
+  analyse: 'analyse',
+  fixBug: 'fix-bug',
+  architect: 'architect',
+  develop: 'develop',
+  reviewCode: 'review-code',
+  reworkPr: 'rework-pr',
+  test: 'test',
+  devops: 'devops',
+  release: 'release',
+  maintenance: 'maintenance',
+} as const;
+
+/**
+ * The labels the default table listens to, by role. `pipeline.labels` in baton.yaml renames them
+ * (`labels: { ready-for-development: dev-ready }`).
+ */
+export const DEFAULT_LABELS = {
+  bug: 'bug',
+  release: 'release',
+  'ready-for-architecture': 'ready-for-architecture',
+  'ready-for-development': 'ready-for-development',
+  'ready-for-testing': 'ready-for-testing',
+  'ready-for-deployment': 'ready-for-deployment',
+} as const;
+
+export type LabelRole = keyof typeof DEFAULT_LABELS;
+
+export const DEFAULT_DEPLOY = { labelPrefix: 'deploy:', defaultEnv: 'staging' } as const;
+
+/** The default SDLC table (ARCHITECTURE.md), with the label names given. */
+export function defaultStages(labels: Record<LabelRole, string> = DEFAULT_LABELS): StageDefinition[] {
+  return [
+    {
+      name: STAGE.analyse,
+      account: 'dev',
+      build: 'light',
+      onDuplicate: 'followup',
+      // "Opened without `bug`": in-analysis excludes bug and every later stage's label, so an issue
+      // opened straight into a later stage does not also start an analysis.
+      triggers: [
+        { event: 'issue_opened', inAnalysis: true },
+        { event: 'comment', inAnalysis: true },
+      ],
+    },
+    {
+      name: STAGE.fixBug,
+      account: 'dev',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'issue_opened', label: labels.bug }],
+    },
+    {
+      name: STAGE.architect,
+      account: 'dev',
+      build: 'light',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'labeled', label: labels['ready-for-architecture'] }],
+    },
+    {
+      name: STAGE.develop,
+      account: 'dev',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'labeled', label: labels['ready-for-development'] }],
+    },
+    {
+      name: STAGE.reviewCode,
+      account: 'review',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'pr_opened' }, { event: 'pr_synchronized' }],
+    },
+    {
+      name: STAGE.reworkPr,
+      account: 'dev',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'review_rejected' }],
+    },
+    {
+      name: STAGE.test,
+      account: 'review',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'review_approved' }, { event: 'labeled', label: labels['ready-for-testing'] }],
+    },
+    {
+      name: STAGE.devops,
+      account: 'dev',
+      build: 'heavy',
+      onDuplicate: 'followup',
+      deploys: true,
+      triggers: [{ event: 'labeled', label: labels['ready-for-deployment'] }],
+    },
+    {
+      name: STAGE.release,
+      account: 'dev',
+      build: 'light',
+      onDuplicate: 'followup',
+      triggers: [
+        { event: 'issue_opened', label: labels.release },
+        { event: 'labeled', label: labels.release },
+      ],
+    },
+    {
+      name: STAGE.maintenance,
+      account: 'dev',
+      build: 'light',
+      onDuplicate: 'followup',
+      triggers: [{ event: 'cron' }],
+    },
+  ];
+}
+
+/** The default pipeline for the given bot logins. */
+export function defaultPipeline(bots: { dev: { username: string }; review: { username: string } }): Pipeline {
+  return {
+    stages: defaultStages(),
+    botUsers: [bots.dev.username.toLowerCase(), bots.review.username.toLowerCase()],
+    ignoreUsers: [],
+    accounts: { dev: bots.dev.username, review: bots.review.username },
+    deploy: { ...DEFAULT_DEPLOY },
+  };
+}

@@ -1,0 +1,74 @@
+/** The parts of Coder's REST API v2 bodies that baton reads or sends (see reference/coder/API.md). */
+
+/** `codersdk.Response`, the body of every non-2xx answer. */
+export interface CoderResponse {
+  message: string;
+  detail?: string;
+  validations?: { field: string; detail: string }[];
+}
+
+export type CoderBuildStatus =
+  | 'pending'
+  | 'starting'
+  | 'running'
+  | 'stopping'
+  | 'stopped'
+  | 'failed'
+  | 'canceling'
+  | 'canceled'
+  | 'deleting'
+  | 'deleted';
+
+export type CoderTransition = 'start' | 'stop' | 'delete';
+
+export type CoderJobStatus = 'pending' | 'running' | 'succeeded' | 'canceling' | 'canceled' | 'failed' | 'unknown';
+
+export interface CoderWorkspaceBuild {
+  id: string;
+  build_number: number;
+  workspace_id: string;
+  workspace_name: string;
+  transition: CoderTransition;
+  status: CoderBuildStatus | (string & {});
+  template_version_id: string;
+  created_at: string;
+  job: { id: string; status: CoderJobStatus | (string & {}); error?: string; error_code?: string };
+}
+
+export interface CoderWorkspace {
+  id: string;
+  name: string;
+  owner_id: string;
+  owner_name: string;
+  template_id: string;
+  template_name?: string;
+  created_at: string;
+  ttl_ms?: number | null;
+  latest_build: CoderWorkspaceBuild;
+}
+
+export interface CoderWorkspaceList {
+  workspaces: CoderWorkspace[];
+  count: number;
+}
+
+export interface CoderRichParameter {
+  name: string;
+  value: string;
+}
+
+export interface CoderCreateWorkspaceRequest {
+  name: string;
+  template_id?: string;
+  template_version_id?: string;
+  template_version_preset_id?: string;
+  rich_parameter_values: CoderRichParameter[];
+  ttl_ms?: number;
+  automatic_updates?: 'always' | 'never';
+}
+
+export interface CoderCreateBuildRequest {
+  transition: CoderTransition;
+  orphan?: boolean;
+  reason?: string;
+}

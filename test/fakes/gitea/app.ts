@@ -1,0 +1,293 @@
+/**
+ * Routes of the fake Gitea, following reference/gitea/API.md: base path `/api/v1`, token auth
+ * as `services/auth/oauth2.go` `parseToken` reads it, Gitea's status codes and error bodies.
+ */
+import crypto from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { renderComment, renderIssue, renderLabel, renderPullRequest, renderReview, renderUser } from './render.js';
+import type { FakeGiteaState, IssueRecord, RepoRecord, UserRecord } from './state.js';
+
+export interface FakeGiteaAppOptions {
+  state: FakeGiteaState;
+  /** Root URL the server is reachable at (used in `html_url`, `url` fields). */
+  baseUrl: () => string;
+  /** Report the repository owner as `owner` (Gitea before 1.24) instead of `admin`. */
+  legacyOwnerPermission: boolean;
+}
+
+type Env = { Variables: { user: UserRecord; repo: RepoRecord; authScheme: string } };
+
+export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
+  const { state } = options;
+  const app = new Hono<Env>();
+  const swaggerUrl = () => `${options.baseUrl()}/api/swagger`;
+  const apiError = (c: Context, status: 401 | 403 | 409 | 422 | 423 | 500, message: string) =>
+    c.json({ message, url: swaggerUrl() }, status);
+  // APIContext.NotFound: `errors` is null unless the handler passed errors.
+  const notFound = (c: Context, errors: string[] | null = null) =>
+    c.json({ errors, message: "The target couldn't be found.", url: swaggerUrl() }, 404);
+
+  app.notFound((c) => notFound(c));
+  app.onError((err, c) => apiError(c, 500, err.message));
+
+  app.use('/api/v1/*', async (c, next) => {
+    const found = findToken(c) ?? findBasic(c);
+    if (!found) return apiError(c, 401, 'token is required');
+    const userId = lookupToken(state.tokens, found.token);
+    let user = userId === undefined ? undefined : state.users.get(userId);
+    // Basic auth with a token as the password must name the token's owner.
+    if (user && found.scheme === 'basic' && found.login !== undefined && found.login.toLowerCase() !== user.login.toLowerCase()) user = undefined;
+    if (!user) return apiError(c, 401, 'user does not exist or token is invalid');
+    c.set('user', user);
+    c.set('authScheme', found.scheme);
+    await next();
+  });
+
+  app.get('/api/v1/user', (c) => c.json(renderUser(options.baseUrl(), c.get('user'))));
+
+  // Repository assignment: a repository the user cannot see is reported as missing, as Gitea does.
+  app.use('/api/v1/repos/:owner/:repo/*', async (c, next) => {
+    const repo = state.repo(c.req.param('owner'), c.req.param('repo'));
+    if (!repo || state.permission(c.get('user'), repo) === 'none') return notFound(c);
+    c.set('repo', repo);
+    await next();
+  });
+
+  const base = () => options.baseUrl();
+  const canWrite = (c: Context<Env>) => ['write', 'admin'].includes(state.permission(c.get('user'), c.get('repo')));
+  const issueOf = (c: Context<Env>): IssueRecord | undefined => {
+    const index = Number(c.req.param('index'));
+    return Number.isSafeInteger(index) && index > 0 ? state.issue(c.get('repo').id, index) : undefined;
+  };
+
+  app.get('/api/v1/repos/:owner/:repo/issues/comments/:id', (c) => {
+    const comment = state.comments.get(Number(c.req.param('id')));
+    if (!comment || comment.repoId !== c.get('repo').id) return notFound(c);
+    return c.json(renderComment(base(), state, c.get('repo'), comment));
+  });
+
+  app.patch('/api/v1/repos/:owner/:repo/issues/comments/:id', async (c) => {
+    const repo = c.get('repo');
+    const comment = state.comments.get(Number(c.req.param('id')));
+    if (!comment || comment.repoId !== repo.id) return notFound(c);
+    if (repo.archived) return apiError(c, 423, 'repo is archived');
+    if (comment.authorId !== c.get('user').id && !canWrite(c)) return apiError(c, 403, 'user should be the poster or have write access');
+    const body = await stringField(c, 'body');
+    if (body === undefined) return apiError(c, 422, '[Body]: Required');
+    comment.body = body;
+    comment.updatedAt = state.timestamp();
+    return c.json(renderComment(base(), state, repo, comment), 200);
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/issues/:index', (c) => {
+    const issue = issueOf(c);
+    return issue ? c.json(renderIssue(base(), state, c.get('repo'), issue)) : notFound(c);
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/issues/:index/comments', (c) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    const repo = c.get('repo');
+    const list = state.issueComments(repo.id, issue.number).map((comment) => renderComment(base(), state, repo, comment));
+    c.header('X-Total-Count', String(list.length));
+    return c.json(list);
+  });
+
+  app.post('/api/v1/repos/:owner/:repo/issues/:index/comments', async (c) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    const repo = c.get('repo');
+    if (repo.archived) return apiError(c, 423, 'repo is archived');
+    const body = await stringField(c, 'body');
+    if (body === undefined) return apiError(c, 422, '[Body]: Required');
+    const now = state.timestamp();
+    const comment = {
+      id: state.nextId('comment'),
+      repoId: repo.id,
+      issueNumber: issue.number,
+      authorId: c.get('user').id,
+      body,
+      createdAt: now,
+      updatedAt: now,
+    };
+    state.comments.set(comment.id, comment);
+    return c.json(renderComment(base(), state, repo, comment), 201);
+  });
+
+  const labelsOf = (c: Context<Env>, issue: IssueRecord) =>
+    issue.labelIds.map((id) => renderLabel(base(), c.get('repo'), state.labels.get(id)!));
+
+  app.get('/api/v1/repos/:owner/:repo/issues/:index/labels', (c) => {
+    const issue = issueOf(c);
+    return issue ? c.json(labelsOf(c, issue)) : notFound(c);
+  });
+
+  const changeLabels = (mode: 'add' | 'replace') => async (c: Context<Env>) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    const repo = c.get('repo');
+    if (repo.archived) return apiError(c, 423, 'repo is archived');
+    if (!canWrite(c)) return apiError(c, 403, 'user does not have write access to issues');
+    const raw = await jsonBody(c);
+    const requested = raw && typeof raw === 'object' && Array.isArray((raw as { labels?: unknown }).labels) ? (raw as { labels: unknown[] }).labels : [];
+    // Newer Gitea accepts ids or names (`[]any`); unknown ones are ignored, as in prepareForReplaceOrAdd.
+    const ids = new Set<number>();
+    for (const item of requested) {
+      const label = state
+        .repoLabels(repo.id)
+        .find((l) => (typeof item === 'number' ? l.id === item : typeof item === 'string' ? l.name === item || String(l.id) === item : false));
+      if (label) ids.add(label.id);
+    }
+    const next = mode === 'replace' ? [] : [...issue.labelIds];
+    for (const id of ids) {
+      const label = state.labels.get(id)!;
+      // Exclusive (scoped) labels replace any other label of the same scope.
+      if (label.exclusive && label.name.includes('/')) {
+        const scope = label.name.slice(0, label.name.lastIndexOf('/') + 1);
+        for (let i = next.length - 1; i >= 0; i--) {
+          const other = state.labels.get(next[i]!)!;
+          if (other.id !== id && other.exclusive && other.name.startsWith(scope)) next.splice(i, 1);
+        }
+      }
+      if (!next.includes(id)) next.push(id);
+    }
+    issue.labelIds = next.sort((a, b) => state.labels.get(a)!.name.localeCompare(state.labels.get(b)!.name));
+    issue.updatedAt = state.timestamp();
+    return c.json(labelsOf(c, issue), 200);
+  };
+  app.post('/api/v1/repos/:owner/:repo/issues/:index/labels', changeLabels('add'));
+  app.put('/api/v1/repos/:owner/:repo/issues/:index/labels', changeLabels('replace'));
+
+  app.delete('/api/v1/repos/:owner/:repo/issues/:index/labels/:id', (c) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    const repo = c.get('repo');
+    if (repo.archived) return apiError(c, 423, 'repo is archived');
+    if (!canWrite(c)) return apiError(c, 403, 'user does not have write access to issues');
+    const id = Number(c.req.param('id'));
+    const label = state.labels.get(id);
+    if (!label || label.repoId !== repo.id) return apiError(c, 422, `label does not exist [label_id: ${c.req.param('id')}]`);
+    issue.labelIds = issue.labelIds.filter((l) => l !== id);
+    return c.body(null, 204);
+  });
+
+  app.delete('/api/v1/repos/:owner/:repo/issues/:index/labels', (c) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    if (c.get('repo').archived) return apiError(c, 423, 'repo is archived');
+    if (!canWrite(c)) return apiError(c, 403, 'user does not have write access to issues');
+    issue.labelIds = [];
+    return c.body(null, 204);
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/labels', (c) => {
+    const repo = c.get('repo');
+    return c.json(paginate(c, state.repoLabels(repo.id)).map((l) => renderLabel(base(), repo, l)));
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/pulls/:index', (c) => {
+    const issue = issueOf(c);
+    if (!issue?.pull) return notFound(c);
+    return c.json(renderPullRequest(base(), state, c.get('repo'), issue));
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/pulls/:index/reviews', (c) => {
+    const issue = issueOf(c);
+    if (!issue?.pull) return notFound(c);
+    const repo = c.get('repo');
+    const all = [...state.reviews.values()].filter((r) => r.repoId === repo.id && r.number === issue.number).sort((a, b) => a.id - b.id);
+    return c.json(paginate(c, all).map((r) => renderReview(base(), state, repo, r)));
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/collaborators/:collaborator/permission', (c) => {
+    const doer = c.get('user');
+    const repo = c.get('repo');
+    const name = c.req.param('collaborator');
+    // routers/api/v1/repo/collaborators.go GetRepoPermissions: only site admins, repository
+    // admins and the user themself may ask.
+    if (!doer.isAdmin && doer.login.toLowerCase() !== name.toLowerCase() && state.permission(doer, repo) !== 'admin') {
+      return apiError(c, 403, 'Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own');
+    }
+    const user = state.userByLogin(name);
+    if (!user) return notFound(c, [`user redirect does not exist [name: ${name.toLowerCase()}]`]);
+    const mode = state.accessModeName(user, repo, options.legacyOwnerPermission);
+    return c.json({ permission: mode, role_name: mode, user: renderUser(base(), user) });
+  });
+
+  return app;
+}
+
+/** `parseToken`: `?token=`, then `?access_token=`, then `Authorization: token X` / `Bearer X`. */
+function findToken(c: Context): { token: string; scheme: 'query' | 'token' | 'bearer' } | undefined {
+  const query = c.req.query('token') || c.req.query('access_token');
+  if (query) return { token: query, scheme: 'query' };
+  const header = c.req.header('authorization');
+  if (!header) return undefined;
+  const fields = header.trim().split(/\s+/);
+  if (fields.length !== 2) return undefined;
+  const [scheme, token] = fields as [string, string];
+  if (scheme === 'token') return { token, scheme: 'token' };
+  if (scheme.toLowerCase() === 'bearer') return { token, scheme: 'bearer' };
+  return undefined;
+}
+
+/**
+ * Basic auth with a personal access token, as `user:TOKEN` or `TOKEN:x-oauth-basic` (passwords
+ * are not modelled: the fake has no accounts with passwords).
+ */
+function findBasic(c: Context): { token: string; scheme: 'basic'; login?: string } | undefined {
+  const match = /^basic\s+(\S+)$/i.exec(c.req.header('authorization')?.trim() ?? '');
+  if (!match) return undefined;
+  const decoded = Buffer.from(match[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  const [name, password] = [decoded.slice(0, colon), decoded.slice(colon + 1)];
+  if (password === 'x-oauth-basic' || password === '') return { token: name, scheme: 'basic' };
+  return { token: password, scheme: 'basic', login: name };
+}
+
+/** Compares every stored token in constant time over equal-length digests. */
+function lookupToken(tokens: Map<string, number>, presented: string): number | undefined {
+  const digest = crypto.createHash('sha256').update(presented).digest();
+  let match: number | undefined;
+  for (const [token, userId] of tokens) {
+    if (crypto.timingSafeEqual(digest, crypto.createHash('sha256').update(token).digest())) match = userId;
+  }
+  return match;
+}
+
+async function jsonBody(c: Context): Promise<unknown> {
+  try {
+    return await c.req.json();
+  } catch {
+    return undefined;
+  }
+}
+
+async function stringField(c: Context, field: string): Promise<string | undefined> {
+  const body = await jsonBody(c);
+  const value = body && typeof body === 'object' ? (body as Record<string, unknown>)[field] : undefined;
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/**
+ * Gitea's list paging: `?page=` (1-based) and `?limit=` (default 30, capped at 50), the total in
+ * `X-Total-Count` and next/last/first/prev links in `Link`.
+ */
+function paginate<T>(c: Context, all: readonly T[]): T[] {
+  const page = Math.max(1, Number(c.req.query('page')) || 1);
+  const limit = Math.min(50, Math.max(1, Number(c.req.query('limit')) || 30));
+  const last = Math.max(1, Math.ceil(all.length / limit));
+  const link = (p: number, rel: string) => {
+    const url = new URL(c.req.url);
+    url.searchParams.set('page', String(p));
+    url.searchParams.set('limit', String(limit));
+    return `<${url.toString()}>; rel="${rel}"`;
+  };
+  const links: string[] = [];
+  if (page < last) links.push(link(page + 1, 'next'), link(last, 'last'));
+  if (page > 1) links.push(link(1, 'first'), link(page - 1, 'prev'));
+  c.header('X-Total-Count', String(all.length));
+  if (links.length > 0) c.header('Link', links.join(','));
+  return all.slice((page - 1) * limit, page * limit);
+}

@@ -1,0 +1,174 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeGitea, type FakeGitea } from './index.js';
+
+/** The fake must answer like Gitea itself (reference/gitea/API.md): these pin the wire contract. */
+describe('fake Gitea HTTP contract', () => {
+  let gitea: FakeGitea;
+  let token: string;
+  let issueNumber: number;
+  const api = (path: string, init: RequestInit & { auth?: string | null } = {}) => {
+    const { auth, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (auth !== null) headers.set('authorization', auth ?? `token ${token}`);
+    if (rest.body) headers.set('content-type', 'application/json');
+    return fetch(`${gitea.url}/api/v1${path}`, { ...rest, headers });
+  };
+
+  beforeEach(async () => {
+    gitea = await createFakeGitea();
+    token = gitea.addUser('claude-dev').token;
+    gitea.addUser('reader');
+    gitea.addRepo('acme', 'app');
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'write');
+    gitea.addLabel('acme', 'app', { name: 'bug', color: 'ee0701' });
+    gitea.addLabel('acme', 'app', { name: 'agent:running', color: '00aabb' });
+    issueNumber = gitea.addIssue('acme', 'app', { title: 'Broken', author: 'reader' }).number;
+  });
+  afterEach(async () => {
+    await gitea.close();
+  });
+
+  describe('authentication (parseToken)', () => {
+    it.each([
+      ['Authorization: token X', (t: string) => ({ path: '/user', auth: `token ${t}` })],
+      ['Authorization: Bearer X', (t: string) => ({ path: '/user', auth: `Bearer ${t}` })],
+      ['Authorization: bEaReR X', (t: string) => ({ path: '/user', auth: `bEaReR ${t}` })],
+      ['?token=X', (t: string) => ({ path: `/user?token=${t}`, auth: null })],
+      ['?access_token=X', (t: string) => ({ path: `/user?access_token=${t}`, auth: null })],
+      ['Basic user:TOKEN', (t: string) => ({ path: '/user', auth: `Basic ${Buffer.from(`claude-dev:${t}`).toString('base64')}` })],
+    ])('accepts %s', async (_name, form) => {
+      const { path, auth } = form(token);
+      const res = await api(path, { auth });
+      expect(res.status).toBe(200);
+      expect(await res.json()).toMatchObject({ login: 'claude-dev' });
+    });
+
+    it.each([
+      ['a capitalised "Token" scheme', (t: string) => `Token ${t}`],
+      ['a wrong token', () => 'token not-a-real-token'],
+      ['three fields', (t: string) => `token ${t} extra`],
+      ['Basic naming another user', (t: string) => `Basic ${Buffer.from(`reader:${t}`).toString('base64')}`],
+    ])('answers 401 with an APIError body for %s', async (_name, header) => {
+      const res = await api('/user', { auth: header(token) });
+      expect(res.status).toBe(401);
+      const body = await res.json();
+      expect(body).toEqual({ message: expect.any(String), url: `${gitea.url}/api/swagger` });
+    });
+
+    it('answers 401 without any credentials', async () => {
+      const res = await api(`/repos/acme/app/issues/${issueNumber}`, { auth: null });
+      expect(res.status).toBe(401);
+    });
+  });
+
+  it('answers 404 with message, url and errors for a missing issue or repository', async () => {
+    for (const path of ['/repos/acme/app/issues/99', '/repos/acme/nope/issues/1', '/repos/acme/app/pulls/1']) {
+      const res = await api(path);
+      expect(res.status, path).toBe(404);
+      expect(await res.json()).toEqual({ message: "The target couldn't be found.", url: `${gitea.url}/api/swagger`, errors: null });
+    }
+  });
+
+  it('creates a comment with 201, edits it with 200 and lists it', async () => {
+    const created = await api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'hello' }) });
+    expect(created.status).toBe(201);
+    const comment = (await created.json()) as { id: number; body: string; user: { login: string }; html_url: string };
+    expect(comment).toMatchObject({ body: 'hello', user: { login: 'claude-dev' } });
+    expect(comment.html_url).toContain(`/acme/app/issues/${issueNumber}#issuecomment-${comment.id}`);
+
+    const edited = await api(`/repos/acme/app/issues/comments/${comment.id}`, { method: 'PATCH', body: JSON.stringify({ body: 'bye' }) });
+    expect(edited.status).toBe(200);
+    expect(await edited.json()).toMatchObject({ id: comment.id, body: 'bye' });
+
+    const listed = await api(`/repos/acme/app/issues/${issueNumber}/comments`);
+    expect(listed.headers.get('x-total-count')).toBe('1');
+    expect(gitea.comments('acme', 'app', issueNumber)).toEqual([{ id: comment.id, author: 'claude-dev', body: 'bye' }]);
+  });
+
+  it('rejects a comment without a body with 422', async () => {
+    const res = await api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: '{}' });
+    expect(res.status).toBe(422);
+    expect(await res.json()).toMatchObject({ message: expect.any(String), url: expect.any(String) });
+  });
+
+  it('answers 423 for writes to an archived repository', async () => {
+    gitea.setArchived('acme', 'app', true);
+    const res = await api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'x' }) });
+    expect(res.status).toBe(423);
+    expect((await api(`/repos/acme/app/issues/${issueNumber}`)).status).toBe(200);
+  });
+
+  it('adds labels by id or name (200, full set), removes one by id (204) and clears them (204)', async () => {
+    const labels = (await (await api('/repos/acme/app/labels')).json()) as { id: number; name: string }[];
+    const bug = labels.find((l) => l.name === 'bug')!;
+    const added = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'POST', body: JSON.stringify({ labels: [bug.id] }) });
+    expect(added.status).toBe(200);
+    expect(((await added.json()) as { name: string }[]).map((l) => l.name)).toEqual(['bug']);
+    const byName = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'POST', body: JSON.stringify({ labels: ['agent:running'] }) });
+    expect(((await byName.json()) as { name: string }[]).map((l) => l.name)).toEqual(['agent:running', 'bug']);
+
+    const removed = await api(`/repos/acme/app/issues/${issueNumber}/labels/${bug.id}`, { method: 'DELETE' });
+    expect(removed.status).toBe(204);
+    expect(await removed.text()).toBe('');
+    expect((await api(`/repos/acme/app/issues/${issueNumber}/labels/9999`, { method: 'DELETE' })).status).toBe(422);
+
+    const replaced = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'PUT', body: JSON.stringify({ labels: ['bug'] }) });
+    expect(((await replaced.json()) as { name: string }[]).map((l) => l.name)).toEqual(['bug']);
+    expect((await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'DELETE' })).status).toBe(204);
+    expect(await (await api(`/repos/acme/app/issues/${issueNumber}/labels`)).json()).toEqual([]);
+  });
+
+  it('refuses label changes to a user without write access with 403', async () => {
+    const readerToken = gitea.addToken('reader');
+    const res = await api(`/repos/acme/app/issues/${issueNumber}/labels`, {
+      method: 'POST',
+      auth: `token ${readerToken}`,
+      body: JSON.stringify({ labels: ['bug'] }),
+    });
+    expect(res.status).toBe(403);
+  });
+
+  it('serves an issue that is a PR with pull_request meta, and the PR with its reviews', async () => {
+    const pr = gitea.addPullRequest('acme', 'app', { title: 'Fix', author: 'claude-dev', head: 'fix', base: 'main' });
+    gitea.addReview('acme', 'app', pr.number, { author: 'reader', state: 'REQUEST_CHANGES', body: 'no' });
+    const asIssue = (await (await api(`/repos/acme/app/issues/${pr.number}`)).json()) as { pull_request: unknown };
+    expect(asIssue.pull_request).toMatchObject({ merged: false, draft: false });
+    const plain = (await (await api(`/repos/acme/app/issues/${issueNumber}`)).json()) as { pull_request: unknown };
+    expect(plain.pull_request).toBeNull();
+    const pull = await (await api(`/repos/acme/app/pulls/${pr.number}`)).json();
+    expect(pull).toMatchObject({ number: pr.number, head: { ref: 'fix' }, base: { ref: 'main' }, merged: false });
+    const reviews = await (await api(`/repos/acme/app/pulls/${pr.number}/reviews`)).json();
+    expect(reviews).toMatchObject([{ state: 'REQUEST_CHANGES', body: 'no', user: { login: 'reader' } }]);
+  });
+
+  it('answers the collaborator permission endpoint like GetRepoPermissions', async () => {
+    const res = await api('/repos/acme/app/collaborators/claude-dev/permission');
+    expect(await res.json()).toMatchObject({ permission: 'write', role_name: 'write', user: { login: 'claude-dev' } });
+    // A non-admin asking about someone else is refused.
+    expect((await api('/repos/acme/app/collaborators/reader/permission')).status).toBe(403);
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    expect(await (await api('/repos/acme/app/collaborators/reader/permission')).json()).toMatchObject({ permission: 'read' });
+    expect((await api('/repos/acme/app/collaborators/ghost/permission')).status).toBe(404);
+  });
+
+  it('injects failures, latency and dropped connections for matching requests only', async () => {
+    gitea.failNext(2, { method: 'POST', status: 503 });
+    expect((await api('/user')).status).toBe(200);
+    const post = () => api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'x' }) });
+    expect((await post()).status).toBe(503);
+    expect((await post()).status).toBe(503);
+    expect((await post()).status).toBe(201);
+
+    gitea.dropNext(1, { path: '/user' });
+    await expect(api('/user')).rejects.toThrow();
+    expect((await api('/user')).status).toBe(200);
+
+    gitea.delayNext(1, 50);
+    expect((await api('/user')).status).toBe(200);
+    gitea.setLatency(20);
+    expect((await api('/user')).status).toBe(200);
+    gitea.clearFaults();
+    expect(gitea.requests.map((r) => r.status)).toContain('dropped');
+    expect(gitea.requests.every((r) => !JSON.stringify(r).includes(token))).toBe(true);
+  });
+});

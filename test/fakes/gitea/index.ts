@@ -1,0 +1,342 @@
+/**
+ * A fake Gitea for tests: a real HTTP server on 127.0.0.1 (port 0) that answers the API v1
+ * endpoints baton uses, exactly as reference/gitea/API.md describes them, plus a programmatic
+ * side to seed data, read back what was posted, and inject faults.
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import { createFakeGiteaApp } from './app.js';
+import {
+  FakeGiteaState,
+  type CommentRecord,
+  type IssueRecord,
+  type LabelRecord,
+  type Permission,
+  type RepoRecord,
+  type ReviewRecord,
+  type ReviewState,
+} from './state.js';
+
+export { FakeGiteaState } from './state.js';
+export type { Permission, ReviewState } from './state.js';
+
+export interface FakeGiteaOptions {
+  /** Report repository owners as `owner` in the permission endpoint, like Gitea before 1.24. @default false */
+  legacyOwnerPermission?: boolean;
+}
+
+/** Which requests a fault applies to; all given fields must match. */
+export interface FaultMatch {
+  method?: string;
+  /** Substring of, or pattern for, the request path (without query). */
+  path?: string | RegExp;
+}
+
+export interface RequestRecord {
+  method: string;
+  path: string;
+  status: number | 'dropped';
+  /** How the request authenticated; never the token itself. */
+  auth: 'token' | 'bearer' | 'query' | 'basic' | 'none';
+}
+
+export interface PostedComment {
+  id: number;
+  author: string;
+  body: string;
+}
+
+type Fault =
+  | { kind: 'status'; remaining: number; status: number; body: unknown; match: FaultMatch }
+  | { kind: 'drop'; remaining: number; match: FaultMatch }
+  | { kind: 'delay'; remaining: number; ms: number; match: FaultMatch };
+
+export interface FakeGitea {
+  /** Root URL (no `/api/v1`), as `GITEA_URL` would be. */
+  readonly url: string;
+  readonly state: FakeGiteaState;
+  /** Every request, oldest first. */
+  readonly requests: readonly RequestRecord[];
+  /** Creates a user and a token for it (generated unless given). */
+  addUser(login: string, options?: { token?: string; isAdmin?: boolean; fullName?: string }): { id: number; login: string; token: string };
+  addToken(login: string, token?: string): string;
+  /** Creates the repository, and its owner as a user when missing. */
+  addRepo(owner: string, name: string, options?: { archived?: boolean; private?: boolean; defaultBranch?: string }): RepoRecord;
+  setArchived(owner: string, name: string, archived: boolean): void;
+  addCollaborator(owner: string, name: string, login: string, permission: Permission): void;
+  addLabel(owner: string, name: string, label: { name: string; color?: string; description?: string; exclusive?: boolean }): LabelRecord;
+  addIssue(owner: string, name: string, issue: { title: string; author: string; body?: string; labels?: string[]; state?: 'open' | 'closed' }): IssueRecord;
+  addPullRequest(
+    owner: string,
+    name: string,
+    pr: { title: string; author: string; body?: string; head?: string; base?: string; headSha?: string; draft?: boolean; labels?: string[] },
+  ): IssueRecord;
+  addComment(owner: string, name: string, number: number, comment: { author: string; body: string }): CommentRecord;
+  addReview(owner: string, name: string, number: number, review: { author: string; state: ReviewState; body?: string }): ReviewRecord;
+  /** Comments on an issue or PR, oldest first. */
+  comments(owner: string, name: string, number: number): PostedComment[];
+  /** The next `count` matching requests answer `status` (default 500) with a Gitea error body. */
+  failNext(count: number, options?: FaultMatch & { status?: number; body?: unknown }): void;
+  /** The next `count` matching requests have their connection destroyed without an answer. */
+  dropNext(count: number, match?: FaultMatch): void;
+  /** The next `count` matching requests wait `ms` before being handled. */
+  delayNext(count: number, ms: number, match?: FaultMatch): void;
+  /** Every request waits `ms` before being handled, until set back to 0. */
+  setLatency(ms: number): void;
+  clearFaults(): void;
+  close(): Promise<void>;
+}
+
+export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<FakeGitea> {
+  const state = new FakeGiteaState();
+  const requests: RequestRecord[] = [];
+  let faults: Fault[] = [];
+  let latencyMs = 0;
+  let url = '';
+  const app = createFakeGiteaApp({ state, baseUrl: () => url, legacyOwnerPermission: options.legacyOwnerPermission ?? false });
+  const listener = getRequestListener(app.fetch);
+  const sockets = new Set<import('node:net').Socket>();
+  const pendingTimers = new Set<NodeJS.Timeout>();
+
+  const takeFault = (method: string, path: string): Fault | undefined => {
+    const fault = faults.find((f) => f.remaining > 0 && matches(f.match, method, path));
+    if (fault) fault.remaining -= 1;
+    faults = faults.filter((f) => f.remaining > 0);
+    return fault;
+  };
+
+  const server = http.createServer((req, res) => {
+    const method = req.method ?? 'GET';
+    const path = new URL(req.url ?? '/', 'http://x').pathname;
+    const record: RequestRecord = { method, path, status: 0, auth: authKind(req) };
+    requests.push(record);
+    res.on('finish', () => (record.status = res.statusCode));
+    const handle = () => {
+      const fault = takeFault(method, path);
+      if (fault?.kind === 'drop') {
+        record.status = 'dropped';
+        req.socket.destroy();
+        return;
+      }
+      if (fault?.kind === 'status') {
+        const body = fault.body ?? { message: `injected failure (${fault.status})`, url: `${url}/api/swagger` };
+        res.writeHead(fault.status, { 'content-type': 'application/json;charset=utf-8' });
+        res.end(JSON.stringify(body));
+        return;
+      }
+      const wait = (fault?.kind === 'delay' ? fault.ms : 0) + latencyMs;
+      if (wait > 0) {
+        const timer = setTimeout(() => {
+          pendingTimers.delete(timer);
+          void listener(req, res);
+        }, wait);
+        pendingTimers.add(timer);
+        return;
+      }
+      void listener(req, res);
+    };
+    handle();
+  });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const user = (login: string) => {
+    const found = state.userByLogin(login);
+    if (!found) throw new Error(`fake Gitea: no user "${login}"; call addUser first`);
+    return found;
+  };
+  const repoOf = (owner: string, name: string) => {
+    const found = state.repo(owner, name);
+    if (!found) throw new Error(`fake Gitea: no repository ${owner}/${name}; call addRepo first`);
+    return found;
+  };
+  const labelIds = (repo: RepoRecord, names: string[] = []) =>
+    names.map((n) => {
+      const label = state.repoLabels(repo.id).find((l) => l.name === n);
+      if (!label) throw new Error(`fake Gitea: no label "${n}" in ${repo.owner}/${repo.name}`);
+      return label.id;
+    });
+  const addUser: FakeGitea['addUser'] = (login, opts = {}) => {
+    let record = state.userByLogin(login);
+    if (!record) {
+      record = {
+        id: state.nextId('user'),
+        login,
+        fullName: opts.fullName ?? '',
+        email: `${login.toLowerCase()}@example.com`,
+        isAdmin: opts.isAdmin ?? false,
+        createdAt: state.timestamp(),
+      };
+      state.users.set(record.id, record);
+    }
+    return { id: record.id, login: record.login, token: addToken(login, opts.token) };
+  };
+  const addToken = (login: string, token = crypto.randomBytes(20).toString('hex')) => {
+    state.tokens.set(token, user(login).id);
+    return token;
+  };
+  const addIssueRecord = (owner: string, name: string, fields: Omit<IssueRecord, 'id' | 'repoId' | 'number' | 'createdAt' | 'updatedAt'>) => {
+    const repo = repoOf(owner, name);
+    const now = state.timestamp();
+    const issue: IssueRecord = { ...fields, id: state.nextId('issue'), repoId: repo.id, number: repo.nextIndex++, createdAt: now, updatedAt: now };
+    state.issues.set(issue.id, issue);
+    return issue;
+  };
+
+  return {
+    get url() {
+      return url;
+    },
+    state,
+    requests,
+    addUser,
+    addToken,
+    addRepo(owner, name, opts = {}) {
+      if (!state.userByLogin(owner)) addUser(owner);
+      const existing = state.repo(owner, name);
+      if (existing) return existing;
+      const repo: RepoRecord = {
+        id: state.nextId('repo'),
+        owner: user(owner).login,
+        name,
+        archived: opts.archived ?? false,
+        private: opts.private ?? false,
+        defaultBranch: opts.defaultBranch ?? 'main',
+        nextIndex: 1,
+        collaborators: new Map(),
+      };
+      state.repos.set(repo.id, repo);
+      return repo;
+    },
+    setArchived(owner, name, archived) {
+      repoOf(owner, name).archived = archived;
+    },
+    addCollaborator(owner, name, login, permission) {
+      repoOf(owner, name).collaborators.set(user(login).login.toLowerCase(), permission);
+    },
+    addLabel(owner, name, label) {
+      const repo = repoOf(owner, name);
+      const record: LabelRecord = {
+        id: state.nextId('label'),
+        repoId: repo.id,
+        name: label.name,
+        color: label.color ?? 'ee0701',
+        description: label.description ?? '',
+        exclusive: label.exclusive ?? false,
+      };
+      state.labels.set(record.id, record);
+      return record;
+    },
+    addIssue(owner, name, issue) {
+      return addIssueRecord(owner, name, {
+        title: issue.title,
+        body: issue.body ?? '',
+        state: issue.state ?? 'open',
+        authorId: user(issue.author).id,
+        labelIds: labelIds(repoOf(owner, name), issue.labels),
+        pull: null,
+      });
+    },
+    addPullRequest(owner, name, pr) {
+      const repo = repoOf(owner, name);
+      return addIssueRecord(owner, name, {
+        title: pr.title,
+        body: pr.body ?? '',
+        state: 'open',
+        authorId: user(pr.author).id,
+        labelIds: labelIds(repo, pr.labels),
+        pull: {
+          headRef: pr.head ?? 'feature',
+          headSha: pr.headSha ?? crypto.randomBytes(20).toString('hex'),
+          baseRef: pr.base ?? repo.defaultBranch,
+          baseSha: crypto.randomBytes(20).toString('hex'),
+          draft: pr.draft ?? false,
+          merged: false,
+          mergeable: true,
+        },
+      });
+    },
+    addComment(owner, name, number, comment) {
+      const repo = repoOf(owner, name);
+      if (!state.issue(repo.id, number)) throw new Error(`fake Gitea: no issue #${number} in ${owner}/${name}`);
+      const now = state.timestamp();
+      const record: CommentRecord = {
+        id: state.nextId('comment'),
+        repoId: repo.id,
+        issueNumber: number,
+        authorId: user(comment.author).id,
+        body: comment.body,
+        createdAt: now,
+        updatedAt: now,
+      };
+      state.comments.set(record.id, record);
+      return record;
+    },
+    addReview(owner, name, number, review) {
+      const repo = repoOf(owner, name);
+      const issue = state.issue(repo.id, number);
+      if (!issue?.pull) throw new Error(`fake Gitea: no pull request #${number} in ${owner}/${name}`);
+      const record: ReviewRecord = {
+        id: state.nextId('review'),
+        repoId: repo.id,
+        number,
+        authorId: user(review.author).id,
+        state: review.state,
+        body: review.body ?? '',
+        commitId: issue.pull.headSha,
+        submittedAt: state.timestamp(),
+      };
+      state.reviews.set(record.id, record);
+      return record;
+    },
+    comments(owner, name, number) {
+      const repo = repoOf(owner, name);
+      return state.issueComments(repo.id, number).map((c) => ({ id: c.id, author: state.users.get(c.authorId)!.login, body: c.body }));
+    },
+    failNext(count, opts = {}) {
+      const { status = 500, body, ...match } = opts;
+      faults.push({ kind: 'status', remaining: count, status, body, match });
+    },
+    dropNext(count, match = {}) {
+      faults.push({ kind: 'drop', remaining: count, match });
+    },
+    delayNext(count, ms, match = {}) {
+      faults.push({ kind: 'delay', remaining: count, ms, match });
+    },
+    setLatency(ms) {
+      latencyMs = Math.max(0, ms);
+    },
+    clearFaults() {
+      faults = [];
+      latencyMs = 0;
+    },
+    async close() {
+      for (const timer of pendingTimers) clearTimeout(timer);
+      pendingTimers.clear();
+      for (const socket of sockets) socket.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+function matches(match: FaultMatch, method: string, path: string): boolean {
+  if (match.method && match.method.toUpperCase() !== method.toUpperCase()) return false;
+  if (match.path === undefined) return true;
+  return typeof match.path === 'string' ? path.includes(match.path) : match.path.test(path);
+}
+
+function authKind(req: http.IncomingMessage): RequestRecord['auth'] {
+  const query = new URL(req.url ?? '/', 'http://x').searchParams;
+  if (query.get('token') || query.get('access_token')) return 'query';
+  const scheme = (req.headers.authorization ?? '').trim().split(/\s+/)[0] ?? '';
+  if (scheme === 'token') return 'token';
+  if (scheme.toLowerCase() === 'bearer') return 'bearer';
+  if (scheme.toLowerCase() === 'basic') return 'basic';
+  return 'none';
+}

@@ -1,0 +1,71 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
+import { createApp, type App } from '../../src/http/index.js';
+import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { silentLogger } from '../helpers/logger.js';
+
+describe('baton app with WORKSPACE_PROVIDER=coder', () => {
+  let dir: string;
+  let coder: FakeCoder;
+  let app: App | undefined;
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-coder-app-'));
+    coder = await createFakeCoder({ stepMs: 2 });
+  });
+  afterEach(async () => {
+    await app?.stop();
+    await coder.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  function makeApp(token: string): App {
+    const { config } = loadConfig(
+      {
+        BATON_DATA_DIR: dir,
+        DATABASE_URL: `sqlite:${dir}/baton.db`,
+        WORKSPACE_PROVIDER: 'coder',
+        CODER_URL: coder.url,
+        CODER_TOKEN: token,
+        CODER_TEMPLATE_ID: coder.template.id,
+      },
+      dir,
+    );
+    return createApp(config, { logger: silentLogger });
+  }
+
+  async function readiness(a: App) {
+    const res = await a.hono.request('/ready');
+    return { status: res.status, body: (await res.json()) as { failing?: string[]; checks: { name: string; error?: string }[] } };
+  }
+
+  it('uses the coder provider and reconciles at start, deleting a leftover stopped workspace', async () => {
+    coder.seedWorkspace({ name: 'baton-99', status: 'stopped' });
+    coder.seedWorkspace({ name: 'my-dev-box', status: 'stopped' });
+    app = makeApp(coder.token);
+    expect(app.provider.name).toBe('coder');
+    await app.start();
+    for (let i = 0; i < 400 && !coder.workspace('baton-99')?.deleted; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(coder.workspace('baton-99')?.deleted).toBe(true);
+    expect(coder.workspace('my-dev-box')).toMatchObject({ deleted: false, transitions: ['start', 'stop'] });
+    expect((await readiness(app)).status).toBe(200);
+  });
+
+  it('turns /ready to 503 naming the provider when Coder rejects the token', async () => {
+    app = makeApp('a-wrong-token');
+    await app.start();
+    let ready = await readiness(app);
+    for (let i = 0; i < 400 && ready.status === 200; i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      ready = await readiness(app);
+    }
+    expect(ready.status).toBe(503);
+    expect(ready.body.failing).toEqual(['provider coder']);
+    const check = ready.body.checks.find((c) => c.name === 'provider coder');
+    expect(check?.error).toMatch(/Coder rejected the session token \(check CODER_TOKEN\): HTTP 401/);
+    expect(JSON.stringify(ready.body)).not.toContain('a-wrong-token');
+  });
+});

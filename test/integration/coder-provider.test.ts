@@ -1,0 +1,333 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import {
+  CoderApiError,
+  CoderUnavailableError,
+  PermanentWorkspaceError,
+  ttlForRun,
+  type CoderProvider,
+} from '../../src/workspaces/index.js';
+import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { fastProvider, HOUR, specFor } from './coder-support.js';
+
+let coder: FakeCoder;
+let provider: CoderProvider;
+beforeEach(async () => {
+  coder = await createFakeCoder({ stepMs: 2 });
+  provider = fastProvider(coder);
+});
+afterEach(async () => {
+  await provider.close?.();
+  await coder.close();
+});
+
+const builds = () => coder.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/builds'));
+
+describe('coder provider: create', () => {
+  it('creates from the template with every rich parameter and a ttl that outlasts the run', async () => {
+    const ws = await provider.create(specFor('bt-develop-acme-app-42', { extra: { region: 'eu' } }));
+    expect(ws).toMatchObject({ name: 'bt-develop-acme-app-42', status: 'pending' });
+    const seen = coder.workspace('bt-develop-acme-app-42');
+    expect(seen?.templateId).toBe(coder.template.id);
+    expect(seen?.richParameters).toEqual({
+      task_type: 'develop',
+      issue_number: '42',
+      gitea_url: 'https://gitea.example',
+      gitea_org: 'acme',
+      gitea_repo: 'app',
+      gitea_token: 'forge-dev-bot-secret',
+      claude_oauth_token: 'claude-oauth-secret',
+      repo_clone_url: 'https://gitea.example/acme/app.git',
+      callback_url: 'https://baton.example/api/runs/7/callback',
+      callback_token: 'callback-secret-7',
+      deploy_env: 'staging',
+      run_id: '7',
+      region: 'eu',
+    });
+    expect(seen?.ttlMs).toBeGreaterThan(2 * HOUR);
+    expect(coder.requests.every((r) => r.authenticated)).toBe(true);
+    const running = await provider.waitUntilRunning('bt-develop-acme-app-42');
+    expect(running.status).toBe('running');
+  });
+
+  it('is idempotent by name: a second create returns the same workspace', async () => {
+    const first = await provider.create(specFor('bt-w'));
+    const second = await provider.create(specFor('bt-w'));
+    expect(second.id).toBe(first.id);
+    expect(coder.workspaces()).toHaveLength(1);
+  });
+
+  it('keeps ttl_ms inside Coder’s limits', () => {
+    expect(ttlForRun(0)).toBeGreaterThanOrEqual(60_000);
+    expect(ttlForRun(90 * 24 * HOUR)).toBeLessThan(30 * 24 * HOUR);
+    expect(ttlForRun(HOUR)).toBeGreaterThan(HOUR);
+  });
+
+  it('creates from a pinned template version and still recognises the workspace as baton’s', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { templateId: undefined, templateVersionId: coder.template.activeVersionId });
+    await provider.create(specFor('bt-pinned'));
+    expect(coder.requests.at(-1)?.body).toMatchObject({ template_version_id: coder.template.activeVersionId });
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-pinned']);
+  });
+
+  it('refuses an invalid name before calling Coder', async () => {
+    await expect(provider.create(specFor('Bad_Name'))).rejects.toThrow(PermanentWorkspaceError);
+    await expect(provider.create(specFor('Bad_Name'))).rejects.toThrow(/"Bad_Name" is invalid: must be alphanumeric with hyphens/);
+    expect(coder.requests).toHaveLength(0);
+  });
+
+  it('needs a template or a template version', () => {
+    expect(() => fastProvider(coder, { templateId: undefined })).toThrow(/`templateId` \(CODER_TEMPLATE_ID\) or `templateVersionId` is required/);
+  });
+
+  it('sends only the pinned version when given both, as Coder refuses both at once', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { templateVersionId: coder.template.activeVersionId });
+    await provider.create(specFor('bt-both'));
+    const body = coder.requests.at(-1)?.body as Record<string, unknown>;
+    expect(body.template_version_id).toBe(coder.template.activeVersionId);
+    expect(body).not.toHaveProperty('template_id');
+  });
+});
+
+describe('coder provider: name already taken (409)', () => {
+  const old = () => Date.now() - 2 * HOUR;
+
+  it.each(['stopped', 'failed', 'canceled'] as const)('deletes a %s workspace, waits until it is gone and recreates', async (status) => {
+    const stale = coder.seedWorkspace({ name: 'bt-w', status });
+    const ws = await provider.create(specFor('bt-w'));
+    expect(ws.id).not.toBe(stale.id);
+    const all = coder.workspaces().filter((w) => w.name === 'bt-w');
+    expect(all.find((w) => w.id === stale.id)).toMatchObject({ deleted: true });
+    expect(all.filter((w) => !w.deleted)).toHaveLength(1);
+  });
+
+  it('deletes and recreates an old running workspace that no live run owns', async () => {
+    const owned = vi.fn(async () => false);
+    await provider.close?.();
+    provider = fastProvider(coder, { isOwnedByLiveRun: owned });
+    const stale = coder.seedWorkspace({ name: 'bt-w', createdAt: old() });
+    const ws = await provider.create(specFor('bt-w'));
+    expect(ws.id).not.toBe(stale.id);
+    expect(owned).toHaveBeenCalledWith('bt-w', expect.objectContaining({ id: stale.id, status: 'running' }));
+    expect(coder.workspace('bt-w')?.transitions).toEqual(['start']);
+  });
+
+  it('adopts an old running workspace that a live run owns', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { isOwnedByLiveRun: async () => true });
+    const mine = coder.seedWorkspace({ name: 'bt-w', createdAt: old() });
+    expect((await provider.create(specFor('bt-w'))).id).toBe(mine.id);
+    expect(builds()).toHaveLength(0);
+  });
+
+  it.each(['running', 'starting', 'pending'] as const)('adopts a young %s workspace without asking who owns it', async (status) => {
+    const owned = vi.fn(async () => false);
+    await provider.close?.();
+    provider = fastProvider(coder, { isOwnedByLiveRun: owned });
+    coder.faults.holdBuilds(true);
+    const young = coder.seedWorkspace({ name: 'bt-w', status });
+    expect((await provider.create(specFor('bt-w'))).id).toBe(young.id);
+    expect(owned).not.toHaveBeenCalled();
+    expect(coder.workspaces()).toHaveLength(1);
+  });
+
+  it('waits for a workspace that is still deleting, then creates', async () => {
+    const going = coder.seedWorkspace({ name: 'bt-w', status: 'deleting' });
+    const ws = await provider.create(specFor('bt-w'));
+    expect(ws.id).not.toBe(going.id);
+    expect(coder.workspaces().find((w) => w.id === going.id)?.deleted).toBe(true);
+  });
+
+  it('waits for a stop in progress to finish, then deletes and recreates', async () => {
+    const stopping = coder.seedWorkspace({ name: 'bt-w', status: 'stopping' });
+    const ws = await provider.create(specFor('bt-w'));
+    expect(ws.id).not.toBe(stopping.id);
+    expect(coder.workspaces().find((w) => w.id === stopping.id)).toMatchObject({ deleted: true, transitions: ['start', 'stop', 'delete'] });
+  });
+
+  it('waits and retries when the delete meets "a workspace build is already active"', async () => {
+    coder.faults.holdBuilds(true);
+    const stuck = coder.seedWorkspace({ name: 'bt-w', status: 'starting', createdAt: old() });
+    // Let the start finish only once Coder has refused the delete at least once.
+    const release = setInterval(() => {
+      if (builds().some((r) => r.status === 409)) coder.faults.holdBuilds(false);
+    }, 2);
+    const ws = await provider.create(specFor('bt-w')).finally(() => clearInterval(release));
+    expect(ws.id).not.toBe(stuck.id);
+    expect(builds().some((r) => r.status === 409)).toBe(true);
+    expect(coder.workspaces().filter((w) => !w.deleted)).toHaveLength(1);
+  });
+
+  it('refuses to touch a workspace of that name that is not baton’s', async () => {
+    const other = coder.addTemplate('someone-elses');
+    coder.seedWorkspace({ name: 'bt-w', templateId: other.id, status: 'stopped' });
+    await expect(provider.create(specFor('bt-w'))).rejects.toThrow(/taken by a workspace baton does not manage/);
+    await expect(provider.create(specFor('bt-w'))).rejects.toBeInstanceOf(PermanentWorkspaceError);
+    expect(builds()).toHaveLength(0);
+  });
+
+  it('fails with a retryable error when the old workspace never goes away', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { waitGoneMs: 60 });
+    coder.seedWorkspace({ name: 'bt-w', status: 'deleting', stuck: true });
+    const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toMatch(/"bt-w" is still taken/);
+  });
+});
+
+describe('coder provider: get, list, stop, delete', () => {
+  it('gets by exact name, never by substring', async () => {
+    coder.seedWorkspace({ name: 'bt-app-42' });
+    expect(await provider.get('bt-app-4')).toBeNull();
+    expect(await provider.get('bt-app-42')).toMatchObject({ name: 'bt-app-42', status: 'running' });
+  });
+
+  it('lists only baton’s workspaces (name pattern, template, owner) across pages', async () => {
+    for (let i = 0; i < 130; i++) coder.seedWorkspace({ name: `bt-run-${i}` });
+    coder.seedWorkspace({ name: 'my-dev-box' });
+    coder.seedWorkspace({ name: 'bt-alices', owner: 'alice' });
+    coder.seedWorkspace({ name: 'bt-other-template', templateId: coder.addTemplate('other').id });
+    const listed = await provider.list();
+    expect(listed).toHaveLength(130);
+    expect(listed.map((w) => w.name)).not.toContain('my-dev-box');
+    const lists = coder.requests.filter((r) => r.path === '/api/v2/workspaces');
+    expect(lists.length).toBeGreaterThan(1);
+    expect(lists.every((r) => new URLSearchParams(r.query).get('q') === 'owner:me')).toBe(true);
+  });
+
+  it('works for a named user instead of me', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { user: 'baton' });
+    coder.seedWorkspace({ name: 'bt-alices', owner: 'alice' });
+    await provider.create(specFor('bt-mine'));
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect(await provider.get('bt-alices')).toBeNull();
+    expect(coder.requests.some((r) => r.path === '/api/v2/users/baton/workspaces')).toBe(true);
+    expect(coder.requests.filter((r) => r.path === '/api/v2/workspaces').every((r) => r.query.includes('owner%3Abaton'))).toBe(true);
+  });
+
+  it('stops and deletes with builds, never an HTTP DELETE, and treats gone as done', async () => {
+    await provider.create(specFor('bt-w'));
+    await provider.waitUntilRunning('bt-w');
+    await provider.stop('bt-w');
+    await vi.waitFor(async () => expect((await provider.get('bt-w'))?.status).toBe('stopped'));
+    await provider.stop('bt-w');
+    await provider.delete('bt-w');
+    await vi.waitFor(async () => expect(await provider.get('bt-w')).toBeNull());
+    await provider.delete('bt-w');
+    await provider.stop('bt-w');
+    expect(coder.workspaces()[0]?.transitions).toEqual(['start', 'stop', 'delete']);
+    expect(coder.requests.some((r) => r.method === 'DELETE')).toBe(false);
+    expect(builds().map((r) => (r.body as { transition: string }).transition)).toEqual(['stop', 'delete']);
+  });
+
+  it('waits for a pending start before stopping', async () => {
+    coder.faults.holdBuilds(true);
+    await provider.create(specFor('bt-w'));
+    setTimeout(() => coder.faults.holdBuilds(false), 30);
+    await provider.stop('bt-w');
+    await vi.waitFor(async () => expect((await provider.get('bt-w'))?.status).toBe('stopped'));
+  });
+
+  it('reports a failed start build while waiting for it', async () => {
+    coder.faults.failNextBuilds(1, 'start');
+    await provider.create(specFor('bt-w'));
+    await expect(provider.waitUntilRunning('bt-w')).rejects.toThrow(/failed instead of running: terraform apply failed/);
+  });
+});
+
+describe('coder provider: faults', () => {
+  it('retries 5xx answers', async () => {
+    coder.faults.failNext(2, { status: 503 });
+    await provider.create(specFor('bt-w'));
+    expect(coder.requests.map((r) => r.status)).toEqual([503, 503, 201]);
+  });
+
+  it('retries a dropped connection', async () => {
+    coder.faults.dropNext(1);
+    expect(await provider.create(specFor('bt-w'))).toMatchObject({ name: 'bt-w' });
+    expect(coder.workspaces()).toHaveLength(1);
+  });
+
+  it('adopts its own workspace when the create answer was lost after Coder made it', async () => {
+    coder.faults.dropNext(1, { afterHandling: true, match: (r) => r.method === 'POST' });
+    const ws = await provider.create(specFor('bt-w'));
+    expect(coder.workspaces()).toHaveLength(1);
+    expect(ws.id).toBe(coder.workspaces()[0]?.id);
+    expect(coder.requests.map((r) => r.status)).toEqual(['dropped', 409, 200]);
+  });
+
+  it('times a slow call out and retries it', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { timeoutMs: 50 });
+    coder.faults.delayNext(1, 200);
+    expect(await provider.list()).toEqual([]);
+    expect(coder.requests).toHaveLength(2);
+  });
+
+  it('gives up after its retries with an error naming the call, not the token', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { timeoutMs: 30, retries: 1 });
+    coder.faults.latencyMs = 100;
+    const error = await provider.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(CoderUnavailableError);
+    expect((error as Error).message).toMatch(/GET \/api\/v2\/workspaces failed: no answer within 30 ms \(after 2 attempts\)/);
+    coder.faults.latencyMs = 0;
+    coder.faults.failNext(5, { status: 500 });
+    const again = await provider.list().catch((e: unknown) => e);
+    expect(again).toBeInstanceOf(CoderUnavailableError);
+    expect(again).not.toBeInstanceOf(PermanentWorkspaceError);
+  });
+
+  it('turns 401 into a permanent error with a clear reason and reports the provider unhealthy', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { token: 'not-the-right-token' });
+    const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toMatch(/Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on POST \/api\/v2\/users\/me\/workspaces/);
+    expect((error as Error).message).not.toContain('not-the-right-token');
+    expect(provider.health()).toEqual({ ok: false, reason: expect.stringMatching(/^coder provider: Coder rejected the session token/) });
+    expect(coder.requests).toHaveLength(1);
+  });
+
+  it('recovers its health once Coder accepts a request again, and treats 403 as permanent', async () => {
+    coder.faults.failNext(1, { status: 403, body: { message: 'Unauthorized access to use the template.' } });
+    const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toContain('Unauthorized access to use the template.');
+    expect(provider.health().ok).toBe(false);
+    await provider.list();
+    expect(provider.health()).toEqual({ ok: true });
+  });
+
+  it('surfaces Coder’s 400 message and validations, with secrets redacted', async () => {
+    coder.faults.failNext(1, {
+      status: 400,
+      body: {
+        message: 'Validation failed.',
+        validations: [{ field: 'rich_parameter_values', detail: 'parameter "gitea_token" rejected value "forge-dev-bot-secret"' }],
+      },
+    });
+    const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    const message = (error as Error).message;
+    expect(message).toContain('HTTP 400 on POST /api/v2/users/me/workspaces: Validation failed.');
+    expect(message).toContain('[rich_parameter_values: parameter "gitea_token" rejected value "[redacted]"]');
+    expect(message).not.toContain('forge-dev-bot-secret');
+  });
+
+  it('surfaces an unknown template as a permanent validation error', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { templateId: '11111111-1111-1111-1111-111111111111' });
+    await expect(provider.create(specFor('bt-w'))).rejects.toThrow(/Template "11111111-1111-1111-1111-111111111111" doesn't exist\. \[template_id: template not found\]/);
+  });
+
+  it('does not retry other 4xx answers', async () => {
+    coder.faults.failNext(1, { status: 404, body: { message: 'Resource not found or you do not have access to this resource' } });
+    await expect(provider.create(specFor('bt-w'))).rejects.toBeInstanceOf(CoderApiError);
+    expect(coder.requests).toHaveLength(1);
+  });
+});
