@@ -22,7 +22,9 @@ import {
   type WorkspaceProvider,
   type WorkspaceSpec,
 } from '../workspaces/index.js';
+import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
+import { createOutbox, PermanentDeliveryError, RetryLaterError, type Outbox } from '../outbox/index.js';
 import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import { isWorkspaceCallback, requireToken } from './auth.js';
 import { HttpError } from './errors.js';
@@ -45,6 +47,8 @@ export interface AppDeps {
    * @default writes a notice to stderr
    */
   announceToken?: (token: string) => void;
+  /** Outbox tuning (tests shorten retry backoff and polling). */
+  outbox?: { backoffBaseMs?: number; backoffMaxMs?: number; pollMs?: number };
   /** Event stream tuning (tests shorten the heartbeat and the poll). */
   events?: { heartbeatMs?: number; pollMs?: number; maxBufferBytes?: number };
 }
@@ -58,6 +62,8 @@ export interface App {
   /** Prometheus registry served at /metrics; other modules add their counters here. */
   readonly metrics: MetricsRegistry;
   readonly events: EventHub;
+  /** Durable delivery of side effects; event webhooks today (kind `webhook`). */
+  readonly outbox: Outbox;
   /** Resolves once migrations are applied (retrying while the database is unreachable) and workers run. */
   start(): Promise<void>;
   /** Stops claiming, drains in-flight work, closes the store. Safe to call twice. */
@@ -92,7 +98,34 @@ export function createApp(config: Config, deps: AppDeps): App {
   const tokens = createTokenStore({ store, now });
   const metrics = createMetricsRegistry();
   const events = createEventHub({ engine, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
-  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, store, hub: events, now });
+  // Event webhooks go through the outbox: written in the transition's transaction by the hook,
+  // delivered in order per run and endpoint with retries. The outbox claims only kinds it has a
+  // handler for, so the forge-comment handler can be added to this same instance.
+  const outbox = createOutbox({
+    store,
+    logger,
+    now,
+    ...deps.outbox,
+    handlers: {
+      [WEBHOOK_KIND]: createWebhookDelivery({
+        webhooks: config.events.webhooks,
+        deliveries: metrics.counter('baton_webhook_deliveries_total', 'Outbound event webhook deliveries by result.'),
+        errors: {
+          permanent: (message) => new PermanentDeliveryError(message),
+          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
+        },
+      }),
+    },
+  });
+  if (config.events.webhooks.length > 0) engine.addHook(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
+  const stopRunMetrics = registerRunMetrics({
+    registry: metrics,
+    engine,
+    store,
+    hub: events,
+    now,
+    outboxBacklog: async () => (await outbox.counts()).pending,
+  });
   const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
   const sweeper = createSweeper({
     engine,
@@ -169,6 +202,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     tokens,
     metrics,
     events,
+    outbox,
     start() {
       starting ??= (async () => {
         fs.mkdirSync(config.dataDir, { recursive: true });
@@ -180,6 +214,7 @@ export function createApp(config: Config, deps: AppDeps): App {
           if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
         }
         await events.start();
+        await outbox.start();
         await dispatcher.start();
         teardown.start();
         scheduler.start();
@@ -195,6 +230,7 @@ export function createApp(config: Config, deps: AppDeps): App {
         scheduler.stop();
         stopRunMetrics();
         await events.stop();
+        await outbox.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
         await provider.close?.();

@@ -15,6 +15,7 @@ import {
 } from '../../src/event-webhooks/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
+import { bearer, startTestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -199,5 +200,45 @@ describe('event webhook delivery answers', () => {
     const err = await unreachable({ payload: payload('http://127.0.0.1:1/x'), attempts: 1 }).catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/POST to 127\.0\.0\.1:1 failed/);
+  });
+});
+
+describe.each(STORE_KINDS)('event webhooks through the app and its outbox on $kind', { timeout: 60_000 }, ({ kind, create }) => {
+  it('delivers every subscribed event of a run, signed and in order, retrying a failing receiver', async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    const t = await create();
+    // The receiver fails its first two answers: the outbox must retry, without reordering.
+    const answers = [503, 500];
+    const receiver = await startReceiver('app-level-secret-0123', () => answers.shift() ?? 204);
+    const server = await startTestApp(t, {
+      file: `events:\n  webhooks:\n    - url: ${receiver.url}\n      secret: app-level-secret-0123\n      events: [run.queued, run.started, run.progress, run.succeeded]\n`,
+      deps: { outbox: { backoffBaseMs: 20, backoffMaxMs: 100, pollMs: 50 } },
+    });
+    try {
+      const { engine } = server.app;
+      const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
+      const deadline = Date.now() + 20_000;
+      while ((await engine.get(run.id))?.status !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      await engine.appendEvent(run.id, 'run:progress', { lines: ['step 1'] });
+      await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
+
+      const wanted = ['run.queued', 'run.started', 'run.progress', 'run.succeeded'];
+      const accepted = () => receiver.received.filter((r, i) => i >= 2);
+      while (accepted().length < wanted.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      expect(receiver.received.every((r) => r.verified)).toBe(true);
+      // The first event was refused twice, then accepted; everything after it in order.
+      expect(receiver.received.map((r) => r.event)).toEqual(['run.queued', 'run.queued', ...wanted]);
+      expect(new Set(receiver.received.slice(0, 3).map((r) => r.delivery)).size).toBe(1);
+      expect(accepted().at(-1)!.body.run).toMatchObject({ id: run.id, status: 'succeeded', summary: 'done' });
+
+      const metrics = await (await fetch(`${server.url}/metrics`, { headers: bearer() })).text();
+      expect(metrics).toContain('baton_webhook_deliveries_total{result="delivered"} 4');
+      expect(metrics).toContain('baton_webhook_deliveries_total{result="retried"} 2');
+      expect(metrics).toMatch(/baton_outbox_backlog 0/);
+    } finally {
+      await server.close();
+      await receiver.close();
+      await t.cleanup();
+    }
   });
 });
