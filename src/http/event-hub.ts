@@ -154,13 +154,16 @@ export function createEventHub(options: EventHubOptions): EventHub {
   }
 
   async function readNew(): Promise<void> {
+    // From the floor (so late commits into holes are found), paging on past rows already seen.
+    let cursor = floor;
     for (;;) {
-      const events = await engine.eventsSince(floor, REPLAY_PAGE);
-      const fresh = events.filter((e) => !seen.has(e.id));
+      const events = await engine.eventsSince(cursor, REPLAY_PAGE);
+      const fresh = events.filter((e) => !seen.has(e.id) && e.id > floor);
       for (const e of fresh) seen.add(e.id);
       if (fresh.length && clients.size) for (const item of await framesFor(fresh)) deliver(item);
       advanceFloor();
-      if (events.length < REPLAY_PAGE || fresh.length === 0) return;
+      if (events.length < REPLAY_PAGE) return;
+      cursor = events[events.length - 1]!.id;
       // Let the sockets take what was just queued before the next page lands on top of it.
       await new Promise((resolve) => setImmediate(resolve));
     }

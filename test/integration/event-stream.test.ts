@@ -156,6 +156,35 @@ describe('event stream across PostgreSQL replicas', () => {
     await t?.cleanup();
   });
 
+  it('delivers an event whose transaction commits after a later one (identity values are taken before commit)', async () => {
+    const onA = await openSse(`${a.url}/api/events`, bearer());
+    try {
+      const { run } = await a.app.engine.enqueue(task());
+      await onA.until((events) => events.length >= 1);
+      let release!: () => void;
+      const gate = new Promise<void>((resolve) => (release = resolve));
+      let inserted!: () => void;
+      const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
+      // Takes the next id now and commits only when told to.
+      const slow = t.store.transaction(async (trx) => {
+        await trx.insertInto('run_events').values({ run_id: run.id, type: 'run:progress', from_status: null, to_status: null, data: '{"lines":["slow"]}', created_at: Date.now() }).execute();
+        inserted();
+        await gate;
+      });
+      await insertedYet;
+      await a.app.engine.appendEvent(run.id, 'run:progress', { lines: ['fast'] });
+      await onA.until((events) => events.some((e) => e.data?.lines?.toString() === 'fast'));
+      release();
+      await slow;
+      await onA.until((events) => events.some((e) => e.data?.lines?.toString() === 'slow'));
+      const ids = onA.events.map((e) => e.id);
+      expect(new Set(ids).size).toBe(ids.length);
+      expect(ids.sort((x, y) => x - y)).toEqual((await t.store.db.selectFrom('run_events').select('id').orderBy('id').execute()).map((r) => Number(r.id)));
+    } finally {
+      onA.close();
+    }
+  });
+
   it('delivers an event raised on one replica to a client of another', async () => {
     const onB = await openSse(`${b.url}/api/events`, bearer());
     try {
