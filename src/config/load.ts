@@ -38,6 +38,10 @@ export const FILE_SECTIONS = [
   'claude',
   'api',
   'events',
+  // Validated by the modules that own them (see src/http/settings.ts).
+  'pipeline',
+  'webhooks',
+  'comments',
 ] as const;
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */

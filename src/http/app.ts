@@ -2,7 +2,10 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
-import type { Config } from '../config/index.js';
+import { ConfigError, type Config } from '../config/index.js';
+import { createForgeAccounts } from '../forge/index.js';
+import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import type { Logger } from '../log/index.js';
 import {
   createDispatcher,
@@ -10,6 +13,7 @@ import {
   createScheduler,
   createSweeper,
   createTeardownWorker,
+  NOTIFY_CHANNEL,
   type FullRunEngine,
   type Run,
   type Schedule,
@@ -19,12 +23,21 @@ import {
   createCoderProviderFromConfig,
   createLocalProvider,
   reconcile,
+  workspaceNameForKey,
   type WorkspaceProvider,
   type WorkspaceSpec,
 } from '../workspaces/index.js';
-import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
+import { createWebhookDelivery, createWebhookHook, WEBHOOK_EVENT_OF, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createOutbox, PermanentDeliveryError, RetryLaterError, type Outbox } from '../outbox/index.js';
+import {
+  createCommentHandler,
+  createOutbox,
+  createStatusCommentHook,
+  PermanentDeliveryError,
+  RetryLaterError,
+  STATUS_COMMENT_EVENTS,
+  type Outbox,
+} from '../outbox/index.js';
 import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import { isWorkspaceCallback, requireToken } from './auth.js';
 import { HttpError } from './errors.js';
@@ -36,6 +49,7 @@ import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes } from './routes-runs.js';
+import { resolveModuleSettings } from './settings.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -77,6 +91,8 @@ export interface App {
 export function createApp(config: Config, deps: AppDeps): App {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
+  const settings = resolveModuleSettings(config);
+  if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
   const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
@@ -98,15 +114,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   const tokens = createTokenStore({ store, now });
   const metrics = createMetricsRegistry();
   const events = createEventHub({ engine, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
-  // Event webhooks go through the outbox: written in the transition's transaction by the hook,
-  // delivered in order per run and endpoint with retries. The outbox claims only kinds it has a
-  // handler for, so the forge-comment handler can be added to this same instance.
+
+  // Status comments and event webhooks: written to the outbox inside each transition's
+  // transaction, delivered by the outbox worker with retries, so Gitea or a receiver being down
+  // never blocks or loses a run. Webhook entries are ordered per run and endpoint.
+  const accounts = createForgeAccounts(config);
   const outbox = createOutbox({
     store,
     logger,
-    now,
+    pollMs: config.queue.pollMs,
+    wakeChannel: NOTIFY_CHANNEL,
     ...deps.outbox,
     handlers: {
+      comment: createCommentHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: metrics.counter('baton_webhook_deliveries_total', 'Outbound event webhook deliveries by result.'),
@@ -117,7 +137,18 @@ export function createApp(config: Config, deps: AppDeps): App {
       }),
     },
   });
+  engine.addHook(
+    createStatusCommentHook({
+      templates: settings.commentTemplates,
+      accounts,
+      outbox,
+      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+    }),
+  );
   if (config.events.webhooks.length > 0) engine.addHook(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
+  engine.subscribe((event) => {
+    if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type) || (config.events.webhooks.length > 0 && WEBHOOK_EVENT_OF[event.type])) outbox.wake();
+  });
   const stopRunMetrics = registerRunMetrics({
     registry: metrics,
     engine,
@@ -126,13 +157,18 @@ export function createApp(config: Config, deps: AppDeps): App {
     now,
     outboxBacklog: async () => (await outbox.counts()).pending,
   });
-  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config), logger, now });
+
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
   const sweeper = createSweeper({
     engine,
     logger,
     staleAfterMs: config.staleWorkspaceMinutes * 60_000,
     now,
-    onSweep: provider.name === 'coder' ? () => reconcileWorkspaces(engine, provider, logger) : undefined,
+    onSweep: async () => {
+      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
+      await pruneDeliveries(store, settings.webhooks.deliveryRetentionDays, now);
+      await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
+    },
   });
 
   const readiness: ReadinessCheck[] = [
@@ -171,6 +207,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
+  hono.route(
+    '/',
+    createGiteaIngress({
+      engine,
+      store,
+      pipeline: settings.pipeline,
+      webhooks: settings.webhooks,
+      secret: config.gitea.webhookSecret,
+      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+      logger,
+      now,
+    }),
+  );
   hono.route('/', metricsRoutes(metrics, config.api.publicMetrics ? undefined : tokenRequired));
   hono.route('/', runsRoutes({ engine, store, forgeUrl: config.gitea.url, now }));
   hono.route('/', eventRoutes(events));
@@ -230,9 +279,9 @@ export function createApp(config: Config, deps: AppDeps): App {
         scheduler.stop();
         stopRunMetrics();
         await events.stop();
-        await outbox.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
+        await outbox.stop();
         await provider.close?.();
         await store.close();
       })();
@@ -273,9 +322,12 @@ function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEn
   });
 }
 
-/** Deterministic per run, so a re-claim after a crash finds the workspace the first claim made. */
+/**
+ * Readable (`develop-acme-app-7-r42`) and deterministic per run, so a re-claim after a crash finds
+ * the workspace the first claim made, while a follow-up run never adopts its predecessor's.
+ */
 function workspaceName(run: Run): string {
-  return `baton-${run.id}`;
+  return workspaceNameForKey(`${run.key}-r${run.id}`);
 }
 
 function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
@@ -297,20 +349,14 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
   };
 }
 
-function schedulesFrom(config: Config): Schedule[] {
+function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
   if (config.maintenanceRepos.length === 0) return [];
   return [
     {
       name: 'maintenance',
       cron: config.schedules.maintenance,
       timezone: config.schedules.timezone,
-      tasks: () =>
-        config.maintenanceRepos.map((r) => ({
-          stage: 'maintenance',
-          owner: r.owner,
-          repo: r.repo,
-          payload: { account: 'dev', cloneUrl: r.cloneUrl, trigger: 'weekly maintenance' },
-        })),
+      tasks: () => maintenanceRequests(config.maintenanceRepos, pipeline),
     },
   ];
 }

@@ -103,8 +103,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     try {
       await engine.recordWorkspace(run.id, leaseToken, { workspaceName: name, callbackTokenHash: hashCallbackToken(token) });
       log.info({ workspace: name, attempt: run.attempts }, 'provisioning workspace');
-      const workspace = await provider.create(options.buildSpec(run, name, token));
+      let workspace = await provider.create(options.buildSpec(run, name, token));
       created = true;
+      if (provider.waitUntilRunning) workspace = await provider.waitUntilRunning(name);
       await engine.markRunning(run.id, leaseToken, { workspaceId: workspace.id });
       log.info({ workspace: name }, 'workspace running');
     } catch (err) {

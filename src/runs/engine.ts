@@ -81,14 +81,32 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   /** Runs `fn` in a transaction and announces its events once it has committed. */
   async function write<T>(fn: (trx: Kysely<Database>, committed: Committed) => Promise<T>, wake = false): Promise<T> {
     const committed: Committed = [];
-    const result = await store.transaction(async (trx) => {
-      const value = await fn(trx, committed);
-      if (wake || committed.length > 0) await store.notify(trx, NOTIFY_CHANNEL, wake ? 'wake' : 'events');
-      return value;
-    });
+    const result = await store.transaction((trx) => fn(trx, committed));
+    if (wake || committed.length > 0) hintReplicas(wake ? 'wake' : 'events');
     for (const { event, run } of committed) safeEmit('event', event, run);
     if (wake) safeEmit('wake');
     return result;
+  }
+
+  let pendingHint: 'wake' | 'events' | undefined;
+  let hinting = false;
+  /**
+   * NOTIFY after commit, coalesced: one in flight at a time, carrying everything since the last.
+   * NOTIFY inside a writing transaction holds PostgreSQL's global notify lock through the commit's
+   * WAL flush, serialising every commit that notifies; a hint is only a hint (the dispatcher polls).
+   */
+  function hintReplicas(kind: 'wake' | 'events'): void {
+    pendingHint = kind === 'wake' || pendingHint === 'wake' ? 'wake' : 'events';
+    if (hinting || store.dialect !== 'postgres') return;
+    hinting = true;
+    void (async () => {
+      while (pendingHint) {
+        const payload = pendingHint;
+        pendingHint = undefined;
+        await store.notify(store.db, NOTIFY_CHANNEL, payload).catch(() => {});
+      }
+      hinting = false;
+    })();
   }
 
   /** Listeners must never break the caller's transition (graphile-worker's safeEmit). */

@@ -2,52 +2,16 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { CleanupConfig } from '../config/index.js';
 import type { Store } from '../store/index.js';
-import type { WorkspaceProvider } from '../workspaces/index.js';
+import { teardownWorkspace, type WorkspaceProvider } from '../workspaces/index.js';
 import { backoffDelay } from './backoff.js';
-
-export interface TeardownOptions {
-  /** How long to wait for a stop before deleting anyway. @default 300_000 */
-  waitStoppedMs?: number;
-  /** How long to wait for a delete to finish before the attempt counts as failed. @default 300_000 */
-  waitGoneMs?: number;
-  /** @default 1_000 */
-  pollMs?: number;
-}
-
-/**
- * stop → wait until stopped (bounded) → delete → confirm gone. Throws when the workspace is still
- * there at the end, so the job is retried.
- */
-export async function teardownWorkspace(provider: WorkspaceProvider, name: string, options: TeardownOptions = {}): Promise<void> {
-  const pollMs = options.pollMs ?? 1_000;
-  const waitFor = async (done: (status: string | null) => boolean, limitMs: number): Promise<boolean> => {
-    const deadline = Date.now() + limitMs;
-    for (;;) {
-      const workspace = await provider.get(name);
-      if (done(workspace?.status ?? null)) return true;
-      if (Date.now() >= deadline) return false;
-      await new Promise((resolve) => setTimeout(resolve, pollMs));
-    }
-  };
-  const current = await provider.get(name);
-  if (!current) return;
-  if (!['stopped', 'failed', 'canceled', 'deleting'].includes(current.status)) {
-    await provider.stop(name);
-    // A stop that never finishes must not keep the workspace forever: delete regardless.
-    await waitFor((s) => s === null || s === 'stopped' || s === 'failed' || s === 'canceled', options.waitStoppedMs ?? 300_000);
-  }
-  await provider.delete(name);
-  if (!(await waitFor((s) => s === null, options.waitGoneMs ?? 300_000))) {
-    throw new Error(`workspace ${name} still exists after delete`);
-  }
-}
 
 export interface TeardownWorkerOptions {
   store: Store;
   provider: WorkspaceProvider;
   cleanup: CleanupConfig;
   logger: Logger;
-  teardown?: (provider: WorkspaceProvider, name: string) => Promise<void>;
+  /** @default stop → wait → delete → confirm gone (workspaces' teardownWorkspace) */
+  teardown?: (provider: WorkspaceProvider, name: string) => Promise<unknown>;
   /** Lease on a teardown job while it runs; a crashed replica's job is picked up after it. @default 15 min */
   leaseMs?: number;
   pollMs?: number;
@@ -71,7 +35,7 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
   const { store, provider, cleanup, logger } = options;
   const now = options.now ?? Date.now;
   const leaseMs = options.leaseMs ?? 15 * 60_000;
-  const teardown = options.teardown ?? ((p, name) => teardownWorkspace(p, name));
+  const teardown = options.teardown ?? ((p: WorkspaceProvider, name: string) => teardownWorkspace(p, name, { pollMs: 1_000 }));
   const active = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
   let running = false;

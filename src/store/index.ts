@@ -67,17 +67,57 @@ export function createStore(options: StoreOptions): Store {
 
 function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store {
   const db = createSqliteKysely(file, synchronous);
-  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
-    db.connection().execute(async (conn) => {
-      await sql`BEGIN IMMEDIATE`.execute(conn);
+  type Waiting = { fn: (trx: Kysely<Database>) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  const waiting: Waiting[] = [];
+  let draining = false;
+  /**
+   * Group commit: transactions that queue up while one is running share the next BEGIN…COMMIT,
+   * each inside its own SAVEPOINT (its failure rolls back only its own writes). The one
+   * connection serialises them anyway; sharing the commit shares its WAL write (and fsync on FULL).
+   * Every caller still resolves only after the COMMIT that made its writes durable.
+   */
+  const drain = async (): Promise<void> => {
+    draining = true;
+    while (waiting.length > 0) {
+      const batch = waiting.splice(0, 256);
+      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
       try {
-        const result = await fn(conn);
-        await sql`COMMIT`.execute(conn);
-        return result;
+        await db.connection().execute(async (conn) => {
+          await sql`BEGIN IMMEDIATE`.execute(conn);
+          try {
+            for (const item of batch) {
+              await sql`SAVEPOINT grouped`.execute(conn);
+              try {
+                const value = await item.fn(conn);
+                await sql`RELEASE grouped`.execute(conn);
+                outcomes.push({ ok: true, value });
+              } catch (error) {
+                await sql`ROLLBACK TO grouped`.execute(conn);
+                await sql`RELEASE grouped`.execute(conn);
+                outcomes.push({ ok: false, error });
+              }
+            }
+            await sql`COMMIT`.execute(conn);
+          } catch (err) {
+            await sql`ROLLBACK`.execute(conn).catch(() => {});
+            throw err;
+          }
+        });
+        batch.forEach((item, i) => {
+          const o = outcomes[i]!;
+          if (o.ok) item.resolve(o.value);
+          else item.reject(o.error);
+        });
       } catch (err) {
-        await sql`ROLLBACK`.execute(conn).catch(() => {});
-        throw err;
+        for (const item of batch) item.reject(err);
       }
+    }
+    draining = false;
+  };
+  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      if (!draining) void drain();
     });
   return {
     dialect: 'sqlite',

@@ -67,6 +67,12 @@ export interface WorkspaceProvider {
    * after a failure retrying cannot fix (Coder rejected the token). Absent = always healthy.
    */
   health?(): { ok: boolean; reason?: string };
+  /**
+   * Resolves once a created workspace is up, or throws when its start failed. Providers whose
+   * create returns before the workspace runs (Coder queues a build) implement it, so a failed
+   * start fails the attempt at once instead of at the next sweep.
+   */
+  waitUntilRunning?(name: string): Promise<Workspace>;
   /** Releases timers and connections. */
   close?(): Promise<void>;
 }
