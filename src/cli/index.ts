@@ -1,5 +1,9 @@
 import { createRequire } from 'node:module';
 import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
+import { ApiError } from './api-client.js';
+import { UsageError } from './args.js';
+import { processIo, type CommandIo } from './io.js';
+import { logsCommand, queueCommand, runsCommand } from './operator-commands.js';
 
 const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
 
@@ -11,6 +15,14 @@ Commands:
   init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
   config check     Print the resolved configuration (secrets masked) and exit 1 if it is invalid
+  token create --name NAME | list | revoke ID_OR_NAME
+                   Manage API tokens (works on the database directly)
+  runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--cursor C]
+  runs show|retry|cancel RUN
+  queue pause|resume|stats
+  logs RUN [--follow]
+                   Operator commands over the API: BATON_URL (default http://127.0.0.1:3000)
+                   and BATON_TOKEN; add --json for scripts
   help             Show this help
 
 Options:
@@ -20,7 +32,27 @@ Options:
 Configuration comes from environment variables and an optional baton.yaml (BATON_CONFIG);
 see the README's configuration reference.`;
 
+export { logsCommand, queueCommand, runsCommand, sseMessages } from './operator-commands.js';
+export type { CommandIo } from './io.js';
+
 type Command = (argv: string[]) => Promise<number>;
+
+/** Runs an operator command, turning usage and API errors into a message and an exit code. */
+async function operator(fn: (argv: string[], io: CommandIo) => Promise<number>, argv: string[], io: CommandIo = processIo()): Promise<number> {
+  try {
+    return await fn(argv, io);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      io.err(err.message);
+      return 2;
+    }
+    if (err instanceof ApiError) {
+      io.err(`error: ${err.message}`);
+      return 1;
+    }
+    throw err;
+  }
+}
 
 const commands: Record<string, Command> = {
   serve: async () => {
@@ -64,6 +96,16 @@ const commands: Record<string, Command> = {
     console.log(JSON.stringify(describeConfig(loaded.config), null, 2));
     return 0;
   },
+  token: async (argv) => {
+    const loaded = loadOrReport();
+    if (!loaded) return 1;
+    // On demand, like migrate: only token commands need the database drivers.
+    const { tokenCommand } = await import('./token-commands.js');
+    return operator((a, io) => tokenCommand(a, io, loaded.config), argv);
+  },
+  runs: (argv) => operator(runsCommand, argv),
+  queue: (argv) => operator(queueCommand, argv),
+  logs: (argv) => operator(logsCommand, argv),
   help: async () => {
     console.log(HELP);
     return 0;

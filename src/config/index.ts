@@ -3,3 +3,4 @@ export { ConfigError, Problems, show } from './problems.js';
 export { describeConfig, maskUrlPassword } from './describe.js';
 export { DEFAULTS } from './defaults.js';
 export type * from './types.js';
+export { WEBHOOK_EVENTS } from './operator.js';

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Cron } from 'croner';
 import YAML from 'yaml';
 import { DEFAULTS } from './defaults.js';
+import { parseApiSection, parseEventsSection } from './operator.js';
 import { ConfigError, Problems, show } from './problems.js';
 import type { Config, LogLevel, MaintenanceRepo, WorkspaceProviderName } from './types.js';
 
@@ -35,6 +36,8 @@ export const FILE_SECTIONS = [
   'bots',
   'coder',
   'claude',
+  'api',
+  'events',
   // Validated by the modules that own them (see src/http/settings.ts).
   'pipeline',
   'webhooks',
@@ -182,6 +185,9 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     problems.required('CODER_TEMPLATE_ID', coder.templateId, 'when WORKSPACE_PROVIDER=coder (the template UUID)');
   }
 
+  const api = parseApiSection(problems, env, section('api'));
+  const events = parseEventsSection(problems, section('events'));
+
   problems.throwIfAny();
   const config: Config = {
     port,
@@ -203,6 +209,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     },
     coder,
     claude: { oauthToken: problems.string('CLAUDE_OAUTH_TOKEN', env.CLAUDE_OAUTH_TOKEN) },
+    api,
+    events,
     agentEnv: Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!])),
     configFile,
     file,

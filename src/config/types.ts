@@ -56,10 +56,34 @@ export interface Config {
   bots: { dev: BotAccount; review: BotAccount };
   coder: { url?: string; token?: string; templateId?: string };
   claude: { oauthToken?: string };
+  api: ApiConfig;
+  events: EventsConfig;
   /** Runner settings passed through from baton's environment to local workspaces (BATON_INSTALL_COMMAND, …). */
   agentEnv: Record<string, string>;
   /** Path of the baton.yaml that was read, if any. */
   configFile?: string;
   /** The parsed baton.yaml; sections owned by other modules are validated there. */
   file: Record<string, unknown>;
+}
+
+export interface ApiConfig {
+  /** `GET /queue` without a token. @default false */
+  publicQueue: boolean;
+  /** `GET /metrics` without a token. @default false */
+  publicMetrics: boolean;
+  /** Stored as the `admin` token on first start instead of minting one (`BATON_BOOTSTRAP_TOKEN`). */
+  bootstrapToken?: string;
+}
+
+export type WebhookEventName = 'run.queued' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
+
+export interface EventWebhook {
+  url: string;
+  /** HMAC-SHA256 key; the receiver verifies `X-Baton-Signature` with it. */
+  secret: string;
+  events: WebhookEventName[];
+}
+
+export interface EventsConfig {
+  webhooks: EventWebhook[];
 }

@@ -5,7 +5,6 @@ import { Hono } from 'hono';
 import { ConfigError, type Config } from '../config/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
-import { createCommentHandler, createOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -28,10 +27,28 @@ import {
   type WorkspaceProvider,
   type WorkspaceSpec,
 } from '../workspaces/index.js';
+import { createWebhookDelivery, createWebhookHook, WEBHOOK_EVENT_OF, WEBHOOK_KIND } from '../event-webhooks/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
+import {
+  createCommentHandler,
+  createOutbox,
+  createStatusCommentHook,
+  PermanentDeliveryError,
+  RetryLaterError,
+  STATUS_COMMENT_EVENTS,
+  type Outbox,
+} from '../outbox/index.js';
+import { createTokenStore, type TokenStore } from '../tokens/index.js';
+import { isWorkspaceCallback, requireToken } from './auth.js';
 import { HttpError } from './errors.js';
+import { createEventHub, type EventHub } from './event-hub.js';
+import { metricsRoutes, registerRunMetrics } from './metrics.js';
+import { dashboardRoutes } from './routes-dashboard.js';
+import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
+import { runsRoutes } from './routes-runs.js';
 import { resolveModuleSettings } from './settings.js';
 
 export interface AppDeps {
@@ -39,6 +56,15 @@ export interface AppDeps {
   store?: Store;
   provider?: WorkspaceProvider;
   now?: () => number;
+  /**
+   * Shows the admin token minted on a first start. It goes to the terminal, never to the log.
+   * @default writes a notice to stderr
+   */
+  announceToken?: (token: string) => void;
+  /** Outbox tuning (tests shorten retry backoff and polling). */
+  outbox?: { backoffBaseMs?: number; backoffMaxMs?: number; pollMs?: number };
+  /** Event stream tuning (tests shorten the heartbeat and the poll). */
+  events?: { heartbeatMs?: number; pollMs?: number; maxBufferBytes?: number };
 }
 
 export interface App {
@@ -46,6 +72,12 @@ export interface App {
   readonly engine: FullRunEngine;
   readonly store: Store;
   readonly provider: WorkspaceProvider;
+  readonly tokens: TokenStore;
+  /** Prometheus registry served at /metrics; other modules add their counters here. */
+  readonly metrics: MetricsRegistry;
+  readonly events: EventHub;
+  /** Durable delivery of side effects; event webhooks today (kind `webhook`). */
+  readonly outbox: Outbox;
   /** Resolves once migrations are applied (retrying while the database is unreachable) and workers run. */
   start(): Promise<void>;
   /** Stops claiming, drains in-flight work, closes the store. Safe to call twice. */
@@ -79,16 +111,31 @@ export function createApp(config: Config, deps: AppDeps): App {
   engine.subscribe((event) => {
     if (event.toStatus && ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'].includes(event.toStatus)) teardown.wake();
   });
+  const tokens = createTokenStore({ store, now });
+  const metrics = createMetricsRegistry();
+  const events = createEventHub({ engine, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
 
-  // Status comments: written to the outbox inside each transition's transaction, delivered by
-  // the outbox worker with retries, so Gitea being down never blocks or loses a run.
+  // Status comments and event webhooks: written to the outbox inside each transition's
+  // transaction, delivered by the outbox worker with retries, so Gitea or a receiver being down
+  // never blocks or loses a run. Webhook entries are ordered per run and endpoint.
   const accounts = createForgeAccounts(config);
   const outbox = createOutbox({
     store,
     logger,
-    handlers: { comment: createCommentHandler({ accounts }) },
     pollMs: config.queue.pollMs,
     wakeChannel: NOTIFY_CHANNEL,
+    ...deps.outbox,
+    handlers: {
+      comment: createCommentHandler({ accounts }),
+      [WEBHOOK_KIND]: createWebhookDelivery({
+        webhooks: config.events.webhooks,
+        deliveries: metrics.counter('baton_webhook_deliveries_total', 'Outbound event webhook deliveries by result.'),
+        errors: {
+          permanent: (message) => new PermanentDeliveryError(message),
+          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
+        },
+      }),
+    },
   });
   engine.addHook(
     createStatusCommentHook({
@@ -98,12 +145,23 @@ export function createApp(config: Config, deps: AppDeps): App {
       secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
     }),
   );
-  // Without a forge the hook writes nothing, and a wake would only make the worker look in vain.
-  if (Object.keys(accounts).length > 0) {
-    engine.subscribe((event) => {
-      if ((STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) outbox.wake();
-    });
-  }
+  if (config.events.webhooks.length > 0) engine.addHook(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
+  // Wake the outbox only for events a hook turned into entries: without a forge or event
+  // webhooks there is nothing to deliver, and a wake would only make the worker look in vain.
+  const commentsOn = Object.keys(accounts).length > 0;
+  engine.subscribe((event) => {
+    if ((commentsOn && (STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) || (config.events.webhooks.length > 0 && WEBHOOK_EVENT_OF[event.type])) {
+      outbox.wake();
+    }
+  });
+  const stopRunMetrics = registerRunMetrics({
+    registry: metrics,
+    engine,
+    store,
+    hub: events,
+    now,
+    outboxBacklog: async () => (await outbox.counts()).pending,
+  });
 
   const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
   const sweeper = createSweeper({
@@ -146,6 +204,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     return c.json({ error: { code: 'internal', message: 'internal error' } }, 500);
   });
   hono.notFound((c) => c.json({ error: { code: 'not_found', message: `no route for ${c.req.method} ${c.req.path}` } }, 404));
+  // Token checks come before any route: every /api/* path except the workspace callbacks, which
+  // carry their own per-run token; /webhook/* verifies the forge's signature itself.
+  const tokenRequired = requireToken(tokens);
+  hono.use('/api/*', requireToken(tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
+  if (!config.api.publicQueue) hono.use('/queue', tokenRequired);
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
@@ -162,6 +225,10 @@ export function createApp(config: Config, deps: AppDeps): App {
       now,
     }),
   );
+  hono.route('/', metricsRoutes(metrics, config.api.publicMetrics ? undefined : tokenRequired));
+  hono.route('/', runsRoutes({ engine, store, forgeUrl: config.gitea.url, now }));
+  hono.route('/', eventRoutes(events));
+  hono.route('/', dashboardRoutes(tokens));
 
   let stopped = false;
   let starting: Promise<void> | undefined;
@@ -186,11 +253,21 @@ export function createApp(config: Config, deps: AppDeps): App {
     engine,
     store,
     provider,
+    tokens,
+    metrics,
+    events,
+    outbox,
     start() {
       starting ??= (async () => {
         fs.mkdirSync(config.dataDir, { recursive: true });
         await migrateWithRetry();
         if (stopped) return;
+        const minted = await tokens.bootstrap(config.api.bootstrapToken);
+        if (minted) {
+          logger.info({ name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) }, 'first start: admin API token created');
+          if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
+        }
+        await events.start();
         await outbox.start();
         await dispatcher.start();
         teardown.start();
@@ -205,6 +282,8 @@ export function createApp(config: Config, deps: AppDeps): App {
         stopped = true;
         await starting?.catch(() => {});
         scheduler.stop();
+        stopRunMetrics();
+        await events.stop();
         await Promise.all([dispatcher.stop(), sweeper.stop()]);
         await teardown.stop();
         await outbox.stop();
@@ -214,6 +293,14 @@ export function createApp(config: Config, deps: AppDeps): App {
       return stopping;
     },
   };
+}
+
+function announceToStderr(token: string): void {
+  process.stderr.write(
+    `\nbaton: first start, no API tokens yet. This admin token is shown once; store it now:\n\n  ${token}\n\n` +
+      'Use it as "Authorization: Bearer <token>", in BATON_TOKEN for the CLI, or to log in to the dashboard.\n' +
+      'Mint more with "baton token create --name NAME"; revoke with "baton token revoke NAME".\n\n',
+  );
 }
 
 /** The `baton` bin of this installation: local workspaces run `baton agent` from it. */

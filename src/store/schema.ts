@@ -80,6 +80,18 @@ export interface TeardownsTable {
   updated_at: number;
 }
 
+/** Operator API tokens: only the SHA-256 of each token; a revoked token keeps its row. */
+export interface ApiTokensTable {
+  id: Generated<number>;
+  name: string;
+  token_hash: string;
+  /** The first characters of the token (prefix included), to tell tokens apart in listings. */
+  hint: string;
+  created_at: number;
+  last_used_at: number | null;
+  revoked_at: number | null;
+}
+
 /** One row per webhook delivery acted on (owned by ingress/); pruned after a few days. */
 export interface WebhookDeliveriesTable {
   id: string;
@@ -109,6 +121,7 @@ export interface Database {
   dispatch_state: DispatchStateTable;
   schedule_fires: ScheduleFiresTable;
   teardowns: TeardownsTable;
+  api_tokens: ApiTokensTable;
   baton_migrations: MigrationsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;

@@ -17,6 +17,8 @@ async function until<T>(fn: () => Promise<T | undefined | null | false>, what: s
   }
 }
 
+const ADMIN = 'baton_http-app-test-admin-token-000000';
+
 describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
   let dir: string;
   let app: App;
@@ -24,7 +26,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-app-'));
-    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: `sqlite:${dir}/baton.db`, QUEUE_CONCURRENCY: '1' }, dir);
+    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: `sqlite:${dir}/baton.db`, QUEUE_CONCURRENCY: '1', BATON_BOOTSTRAP_TOKEN: ADMIN }, dir);
     provider = createMemoryProvider();
     app = createApp(config, { logger: silentLogger, provider });
   });
@@ -76,7 +78,8 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const spec = provider.created[0]!;
     expect(spec.callbackUrl).toMatch(new RegExp(`/api/runs/${run.id}/complete$`));
 
-    const queue = (await (await app.hono.request('/queue')).json()) as { activeWorkspaces: Record<string, unknown> };
+    expect((await app.hono.request('/queue')).status).toBe(401);
+    const queue = (await (await app.hono.request('/queue', { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { activeWorkspaces: Record<string, unknown> };
     expect(queue).toMatchObject({ pending: 0, active: 1, failed: 0, dead: 0, concurrency: 1, paused: false });
     expect(queue.activeWorkspaces['develop-acme-app-7']).toMatchObject({ workspaceName: running.workspaceName, runId: run.id });
 

@@ -1,0 +1,75 @@
+import type { WebhookEventName } from '../config/index.js';
+import type { Run, RunEvent } from '../runs/index.js';
+
+/**
+ * Which run_events become which outbound webhook event. Operator re-queues (`run:requeued`) are
+ * announced as `run.queued`; a run that used up its provisioning attempts (`run:dead`) as
+ * `run.failed` with `run.status: "dead"`. Claims, coalesced duplicates and teardowns are internal.
+ */
+export const WEBHOOK_EVENT_OF: Readonly<Record<string, WebhookEventName>> = {
+  'run:queued': 'run.queued',
+  'run:requeued': 'run.queued',
+  'run:started': 'run.started',
+  'run:progress': 'run.progress',
+  'run:retrying': 'run.retrying',
+  'run:succeeded': 'run.succeeded',
+  'run:failed': 'run.failed',
+  'run:dead': 'run.failed',
+  'run:cancelled': 'run.cancelled',
+  'run:timed_out': 'run.timed_out',
+};
+
+/** The JSON body receivers get. `id` is stable across retries of one event (receivers dedupe on it). */
+export interface WebhookBody {
+  id: string;
+  event: WebhookEventName;
+  /** ISO 8601 time of the transition. */
+  occurredAt: string;
+  run: {
+    id: number;
+    key: string;
+    stage: string;
+    owner: string;
+    repo: string;
+    number: number | null;
+    status: string;
+    attempts: number;
+    workspaceName: string | null;
+    summary: string | null;
+    error: string | null;
+    usage: Run['usage'];
+    costUsd: number | null;
+    durationMs: number | null;
+  };
+  /** The event's details: `{ lines, usage?, costUsd? }` for progress, `{ error }`, `{ reason }`, … */
+  data: Record<string, unknown> | null;
+}
+
+export function webhookEventOf(event: RunEvent): WebhookEventName | null {
+  return WEBHOOK_EVENT_OF[event.type] ?? null;
+}
+
+export function webhookBody(name: WebhookEventName, event: RunEvent, run: Run): WebhookBody {
+  return {
+    id: `evt_${event.id}`,
+    event: name,
+    occurredAt: new Date(event.createdAt).toISOString(),
+    run: {
+      id: run.id,
+      key: run.key,
+      stage: run.stage,
+      owner: run.owner,
+      repo: run.repo,
+      number: run.number,
+      status: run.status,
+      attempts: run.attempts,
+      workspaceName: run.workspaceName,
+      summary: run.summary,
+      error: run.status === 'succeeded' ? null : run.lastError,
+      usage: run.usage,
+      costUsd: run.costUsd,
+      durationMs: run.durationMs,
+    },
+    data: event.data,
+  };
+}

@@ -1,0 +1,159 @@
+import fs from 'node:fs';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
+import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const hasChromium = fs.existsSync(CHROMIUM);
+if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the dashboard browser tests are skipped.`);
+
+/** The machine may be busy: give the browser time, not a wall-clock race. */
+const POLL = { timeout: 15_000, interval: 50 };
+
+const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+
+/** Counts distinct colours and non-white pixels of a PNG by drawing it on a canvas in the browser. */
+async function pixelStats(page: Page, png: Buffer): Promise<{ colours: number; inked: number; total: number }> {
+  const probe = await page.context().newPage();
+  try {
+    // A string, so this Node-side file needs no DOM types.
+    return await probe.evaluate(`(async () => {
+      const img = new Image();
+      img.src = ${JSON.stringify(`data:image/png;base64,${png.toString('base64')}`)};
+      await img.decode();
+      const canvas = document.createElement('canvas');
+      canvas.width = img.width;
+      canvas.height = img.height;
+      const ctx = canvas.getContext('2d');
+      ctx.drawImage(img, 0, 0);
+      const { data } = ctx.getImageData(0, 0, img.width, img.height);
+      const colours = new Set();
+      let inked = 0;
+      for (let i = 0; i < data.length; i += 4) {
+        const r = data[i], g = data[i + 1], b = data[i + 2];
+        colours.add((r << 16) | (g << 8) | b);
+        if (r < 200 || g < 200 || b < 200) inked++;
+      }
+      return { colours: colours.size, inked, total: data.length / 4 };
+    })()`);
+  } finally {
+    await probe.close();
+  }
+}
+
+describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_000 }, () => {
+  let browser: Browser;
+  let t: TestStore;
+  let server: TestApp;
+  let page: Page;
+
+  beforeAll(async () => {
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+  });
+  afterAll(async () => {
+    await browser?.close();
+  });
+  beforeEach(async () => {
+    t = await createSqliteTestStore();
+    server = await startTestApp(t, { env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' } });
+    await server.app.engine.pause();
+    page = await (await browser.newContext()).newPage();
+  });
+  afterEach(async () => {
+    await page?.context().close();
+    await server?.close();
+    await t?.cleanup();
+  });
+
+  const login = async (token = ADMIN_TOKEN) => {
+    await page.goto(server.url);
+    await page.fill('#token', token);
+    await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+  };
+  const row = (id: number) => page.locator(`#runs tr[data-run-id="${id}"]`);
+
+  it('refuses a wrong token and keeps a valid one in an HttpOnly, SameSite=Strict cookie', async () => {
+    await login('baton_wrong');
+    await expect.poll(() => page.textContent('.error'), POLL).toContain('not valid');
+    expect(await page.context().cookies()).toEqual([]);
+
+    await login();
+    await page.waitForSelector('#runs');
+    const [cookie] = await page.context().cookies();
+    expect(cookie).toMatchObject({ name: 'baton_session', httpOnly: true, sameSite: 'Strict' });
+    // The page's own script cannot read the token.
+    expect(await page.evaluate('document.cookie')).toBe('');
+  });
+
+  it('shows a run go from queued to succeeded live, and cancels another, without reloading', async () => {
+    const { engine } = server.app;
+    await login();
+    await page.waitForSelector('body[data-ready="true"]');
+    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
+    // A marker that a reload would wipe.
+    await page.evaluate('window.marker = 42');
+    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
+
+    const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('queued');
+    expect(await row(run.id).locator('a[href^="https://git.example.com"]').getAttribute('href')).toBe('https://git.example.com/acme/app/issues/7');
+
+    await page.click('#resume');
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('running');
+    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent(), POLL).toBe(`baton-${run.id}`);
+    await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 1500, outputTokens: 500 }, costUsd: 0.25 });
+    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('succeeded');
+    expect(await row(run.id).locator('td[data-label="tokens"]').textContent()).toBe((2000).toLocaleString('en-US'));
+    expect(await row(run.id).locator('td[data-label="cost"]').textContent()).toBe('$0.2500');
+
+    await page.click('#pause');
+    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
+    const other = await engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 8 });
+    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('queued');
+    await row(other.run.id).locator('button[data-action="cancel"]').click();
+    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('cancelled');
+    expect((await engine.get(other.run.id))?.status).toBe('cancelled');
+    await expect.poll(() => row(other.run.id).locator('button[data-action="retry"]').count(), POLL).toBe(1);
+
+    expect(await page.evaluate('window.marker')).toBe(42);
+  });
+
+  it('shows a run page with its timeline and a live log', async () => {
+    const { engine } = server.app;
+    const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
+    await engine.appendEvent(run.id, 'run:progress', { lines: ['cloning acme/app'] });
+    await login();
+    await page.waitForSelector('body[data-ready="true"]');
+    await row(run.id).locator('a[href^="#/runs/"]').click();
+    await expect.poll(() => page.textContent('#log'), POLL).toContain('cloning acme/app');
+    await expect.poll(() => page.locator('#timeline li').count(), POLL).toBe(1);
+    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
+
+    await engine.appendEvent(run.id, 'run:progress', { lines: ['running agent', 'opened PR #12'] });
+    await expect.poll(() => page.textContent('#log'), POLL).toContain('opened PR #12');
+    await engine.cancel(run.id, 'no longer needed');
+    await expect.poll(() => page.textContent('#run-status'), POLL).toBe('cancelled');
+    await expect.poll(() => page.textContent('#timeline'), POLL).toContain('run:cancelled → cancelled (no longer needed)');
+  });
+
+  it('renders on a laptop and fits a phone screen', async () => {
+    const { engine } = server.app;
+    for (let n = 1; n <= 3; n++) await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: n });
+    await page.setViewportSize({ width: 1280, height: 800 });
+    await login();
+    await page.waitForSelector('body[data-ready="true"]');
+    await expect.poll(() => page.locator('#runs tbody tr').count(), POLL).toBe(3);
+    const laptop = await pixelStats(page, await page.screenshot());
+    expect(laptop.colours).toBeGreaterThan(20);
+    expect(laptop.inked / laptop.total).toBeGreaterThan(0.01);
+    expect(await page.isVisible('#runs thead')).toBe(true);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    expect(await page.isVisible('#runs thead')).toBe(false);
+    expect(await page.isVisible('#runs tbody tr >> nth=0')).toBe(true);
+    expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+    const phone = await pixelStats(page, await page.screenshot());
+    expect(phone.colours).toBeGreaterThan(20);
+  });
+});
