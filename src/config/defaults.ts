@@ -21,5 +21,6 @@ export const DEFAULTS = {
   },
   cleanup: { concurrency: 5, maxAttempts: 5, backoffBaseMs: 10_000 },
   staleWorkspaceMinutes: 120,
+  sweepMinutes: 10,
   schedules: { timezone: 'UTC', maintenance: '0 9 * * 1' },
 } as const;

@@ -20,6 +20,7 @@ export function describeConfig(config: Config): Record<string, unknown> {
     queue: config.queue,
     cleanup: config.cleanup,
     staleWorkspaceMinutes: config.staleWorkspaceMinutes,
+    sweepMinutes: config.sweepMinutes,
     schedules: config.schedules,
     maintenanceRepos: config.maintenanceRepos.map((r) => `${r.owner}/${r.repo}=${maskUrlPassword(r.cloneUrl)}`),
     gitea: { url: config.gitea.url ?? '(not set)', webhookSecret: secret(config.gitea.webhookSecret) },

@@ -30,6 +30,7 @@ export const FILE_SECTIONS = [
   'queue',
   'cleanup',
   'staleWorkspaceMinutes',
+  'sweepMinutes',
   'schedules',
   'maintenance',
   'gitea',
@@ -150,6 +151,8 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     1,
   );
 
+  const sweepMinutes = problems.number('SWEEP_MINUTES', env.SWEEP_MINUTES ?? file.sweepMinutes, DEFAULTS.sweepMinutes, 0.05);
+
   const s = section('schedules');
   const timezone = problems.string('SCHEDULE_TIMEZONE', env.SCHEDULE_TIMEZONE ?? s.timezone) ?? DEFAULTS.schedules.timezone;
   if (!isTimeZone(timezone)) problems.add(`SCHEDULE_TIMEZONE must be an IANA time zone like Europe/Berlin, got ${show(timezone)}`);
@@ -200,6 +203,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     queue,
     cleanup,
     staleWorkspaceMinutes,
+    sweepMinutes,
     schedules: { timezone, maintenance },
     maintenanceRepos,
     gitea: { url: giteaUrl, webhookSecret: problems.string('WEBHOOK_SECRET', env.WEBHOOK_SECRET) },

@@ -50,6 +50,8 @@ export interface Config {
   queue: QueueConfig;
   cleanup: CleanupConfig;
   staleWorkspaceMinutes: number;
+  /** How often stale runs are timed out and workspaces reconciled. */
+  sweepMinutes: number;
   schedules: { timezone: string; maintenance: string };
   maintenanceRepos: MaintenanceRepo[];
   gitea: { url?: string; webhookSecret?: string };

@@ -168,6 +168,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     engine,
     logger,
     staleAfterMs: config.staleWorkspaceMinutes * 60_000,
+    sweepMs: config.sweepMinutes * 60_000,
     now,
     onSweep: async () => {
       if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
