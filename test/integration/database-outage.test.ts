@@ -65,4 +65,30 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
     await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
   });
+
+  it('keeps retrying a database that is unreachable at start, and starts once it answers', async () => {
+    const admin = new pg.Client({ connectionString: PG_URL });
+    await admin.connect();
+    await admin.query(`CREATE SCHEMA ${schema}`);
+    await admin.end();
+    const target = new URL(PG_URL);
+    proxy = await createTcpProxy(Number(target.port || 5432), target.hostname);
+    proxy.cut();
+    target.host = `127.0.0.1:${proxy.port}`;
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
+    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
+    const store = createStore({ url: target.toString(), schema });
+    app = createApp(config, { logger: silentLogger, store, provider: createMemoryProvider() });
+    let started = false;
+    const starting = app.start().then(() => (started = true));
+    await new Promise((r) => setTimeout(r, 1_500));
+    expect(started).toBe(false);
+    const down = await app.hono.request('/ready');
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
+
+    proxy.restore();
+    await starting;
+    expect((await app.hono.request('/ready')).status).toBe(200);
+  });
 });
