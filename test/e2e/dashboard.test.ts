@@ -101,7 +101,9 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
 
     await page.click('#resume');
     await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('running');
-    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent(), POLL).toBe(`baton-${run.id}`);
+    const workspace = (await engine.get(run.id))!.workspaceName!;
+    expect(workspace).toBeTruthy();
+    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent(), POLL).toBe(workspace);
     await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 1500, outputTokens: 500 }, costUsd: 0.25 });
     await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('succeeded');
     expect(await row(run.id).locator('td[data-label="tokens"]').textContent()).toBe((2000).toLocaleString('en-US'));
