@@ -1,5 +1,5 @@
 import type { RunPayload, TaskRequest } from '../runs/index.js';
-import type { ForgeEvent, Pipeline, RouteContext, RouteResult, StageDefinition, Trigger, TriggerEvent } from './types.js';
+import type { ForgeEvent, ForgeEventKind, Pipeline, RouteContext, RouteResult, StageDefinition, Trigger, TriggerEvent } from './types.js';
 
 /** Reasons for ignoring an event. Short and stable: they are shown to people and asserted by tests. */
 export const IGNORE_REASON = {
@@ -10,6 +10,12 @@ export const IGNORE_REASON = {
   mergedPull: 'merged pull request',
   noTrigger: 'no trigger matches',
 } as const;
+
+/**
+ * Event kinds whose rules ask which labels are newly present; only these need `previousLabels`,
+ * and only these should update the caller's memory of labels seen.
+ */
+export const LABEL_COMPARING_KINDS: readonly ForgeEventKind[] = ['issue_opened', 'pr_opened', 'issue_labels', 'pr_labels'];
 
 /** One thing that happened, in trigger terms. A label event yields one per newly present label. */
 interface Occurrence {

@@ -3,7 +3,7 @@ import { sql, type Kysely } from 'kysely';
 import type { Database, StoreDialect } from '../store/index.js';
 import { toRun } from './rows.js';
 import { SLOT_STATUSES } from './states.js';
-import { recordEvent, type Committed, type TransitionContext } from './transition.js';
+import { recordEvents, type Committed, type TransitionContext } from './transition.js';
 import type { ClaimedRun } from './types.js';
 
 export interface ClaimLimits {
@@ -91,11 +91,7 @@ export async function claimInTransaction(
     .returningAll()
     .execute();
   rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
-  const claimed: ClaimedRun[] = [];
-  for (const row of rows) {
-    const run = toRun(row);
-    await recordEvent(trx, ctx, committed, run, 'run:claimed', { from: 'queued' }, { attempt: run.attempts });
-    claimed.push({ run, leaseToken });
-  }
-  return claimed;
+  const runs = rows.map(toRun);
+  await recordEvents(trx, ctx, committed, runs.map((run) => ({ run, type: 'run:claimed', from: 'queued', data: { attempt: run.attempts } })));
+  return runs.map((run) => ({ run, leaseToken }));
 }

@@ -205,16 +205,19 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
 
     markRunning(runId, leaseToken, details) {
       return write(async (trx, committed) => {
-        const run = await requireLease(trx, runId, leaseToken);
         const t = now();
+        // The lease check is the UPDATE's own condition: one round trip instead of lock-then-write.
         const row = await trx
           .updateTable('runs')
           .set({ status: 'running', workspace_id: details.workspaceId, lease_token: null, lease_expires_at: null, started_at: t, updated_at: t })
           .where('id', '=', runId)
+          .where('status', '=', 'provisioning')
+          .where('lease_token', '=', leaseToken)
           .returningAll()
-          .executeTakeFirstOrThrow();
+          .executeTakeFirst();
+        if (!row) throw new LeaseLostError(runId);
         const started = toRun(row);
-        await recordEvent(trx, ctx, committed, started, 'run:started', { from: run.status }, { workspace: started.workspaceName });
+        await recordEvent(trx, ctx, committed, started, 'run:started', { from: 'provisioning' }, { workspace: started.workspaceName });
         return started;
       });
     },

@@ -49,6 +49,43 @@ export async function recordEvent(
  * concurrent transitions of one run (a callback and a cancel) happen one after the other. SQLite
  * needs no lock: its IMMEDIATE transactions already run one at a time.
  */
+/**
+ * The same as one `recordEvent` per run, in a single INSERT: a claim of a batch of runs writes all
+ * its `run:claimed` rows in one round trip.
+ */
+export async function recordEvents(
+  trx: Kysely<Database>,
+  ctx: TransitionContext,
+  committed: Committed,
+  entries: ReadonlyArray<{ run: Run; type: string; from: RunStatus | null; data: Record<string, unknown> | null }>,
+): Promise<void> {
+  if (entries.length === 0) return;
+  const createdAt = ctx.now();
+  const rows = await trx
+    .insertInto('run_events')
+    .values(
+      entries.map((e) => ({
+        run_id: e.run.id,
+        type: e.type,
+        from_status: e.from,
+        to_status: e.run.status,
+        data: e.data ? JSON.stringify(e.data) : null,
+        created_at: createdAt,
+      })),
+    )
+    .returningAll()
+    .execute();
+  // RETURNING order is not guaranteed to follow VALUES order; ids do.
+  rows.sort((a, b) => a.id - b.id);
+  const byRun = new Map(entries.map((e) => [e.run.id, e.run]));
+  for (const row of rows) {
+    const event = toRunEvent(row);
+    const run = byRun.get(event.runId)!;
+    for (const hook of ctx.hooks) await hook(trx, { run, event });
+    committed.push({ event, run });
+  }
+}
+
 export async function selectRun(trx: Kysely<Database>, id: number, lock?: StoreDialect): Promise<Run | null> {
   let query = trx.selectFrom('runs').selectAll().where('id', '=', id);
   if (lock === 'postgres') query = query.forUpdate();

@@ -85,13 +85,16 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
         await db.connection().execute(async (conn) => {
           await sql`BEGIN IMMEDIATE`.execute(conn);
           try {
+            // A caller alone in its batch needs no savepoint: its failure rolls back the whole.
+            const alone = batch.length === 1;
             for (const item of batch) {
-              await sql`SAVEPOINT grouped`.execute(conn);
+              if (!alone) await sql`SAVEPOINT grouped`.execute(conn);
               try {
                 const value = await item.fn(conn);
-                await sql`RELEASE grouped`.execute(conn);
+                if (!alone) await sql`RELEASE grouped`.execute(conn);
                 outcomes.push({ ok: true, value });
               } catch (error) {
+                if (alone) throw error;
                 await sql`ROLLBACK TO grouped`.execute(conn);
                 await sql`RELEASE grouped`.execute(conn);
                 outcomes.push({ ok: false, error });

@@ -11,7 +11,7 @@ import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js
  */
 const available = fs.existsSync(GITEA_PAYLOADS_DIR);
 if (!available) {
-  console.warn(`SKIPPING the Gitea reference payload suite: ${GITEA_PAYLOADS_DIR} does not exist (../shared is not checked out next to the repo).`);
+  console.warn(`SKIPPING the Gitea reference payload suite: ${GITEA_PAYLOADS_DIR} does not exist (../shared is not checked out next to the repo; set BATON_REFERENCE_DIR to point at it).`);
 }
 
 type Expected = { stage: string; owner: string; repo: string; number: number } | { ignored: string };

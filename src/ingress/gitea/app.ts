@@ -1,5 +1,5 @@
 import { Hono, type Context } from 'hono';
-import { route as routeEvent, type ForgeEvent, type ForgeEventKind, type Pipeline, type RouteResult } from '../../pipeline/index.js';
+import { LABEL_COMPARING_KINDS, route as routeEvent, type ForgeEvent, type Pipeline, type RouteResult } from '../../pipeline/index.js';
 import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/index.js';
 import type { Store } from '../../store/index.js';
 import { readBodyWithLimit } from '../body.js';
@@ -56,8 +56,6 @@ export interface WebhookAnswer {
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
-/** Kinds whose rules ask "which labels are newly present" (route.ts occurrencesOf). */
-const LABEL_KINDS: readonly ForgeEventKind[] = ['issue_opened', 'pr_opened', 'issue_labels', 'pr_labels'];
 const silent: IngressLogger = { info: () => {}, warn: () => {}, error: () => {} };
 
 /**
@@ -186,7 +184,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     // Only events whose rules compare labels read or write the label memory: it keeps the other
     // deliveries (comments, pushes to a PR, reviews) to the dedup row and the enqueue.
     const issue: IssueRef | undefined =
-      event.number !== undefined && LABEL_KINDS.includes(event.kind) ? { owner: event.owner, repo: event.repo, number: event.number } : undefined;
+      event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind) ? { owner: event.owner, repo: event.repo, number: event.number } : undefined;
     const previous = issue ? await state.labelsSeen(webhookRoute.scope, issue) : null;
     let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
     if (Array.isArray(result)) {
