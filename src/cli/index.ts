@@ -92,6 +92,13 @@ const commands: Record<string, Command> = {
     }
     const loaded = loadOrReport();
     if (!loaded) return 1;
+    // The pipeline, webhooks and comments sections belong to their modules; check them too.
+    const { resolveModuleSettings } = await import('../http/settings.js');
+    const { problems } = resolveModuleSettings(loaded.config);
+    if (problems.length > 0) {
+      console.error(new ConfigError(problems).message);
+      return 1;
+    }
     for (const warning of loaded.warnings) console.error(`warning: ${warning}`);
     console.log(JSON.stringify(describeConfig(loaded.config), null, 2));
     return 0;

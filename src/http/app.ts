@@ -146,15 +146,14 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   );
   if (config.events.webhooks.length > 0) engine.addHook(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  // Wake the worker only for events that wrote entries: without a forge the comment hook writes
-  // nothing, without endpoints the webhook hook neither, and a wake would only look in vain.
+  // Wake the outbox only for events a hook turned into entries: without a forge or event
+  // webhooks there is nothing to deliver, and a wake would only make the worker look in vain.
   const commentsOn = Object.keys(accounts).length > 0;
-  const webhooksOn = config.events.webhooks.length > 0;
-  if (commentsOn || webhooksOn) {
-    engine.subscribe((event) => {
-      if ((commentsOn && (STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) || (webhooksOn && WEBHOOK_EVENT_OF[event.type])) outbox.wake();
-    });
-  }
+  engine.subscribe((event) => {
+    if ((commentsOn && (STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) || (config.events.webhooks.length > 0 && WEBHOOK_EVENT_OF[event.type])) {
+      outbox.wake();
+    }
+  });
   const stopRunMetrics = registerRunMetrics({
     registry: metrics,
     engine,

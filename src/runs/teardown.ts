@@ -15,6 +15,8 @@ export interface TeardownWorkerOptions {
   /** Lease on a teardown job while it runs; a crashed replica's job is picked up after it. @default 15 min */
   leaseMs?: number;
   pollMs?: number;
+  /** How long `stop()` waits for teardowns in flight before leaving them to their lease. @default 10_000 */
+  stopWaitMs?: number;
   now?: () => number;
   random?: () => number;
 }
@@ -141,7 +143,16 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
       running = false;
       if (timer) clearTimeout(timer);
       await claiming;
-      await Promise.allSettled([...active]);
+      // A teardown can wait minutes for a slow provider; shutdown must not. An unfinished job keeps
+      // its lease and is picked up again when that expires (here after a restart, or elsewhere).
+      let timeout: NodeJS.Timeout | undefined;
+      await Promise.race([
+        Promise.allSettled([...active]),
+        new Promise((resolve) => {
+          timeout = setTimeout(resolve, options.stopWaitMs ?? 10_000);
+        }),
+      ]);
+      clearTimeout(timeout);
     },
     wake() {
       schedule(0);

@@ -207,6 +207,8 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     }
     const pid = child.pid;
     child.once('exit', (code, signal) => {
+      // A teardown may already be removing the directory: a file written now makes its rm fail.
+      if (deleting.has(spec.name)) return;
       try {
         fs.writeFileSync(path.join(dir, EXIT), JSON.stringify({ code, signal, at: now() }));
       } catch {
@@ -229,7 +231,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         throw new Error(`runner ${record.pid} of workspace ${name} did not exit after SIGKILL`);
       }
     }
-    await fs.promises.rm(dir, { recursive: true, force: true });
+    // Retries ride out a file appearing while the tree is removed (ENOTEMPTY), e.g. a runner's
+    // last write racing its own termination.
+    await fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   };
 
   return {
