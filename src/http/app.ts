@@ -213,6 +213,11 @@ export function createApp(config: Config, deps: AppDeps): App {
   hono.route('/', healthRoutes(() => readiness));
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
+  const received = metrics.counter('baton_webhook_received_total', 'Incoming forge webhook deliveries by result.');
+  hono.use('/webhook/gitea*', async (c, next) => {
+    await next();
+    received.inc({ result: webhookResult(c.res.status) });
+  });
   hono.route(
     '/',
     createGiteaIngress({
@@ -302,6 +307,15 @@ function announceToStderr(token: string): void {
       'Use it as "Authorization: Bearer <token>", in BATON_TOKEN for the CLI, or to log in to the dashboard.\n' +
       'Mint more with "baton token create --name NAME"; revoke with "baton token revoke NAME".\n\n',
   );
+}
+
+/** 202 accepted (queued or ignored with a reason), 200 a repeated delivery, 4xx refused. */
+function webhookResult(status: number): string {
+  if (status === 202) return 'accepted';
+  if (status === 200) return 'duplicate';
+  if (status === 401) return 'unauthorized';
+  if (status === 413) return 'too_large';
+  return status < 500 ? 'rejected' : 'error';
 }
 
 /** The `baton` bin of this installation: local workspaces run `baton agent` from it. */

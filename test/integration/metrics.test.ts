@@ -45,6 +45,16 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
     expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
   });
 
+  it('counts incoming forge webhook deliveries by result', async () => {
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}/webhook/gitea`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+    expect((await post('{"not":"an event"}', { 'x-gitea-event': 'star', 'x-gitea-delivery': 'd-1' })).status).toBe(202);
+    expect((await post('{broken', { 'x-gitea-event': 'issues', 'x-gitea-delivery': 'd-2' })).status).toBe(400);
+    const m = await scrape();
+    expect(m.value('baton_webhook_received_total', { result: 'accepted' })).toBe(1);
+    expect(m.value('baton_webhook_received_total', { result: 'rejected' })).toBe(1);
+  });
+
   it('reports runs by stage and status, queue depth, live workspaces, histograms, usage and module counters', async () => {
     const { engine } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
