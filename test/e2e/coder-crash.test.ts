@@ -7,6 +7,7 @@ import { createRunEngine, type FullRunEngine, type Run } from '../../src/runs/in
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import { until } from '../helpers/until.js';
 
 /**
  * `kill -9` of `baton serve` (WORKSPACE_PROVIDER=coder, SQLite) while a workspace is being
@@ -14,15 +15,6 @@ import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
  * workspace per live run and none for finished runs.
  */
 
-async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 20_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
 
 describe('baton serve with the coder provider survives kill -9', () => {
   let dir: string;

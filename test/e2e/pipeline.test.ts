@@ -9,6 +9,7 @@ import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, GITEA_PAYLOADS_DIR, readFixture, toBody } from '../helpers/gitea-webhook.js';
+import { until } from '../helpers/until.js';
 
 /**
  * The SDLC flow through the real `baton serve` (built CLI): signed Gitea webhooks in, runs queued
@@ -28,15 +29,6 @@ if (!HAS_REFERENCE && !MUST_HAVE_REFERENCE) {
   console.warn(`pipeline e2e: ${REFERENCE_OPENED} is absent (../shared/reference not checked out); skipping the cases that replay it`);
 }
 
-async function until<T>(fn: () => T | Promise<T>, what: string, timeoutMs = 60_000): Promise<NonNullable<T>> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value as NonNullable<T>;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 function label(name: string) {
   return { id: name.length, name, color: '0e8a16', description: '', exclusive: false, is_archived: false, url: '' };

@@ -3,17 +3,11 @@ import { DEFAULTS } from '../../src/config/index.js';
 import { createRunEngine } from '../../src/runs/index.js';
 import { spawnTs, type ChildHandle } from '../helpers/child.js';
 import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 const CHILD = 'test/fixtures/dispatcher-child.ts';
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) => {
   let t: TestStore | undefined;

@@ -10,16 +10,10 @@ import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
 import { PG_URL, postgresAvailable } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = await postgresAvailable();
 
-async function until(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
 
 describe.skipIf(!available)('a PostgreSQL outage while running', () => {
   let proxy: TcpProxy | undefined;

@@ -6,16 +6,8 @@ import { loadConfig } from '../../src/config/index.js';
 import { createApp, type App } from '../../src/http/index.js';
 import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
+import { until } from '../helpers/until.js';
 
-async function until<T>(fn: () => Promise<T | undefined | null | false>, what: string, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await fn();
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 const ADMIN = 'baton_http-app-test-admin-token-000000';
 
