@@ -55,6 +55,8 @@ export interface RunAgentOptions {
    * @default 'stream-json'
    */
   outputFormat?: 'stream-json' | 'text';
+  /** Whether the stage builds code (runs the install and build commands first). @default the built-in table's answer */
+  heavy?: boolean;
   /** Shell command run before the agent on heavy stages. @example 'npm ci' */
   installCommand?: string;
   /** Shell command run after install on heavy stages. @example 'npm run build' */
@@ -218,7 +220,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       log: (line) => log.write(line),
     });
     if (repoDir === workdir) excludeStateDir(repoDir);
-    if (isHeavyStage(options.stage)) {
+    if (options.heavy ?? isHeavyStage(options.stage)) {
       const commands = [
         options.installCommand ? { label: 'install command', command: options.installCommand } : null,
         options.buildCommand ? { label: 'build command', command: options.buildCommand } : null,

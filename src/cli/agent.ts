@@ -29,7 +29,8 @@ Options:
 
 Secrets (environment only): CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN.
 Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
-BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1).
+BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
+(heavy | light: whether install/build run first; set by baton, default from the built-in stage table).
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
 server could not be told; 2 the runner is misconfigured (nothing could be reported).
@@ -129,6 +130,11 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
   }
 
+  const stageBuild = env.BATON_STAGE_BUILD?.trim() || undefined;
+  if (stageBuild !== undefined && stageBuild !== 'heavy' && stageBuild !== 'light') {
+    problems.push(`BATON_STAGE_BUILD must be heavy or light, got "${stageBuild}"`);
+  }
+
   if (problems.length > 0) {
     const summary = `the runner is misconfigured: ${problems.join('; ')}`;
     console.error(`baton agent: ${summary}`);
@@ -172,6 +178,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       forgeToken: env.GITEA_TOKEN?.trim() || undefined,
       agentCommand,
       outputFormat: outputFormat as 'stream-json' | 'text',
+      heavy: stageBuild === undefined ? undefined : stageBuild === 'heavy',
       installCommand: opt('install', 'BATON_INSTALL_COMMAND'),
       buildCommand: opt('build', 'BATON_BUILD_COMMAND'),
       maxDurationMs,

@@ -361,6 +361,7 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
     number: run.number ?? undefined,
     cloneUrl: run.payload.cloneUrl,
     deployEnv: run.payload.deployEnv,
+    build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
     forgeUrl: config.gitea.url,
     forgeToken: account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,

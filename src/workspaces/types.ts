@@ -37,6 +37,8 @@ export interface WorkspaceSpec {
   number?: number;
   cloneUrl?: string;
   deployEnv?: string;
+  /** `heavy` stages build the code before the agent starts; from the pipeline's stage table. */
+  build?: 'light' | 'heavy';
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
   forgeUrl?: string;

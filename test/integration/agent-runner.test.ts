@@ -322,6 +322,13 @@ describe('runAgent with the fake Claude Code CLI', () => {
     expect((await receiver.accepted()).status).toBe('succeeded');
   });
 
+  it('lets the server mark a stage heavy or light, over the built-in table', async () => {
+    const custom = options('success', { stage: 'analyse', heavy: true, installCommand: 'echo installed > .install-marker' });
+    await runAgent(custom);
+    expect((await receiver.accepted()).status).toBe('succeeded');
+    expect(fs.existsSync(path.join(custom.workdir, 'app', '.install-marker'))).toBe(true);
+  });
+
   it('runs another CLI agent through a command template with plain-text output', async () => {
     const opts = options('success', {
       agentCommand: [process.execPath, '-e', 'console.log("did: " + process.argv[1].split("\\n")[0])', '{prompt}'],

@@ -38,7 +38,7 @@ describe('local workspace provider', () => {
   it('passes the run to the runner as env, logs its output and keeps secrets out of files', async () => {
     const script = 'require("fs").writeFileSync("env.json", JSON.stringify(process.env)); console.log("runner says hi")';
     const p = provider({ command: [process.execPath, '-e', script], env: { CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value' } });
-    const spec = { ...defaultSpec('env-check'), deployEnv: 'staging', extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' } };
+    const spec = { ...defaultSpec('env-check'), deployEnv: 'staging', build: 'heavy' as const, extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' } };
     await p.create(spec);
     const dir = path.join(dataDir, 'workspaces', 'env-check');
     await expect.poll(async () => (await p.get('env-check'))?.status, { timeout: 10_000 }).toBe('stopped');
@@ -60,6 +60,7 @@ describe('local workspace provider', () => {
       BATON_WORKDIR: dir,
       CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value',
       BATON_INSTALL_COMMAND: 'npm ci',
+      BATON_STAGE_BUILD: 'heavy',
     });
     expect(env['not an env name']).toBeUndefined();
     // baton's own environment is not inherited wholesale.
