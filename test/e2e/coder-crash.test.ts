@@ -15,7 +15,6 @@ import { until } from '../helpers/until.js';
  * workspace per live run and none for finished runs.
  */
 
-
 describe('baton serve with the coder provider survives kill -9', () => {
   let dir: string;
   let coder: FakeCoder;

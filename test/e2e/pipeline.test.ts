@@ -29,7 +29,6 @@ if (!HAS_REFERENCE && !MUST_HAVE_REFERENCE) {
   console.warn(`pipeline e2e: ${REFERENCE_OPENED} is absent (../shared/reference not checked out); skipping the cases that replay it`);
 }
 
-
 function label(name: string) {
   return { id: name.length, name, color: '0e8a16', description: '', exclusive: false, is_archived: false, url: '' };
 }

@@ -8,18 +8,17 @@ import { until } from '../helpers/until.js';
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 const CHILD = 'test/fixtures/dispatcher-child.ts';
 
+let t: TestStore | undefined;
+const children: ChildHandle[] = [];
+const childEnv = () => ({ DATABASE_URL: t!.url, DB_SCHEMA: t!.schema ?? '' });
+
+afterEach(async () => {
+  await Promise.all(children.splice(0).map((c) => c.kill()));
+  await t?.cleanup();
+  t = undefined;
+});
 
 describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) => {
-  let t: TestStore | undefined;
-  const children: ChildHandle[] = [];
-  const childEnv = () => ({ DATABASE_URL: t!.url, DB_SCHEMA: t!.schema ?? '' });
-
-  afterEach(async () => {
-    await Promise.all(children.splice(0).map((c) => c.kill()));
-    await t?.cleanup();
-    t = undefined;
-  });
-
   it('loses no accepted run and leaves none stuck when the dispatcher is killed -9 mid-claim', async (ctx) => {
     if (!available[kind]) ctx.skip();
     t = await create();
@@ -52,16 +51,6 @@ describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) =
 
 // One SQLite file has one writer process by design; scale-out means PostgreSQL.
 describe.skipIf(!available.postgres)('two dispatcher processes on one PostgreSQL database', () => {
-  let t: TestStore | undefined;
-  const children: ChildHandle[] = [];
-  const childEnv = () => ({ DATABASE_URL: t!.url, DB_SCHEMA: t!.schema ?? '' });
-
-  afterEach(async () => {
-    await Promise.all(children.splice(0).map((c) => c.kill()));
-    await t?.cleanup();
-    t = undefined;
-  });
-
   it('never claim the same run nor exceed the shared limit', async () => {
     t = await createPostgresTestStore();
     await t.store.migrate();

@@ -14,7 +14,6 @@ import { until } from '../helpers/until.js';
 
 const available = await postgresAvailable();
 
-
 describe.skipIf(!available)('a PostgreSQL outage while running', () => {
   let proxy: TcpProxy | undefined;
   let app: App | undefined;
@@ -31,22 +30,28 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('turns /ready to 503 naming the database, crashes nothing, and resumes work when it returns', async () => {
+  /** An app whose PostgreSQL connections go through a proxy the test can cut. */
+  async function appBehindProxy(options: { cutFirst: boolean }): Promise<App> {
     const admin = new pg.Client({ connectionString: PG_URL });
     await admin.connect();
     await admin.query(`CREATE SCHEMA ${schema}`);
     await admin.end();
     const target = new URL(PG_URL);
     proxy = await createTcpProxy(Number(target.port || 5432), target.hostname);
+    if (options.cutFirst) proxy.cut();
     target.host = `127.0.0.1:${proxy.port}`;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
     const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
     const store = createStore({ url: target.toString(), schema });
-    app = createApp({ ...config, queue: { ...config.queue, pollMs: 100 } }, { logger: silentLogger, store, provider: createMemoryProvider() });
+    return createApp({ ...config, queue: { ...config.queue, pollMs: 100 } }, { logger: silentLogger, store, provider: createMemoryProvider() });
+  }
+
+  it('turns /ready to 503 naming the database, crashes nothing, and resumes work when it returns', async () => {
+    app = await appBehindProxy({ cutFirst: false });
     await app.start();
     expect((await app.hono.request('/ready')).status).toBe(200);
 
-    proxy.cut();
+    proxy!.cut();
     const down = await app.hono.request('/ready');
     expect(down.status).toBe(503);
     expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
@@ -54,25 +59,14 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     await expect(app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).rejects.toThrow();
     await new Promise((r) => setTimeout(r, 500)); // the dispatcher keeps failing to claim meanwhile
 
-    proxy.restore();
+    proxy!.restore();
     await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
     await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
   });
 
   it('keeps retrying a database that is unreachable at start, and starts once it answers', async () => {
-    const admin = new pg.Client({ connectionString: PG_URL });
-    await admin.connect();
-    await admin.query(`CREATE SCHEMA ${schema}`);
-    await admin.end();
-    const target = new URL(PG_URL);
-    proxy = await createTcpProxy(Number(target.port || 5432), target.hostname);
-    proxy.cut();
-    target.host = `127.0.0.1:${proxy.port}`;
-    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
-    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
-    const store = createStore({ url: target.toString(), schema });
-    app = createApp(config, { logger: silentLogger, store, provider: createMemoryProvider() });
+    app = await appBehindProxy({ cutFirst: true });
     let started = false;
     const starting = app.start().then(() => (started = true));
     await new Promise((r) => setTimeout(r, 1_500));
@@ -81,7 +75,7 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     expect(down.status).toBe(503);
     expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
 
-    proxy.restore();
+    proxy!.restore();
     await starting;
     expect((await app.hono.request('/ready')).status).toBe(200);
   });

@@ -8,7 +8,6 @@ import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/
 import { silentLogger } from '../helpers/logger.js';
 import { until } from '../helpers/until.js';
 
-
 const ADMIN = 'baton_http-app-test-admin-token-000000';
 
 describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
