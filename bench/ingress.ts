@@ -36,7 +36,10 @@ function parseOptions(argv: string[]): Options {
   };
   return {
     durationMs: Number(get('duration') ?? 5) * 1000,
-    rates: (get('rates') ?? '250,500,1000').split(',').map(Number).filter((n) => n > 0),
+    rates: (get('rates') ?? '250,500,1000')
+      .split(',')
+      .map(Number)
+      .filter((n) => n > 0),
     concurrency: Number(get('concurrency') ?? 16),
   };
 }
@@ -270,7 +273,10 @@ async function main(): Promise<void> {
   const header = ['server', 'phase', 'sent', '2xx', 'errors', '2xx/s', 'p50 ms', 'p99 ms'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
-  const loadAvg = os.loadavg().map((l) => l.toFixed(1)).join(' ');
+  const loadAvg = os
+    .loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
   console.log(
     `\nnode ${process.version}, ${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'}), load average ${loadAvg}, ${options.durationMs / 1000}s per phase\n`,
   );

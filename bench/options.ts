@@ -91,7 +91,10 @@ export function parseBenchArgs(argv: readonly string[], env: NodeJS.ProcessEnv =
   const onlyRaw = values.get('only');
   values.delete('only');
   if (onlyRaw !== undefined) {
-    const names = onlyRaw.split(',').map((s) => s.trim()).filter(Boolean);
+    const names = onlyRaw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const unknown = names.filter((n) => !(PEER_NAMES as readonly string[]).includes(n));
     if (unknown.length > 0 || names.length === 0) {
       errors.push(`--only must list peers from ${PEER_NAMES.join(', ')}, got "${onlyRaw}"`);

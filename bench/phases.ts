@@ -95,7 +95,13 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
     // Timed from the first claim: connecting the worker is start-up, not throughput.
     const seconds = (endedAt - (firstClaimAt ?? startedAt)) / 1000;
     const claimedJobs = Math.min(completed, target);
-    result.claim = { done: claimedJobs, target, seconds, perSecond: claimedJobs / seconds, cpuMicrosPerJob: cpuPerJob(cpuBefore, claimedJobs) };
+    result.claim = {
+      done: claimedJobs,
+      target,
+      seconds,
+      perSecond: claimedJobs / seconds,
+      cpuMicrosPerJob: cpuPerJob(cpuBefore, claimedJobs),
+    };
     log(`  claim→complete   ${describe(result.claim)}`);
     if (completed < target) await bounded(peer.purge(), 'purge');
 
@@ -140,11 +146,7 @@ async function enqueuePhase(peer: QueuePeer, jobs: number, producers: number, ti
  * Open loop: job i is enqueued at start + i/rate whatever the previous enqueues are doing, and its
  * latency runs from the moment enqueue() is called to the moment a worker receives it.
  */
-async function latencyPhase(
-  peer: QueuePeer,
-  options: BenchOptions,
-  setOnClaimed: (fn: (seq: number) => void) => void,
-): Promise<Latency> {
+async function latencyPhase(peer: QueuePeer, options: BenchOptions, setOnClaimed: (fn: (seq: number) => void) => void): Promise<Latency> {
   const total = Math.max(1, Math.round(options.rate * options.seconds));
   const sentAt = new Float64Array(total);
   const latencies: number[] = [];
@@ -162,7 +164,7 @@ async function latencyPhase(
   const enqueues: Array<Promise<void>> = [];
   let enqueueErrors = 0;
   const startedAt = performance.now();
-  for (let sent = 0; sent < total; ) {
+  for (let sent = 0; sent < total;) {
     const due = Math.min(total, Math.floor((performance.now() - startedAt) / interval) + 1);
     for (; sent < due; sent++) {
       sentAt[sent] = performance.now();
@@ -179,7 +181,15 @@ async function latencyPhase(
 
   latencies.sort((a, b) => a - b);
   const at = (q: number) => latencies[Math.max(0, Math.ceil(q * latencies.length) - 1)] ?? Number.NaN;
-  return { sent: total, received: latencies.length, p50: at(0.5), p99: at(0.99), max: at(1), requestedRate: options.rate, achievedRate: total > 1 && streamSeconds > 0 ? (total - 1) / streamSeconds : options.rate };
+  return {
+    sent: total,
+    received: latencies.length,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: at(1),
+    requestedRate: options.rate,
+    achievedRate: total > 1 && streamSeconds > 0 ? (total - 1) / streamSeconds : options.rate,
+  };
 }
 
 function cpuPerJob(before: NodeJS.CpuUsage, jobs: number): number {

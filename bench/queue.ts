@@ -40,9 +40,10 @@ async function describeMachine(options: BenchOptions): Promise<Machine> {
     loadStart: os.loadavg()[0]!,
   };
   if (options.only.some((n) => n !== 'baton-sqlite' && n !== 'baton-sqlite-full' && n !== 'bullmq')) {
-    machine.postgres = await withAdminClient(options.pgUrl, async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v).catch(
-      () => 'unreachable',
-    );
+    machine.postgres = await withAdminClient(
+      options.pgUrl,
+      async (c) => (await c.query<{ v: string }>("SELECT current_setting('server_version') AS v")).rows[0]?.v,
+    ).catch(() => 'unreachable');
   }
   return machine;
 }

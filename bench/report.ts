@@ -36,7 +36,10 @@ export function renderReport(results: PeerResult[], machine: Machine, settings: 
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: string[]) =>
-    cells.map((c, i) => (i >= 2 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join('  ').trimEnd();
+    cells
+      .map((c, i) => (i >= 2 && i <= 6 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
 
   const out: string[] = [];
   out.push('');
@@ -64,14 +67,14 @@ export function renderReport(results: PeerResult[], machine: Machine, settings: 
         ? `the latency stream only reached ${Math.round(r.latency.achievedRate)} of ${r.latency.requestedRate} jobs/s (the process could not keep the pace)`
         : '',
       r.loopDelayMaxMs !== undefined ? `longest event-loop delay while its worker ran: ${fmtMs(r.loopDelayMaxMs)} ms` : '',
-      r.enqueue && r.claim ? `bench-process CPU per job: enqueue ${Math.round(r.enqueue.cpuMicrosPerJob)} µs, claim→complete ${Math.round(r.claim.cpuMicrosPerJob)} µs` : '',
+      r.enqueue && r.claim
+        ? `bench-process CPU per job: enqueue ${Math.round(r.enqueue.cpuMicrosPerJob)} µs, claim→complete ${Math.round(r.claim.cpuMicrosPerJob)} µs`
+        : '',
     ].filter(Boolean);
     out.push(`${r.peer.name}: ${r.peer.notes}${problems.length > 0 ? `\n    ${problems.join('; ')}` : ''}`);
   }
   out.push('');
-  out.push(
-    'latency = from the enqueue() call to the worker receiving the job, for a steady open-loop stream while an idle worker waits.',
-  );
+  out.push('latency = from the enqueue() call to the worker receiving the job, for a steady open-loop stream while an idle worker waits.');
   out.push(`total bench time: ${totalSeconds.toFixed(1)} s`);
   return out.join('\n');
 }

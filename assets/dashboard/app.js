@@ -54,8 +54,10 @@ const formatTokens = (n) => (n === null || n === undefined ? '–' : Number(n).t
 
 function actionButtons(run) {
   const buttons = [];
-  if (!FINAL.has(run.status)) buttons.push(el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act(run.id, 'cancel') }, 'Cancel'));
-  if (FINAL.has(run.status) && run.status !== 'succeeded') buttons.push(el('button', { type: 'button', 'data-action': 'retry', onclick: () => act(run.id, 'retry') }, 'Retry'));
+  if (!FINAL.has(run.status))
+    buttons.push(el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act(run.id, 'cancel') }, 'Cancel'));
+  if (FINAL.has(run.status) && run.status !== 'succeeded')
+    buttons.push(el('button', { type: 'button', 'data-action': 'retry', onclick: () => act(run.id, 'retry') }, 'Retry'));
   return buttons;
 }
 
@@ -145,7 +147,13 @@ async function queueAction(action) {
 function timelineItem(event) {
   const change = event.toStatus ? ` → ${event.toStatus}` : '';
   const detail = event.data?.error ?? event.data?.reason ?? '';
-  return el('li', { 'data-event-id': String(event.id) }, el('time', {}, new Date(event.createdAt).toLocaleTimeString()), `${event.type}${change}`, detail ? ` (${detail})` : '');
+  return el(
+    'li',
+    { 'data-event-id': String(event.id) },
+    el('time', {}, new Date(event.createdAt).toLocaleTimeString()),
+    `${event.type}${change}`,
+    detail ? ` (${detail})` : '',
+  );
 }
 
 function renderRunDetails(run) {

@@ -166,7 +166,9 @@ function startClaimLoop(engine: FullRunEngine, listenOn: Store | undefined, hook
       stopped = true;
       clearInterval(poll);
       unsubscribe();
-      await (await listening)();
+      await (
+        await listening
+      )();
       await claiming;
       await Promise.allSettled([...inFlight]);
     },

@@ -116,8 +116,12 @@ export async function runAgentProcess(input: {
     };
   }
   if (format === 'text') {
-    const text = outputTail.filter((l) => l.trim() !== '').slice(-20).join('\n');
-    if (exitCode === 0) return { status: 'succeeded', exitCode, summary: text || 'agent finished with exit code 0', usage: null, costUsd: null };
+    const text = outputTail
+      .filter((l) => l.trim() !== '')
+      .slice(-20)
+      .join('\n');
+    if (exitCode === 0)
+      return { status: 'succeeded', exitCode, summary: text || 'agent finished with exit code 0', usage: null, costUsd: null };
     return {
       status: 'failed',
       exitCode,
@@ -178,5 +182,8 @@ function hintFor(stderr: string[]): string {
 }
 
 function lastStderr(lines: string[]): string | undefined {
-  return lines.filter((l) => l.trim() !== '').at(-1)?.trim();
+  return lines
+    .filter((l) => l.trim() !== '')
+    .at(-1)
+    ?.trim();
 }

@@ -64,7 +64,13 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
   let target = branch;
   if (hasBranch.code !== 0) {
     const head = await exec('git symbolic-ref', 'git', ['symbolic-ref', '--short', 'refs/remotes/origin/HEAD'], { cwd: repoDir, env });
-    const remoteDefault = head.code === 0 ? head.tail.at(-1)?.trim().replace(/^origin\//, '') : undefined;
+    const remoteDefault =
+      head.code === 0
+        ? head.tail
+            .at(-1)
+            ?.trim()
+            .replace(/^origin\//, '')
+        : undefined;
     if (!remoteDefault) {
       log(`[baton] branch ${branch} does not exist on origin and origin has no default branch; staying on the current HEAD`);
       return repoDir;
@@ -89,7 +95,11 @@ export async function runSetupCommands(
     log(`[baton] ${label}: ${command}`);
     const result = await exec(label, 'sh', ['-c', command], { cwd: repoDir });
     if (result.code !== 0) {
-      const how = result.error ? `could not start (${result.error.message})` : result.signal ? `was killed by ${result.signal}` : `failed with exit code ${result.code}`;
+      const how = result.error
+        ? `could not start (${result.error.message})`
+        : result.signal
+          ? `was killed by ${result.signal}`
+          : `failed with exit code ${result.code}`;
       const last = result.tail.filter((l) => l.trim() !== '').at(-1);
       throw new SetupCommandError(`${label} \`${command}\` ${how}${last ? `: ${last.trim()}` : ''}`);
     }
@@ -130,7 +140,11 @@ export function displayUrl(url: string): string {
 }
 
 function repoNameFromUrl(url: string): string {
-  const last = url.replace(/[/\\]+$/, '').split(/[/\\:]/).at(-1) ?? '';
+  const last =
+    url
+      .replace(/[/\\]+$/, '')
+      .split(/[/\\:]/)
+      .at(-1) ?? '';
   return last.replace(/\.git$/, '');
 }
 

@@ -18,7 +18,11 @@ describe('command files', () => {
   it('strips front matter (CRLF too) and substitutes every $ARGUMENTS', async () => {
     write('develop', '---\r\ndescription: Build it\r\nallowed-tools: Bash\r\n---\r\nFix #$ARGUMENTS.\r\nThen comment on $ARGUMENTS.\r\n');
     const resolved = await resolvePrompt({ repoDir: repo, stage: 'develop', args: '12' });
-    expect(resolved).toMatchObject({ prompt: 'Fix #12.\nThen comment on 12.', source: 'repository', frontMatter: { description: 'Build it' } });
+    expect(resolved).toMatchObject({
+      prompt: 'Fix #12.\nThen comment on 12.',
+      source: 'repository',
+      frontMatter: { description: 'Build it' },
+    });
   });
 
   it('uses files without front matter as they are', async () => {

@@ -107,7 +107,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const log = createAgentLog({
     file: path.join(stateDir, 'agent.log'),
     // The git header carries the forge token in base64, which plain masking of the token misses.
-    secrets: [options.callbackToken, options.forgeToken, options.claudeOauthToken, options.env.ANTHROPIC_API_KEY, gitEnv.GIT_CONFIG_VALUE_0],
+    secrets: [
+      options.callbackToken,
+      options.forgeToken,
+      options.claudeOauthToken,
+      options.env.ANTHROPIC_API_KEY,
+      gitEnv.GIT_CONFIG_VALUE_0,
+    ],
     now,
   });
   const client = createCallbackClient({
@@ -131,7 +137,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   let logServer: LogServer | null = null;
   if (options.logServer) {
     try {
-      logServer = await startLogServer({ file: log.file, port: options.logServer.port, host: options.logServer.host, title: `baton ${options.stage} #${options.issueNumber ?? ''}` });
+      logServer = await startLogServer({
+        file: log.file,
+        port: options.logServer.port,
+        host: options.logServer.host,
+        title: `baton ${options.stage} #${options.issueNumber ?? ''}`,
+      });
       log.write(`[baton] live log at ${logServer.url}/`);
       options.onLogServerListening?.(logServer.url);
     } catch (err) {
@@ -155,7 +166,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     requestStop({
       status: 'timed_out',
       kind: FAILURE_KIND.maxDuration,
-      summary: phase === 'agent' ? `agent exceeded the ${limit} maximum duration` : `run exceeded the ${limit} maximum duration during ${phase}`,
+      summary:
+        phase === 'agent' ? `agent exceeded the ${limit} maximum duration` : `run exceeded the ${limit} maximum duration during ${phase}`,
     });
   }, maxDurationMs);
   const onAbort = () =>
@@ -209,7 +221,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   let usage: AgentUsage | null = null;
   let costUsd: number | null = null;
   try {
-    log.write(`[baton] run ${options.env.BATON_RUN_ID ?? ''} stage ${options.stage}${options.issueNumber ? ` #${options.issueNumber}` : ''}`.replace(/\s+/g, ' '));
+    log.write(
+      `[baton] run ${options.env.BATON_RUN_ID ?? ''} stage ${options.stage}${options.issueNumber ? ` #${options.issueNumber}` : ''}`.replace(
+        /\s+/g,
+        ' ',
+      ),
+    );
     const repoDir = await prepareRepository({
       exec,
       workdir,
@@ -235,7 +252,9 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       args: promptArguments(options.stage, options.issueNumber, options.deployEnv),
       assetsDir: options.assetsDir,
     });
-    log.write(`[baton] prompt from ${resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`} (${resolved.prompt.length} characters)`);
+    log.write(
+      `[baton] prompt from ${resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`} (${resolved.prompt.length} characters)`,
+    );
 
     phase = 'agent';
     const agent = await runAgentProcess({
@@ -278,7 +297,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   body.durationMs = now() - started;
   body.summary = truncate(log.mask(body.summary), 32_000);
   log.write(`[baton] outcome: ${body.status}: ${firstLine(body.summary)}`);
-  if (usage || costUsd !== null) reporter.setUsage(usage ?? { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 }, costUsd ?? undefined);
+  if (usage || costUsd !== null)
+    reporter.setUsage(
+      usage ?? { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+      costUsd ?? undefined,
+    );
   await reporter.close();
   const delivery = await client.complete(body);
   await logServer?.close();
@@ -294,7 +317,11 @@ function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequ
   if (err instanceof CommandFileError) return { status: 'failed', kind: FAILURE_KIND.commandFileInvalid, summary: err.message };
   if (err instanceof SetupCommandError) return { status: 'failed', kind: FAILURE_KIND.setupFailed, summary: err.message };
   if (err instanceof RunFailure) return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: err.message };
-  return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: `the runner failed unexpectedly: ${err instanceof Error ? err.message : String(err)}` };
+  return {
+    status: 'failed',
+    kind: FAILURE_KIND.runnerError,
+    summary: `the runner failed unexpectedly: ${err instanceof Error ? err.message : String(err)}`,
+  };
 }
 
 const LOCAL_PREFIX = '[baton:local] ';

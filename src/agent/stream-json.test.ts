@@ -37,7 +37,14 @@ describe('stream-json parser', () => {
   it('falls back to usage when modelUsage is empty, and to total_cost', () => {
     const parser = createStreamParser();
     parser.push(
-      JSON.stringify({ type: 'result', subtype: 'success', is_error: true, total_cost: 0.5, modelUsage: {}, usage: { input_tokens: 7, output_tokens: 8 } }),
+      JSON.stringify({
+        type: 'result',
+        subtype: 'success',
+        is_error: true,
+        total_cost: 0.5,
+        modelUsage: {},
+        usage: { input_tokens: 7, output_tokens: 8 },
+      }),
     );
     expect(parser.result).toMatchObject({
       isError: true,
@@ -50,7 +57,9 @@ describe('stream-json parser', () => {
     const parser = createStreamParser();
     const usage = { input_tokens: 100, output_tokens: 10, cache_read_input_tokens: 5, cache_creation_input_tokens: 1 };
     parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'a' }], usage } }));
-    parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', name: 'Bash', input: {} }], usage } }));
+    parser.push(
+      JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', name: 'Bash', input: {} }], usage } }),
+    );
     parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm2', content: [], usage } }));
     expect(parser.streamedTokens).toBe(232);
     expect(parser.result).toBeNull();
@@ -67,7 +76,17 @@ describe('stream-json parser', () => {
   it('describes api_retry so a person sees the CLI is still trying', () => {
     const parser = createStreamParser();
     expect(
-      parser.push(JSON.stringify({ type: 'system', subtype: 'api_retry', attempt: 6, max_retries: 10, retry_delay_ms: 20_000, error_status: null, error: 'Connection error.' })),
+      parser.push(
+        JSON.stringify({
+          type: 'system',
+          subtype: 'api_retry',
+          attempt: 6,
+          max_retries: 10,
+          retry_delay_ms: 20_000,
+          error_status: null,
+          error: 'Connection error.',
+        }),
+      ),
     ).toEqual(['[api retry] attempt 6/10 in 20.0 s: Connection error.']);
   });
 

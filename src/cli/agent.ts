@@ -122,7 +122,9 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === 'string')) throw new Error('not an array');
       agentCommand = parsed as string[];
     } catch {
-      problems.push(`BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(rawCommand)}`);
+      problems.push(
+        `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(rawCommand)}`,
+      );
     }
   }
   const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? 'stream-json';
@@ -145,7 +147,15 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       maxRetryMs: callbackMaxRetryMs,
       log: (line) => console.error(line),
     });
-    await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_misconfigured' });
+    await client.complete({
+      status: 'failed',
+      exitCode: null,
+      summary,
+      usage: null,
+      costUsd: null,
+      durationMs: 0,
+      error: 'runner_misconfigured',
+    });
     return 1;
   }
 
@@ -196,7 +206,13 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     // starting at all (an unwritable workdir, …), so the server still hears about the run.
     const summary = `the runner failed before the run could start: ${err instanceof Error ? err.message : String(err)}`;
     console.error(`baton agent: ${summary}`);
-    const client = createCallbackClient({ callbackUrl, progressUrl, token: callbackToken, maxRetryMs: callbackMaxRetryMs, log: (line) => console.error(line) });
+    const client = createCallbackClient({
+      callbackUrl,
+      progressUrl,
+      token: callbackToken,
+      maxRetryMs: callbackMaxRetryMs,
+      log: (line) => console.error(line),
+    });
     await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_error' });
     return 1;
   } finally {

@@ -33,12 +33,19 @@ export function createApiClient(io: CommandIo): ApiClient {
       response = await doFetch(`${baseUrl}${path}`, { method, headers: { ...headers(), ...extra }, signal });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
-      throw new ApiError(0, 'unreachable', `cannot reach baton at ${baseUrl} (${(err as Error).cause ?? (err as Error).message}); set BATON_URL`);
+      throw new ApiError(
+        0,
+        'unreachable',
+        `cannot reach baton at ${baseUrl} (${(err as Error).cause ?? (err as Error).message}); set BATON_URL`,
+      );
     }
     if (response.ok) return response;
     const body = (await response.json().catch(() => null)) as { error?: { code?: string; message?: string } } | null;
     let message = body?.error?.message ?? `HTTP ${response.status}`;
-    if (response.status === 401) message = token ? `${message} (BATON_TOKEN was rejected)` : 'BATON_TOKEN is not set: mint a token with "baton token create --name NAME" and export it';
+    if (response.status === 401)
+      message = token
+        ? `${message} (BATON_TOKEN was rejected)`
+        : 'BATON_TOKEN is not set: mint a token with "baton token create --name NAME" and export it';
     throw new ApiError(response.status, body?.error?.code ?? 'http', message);
   }
 

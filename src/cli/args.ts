@@ -15,7 +15,10 @@ export interface ParsedArgs {
  * `--name value`, `--name=value`, boolean `--json`; `booleans` lists flags that take no value.
  * Unknown flags are errors, so a typo never silently changes what a command does.
  */
-export function parseArgs(argv: readonly string[], known: { values?: string[]; booleans?: string[]; short?: Record<string, string> } = {}): ParsedArgs {
+export function parseArgs(
+  argv: readonly string[],
+  known: { values?: string[]; booleans?: string[]; short?: Record<string, string> } = {},
+): ParsedArgs {
   const values = known.values ?? [];
   const booleans = known.booleans ?? [];
   const positional: string[] = [];
@@ -48,7 +51,14 @@ export function parseArgs(argv: readonly string[], known: { values?: string[]; b
 export function table(headers: string[], rows: Array<Array<string | number | null | undefined>>): string {
   const cells = [headers, ...rows.map((r) => r.map((c) => (c === null || c === undefined ? '-' : String(c))))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => (r[i] ?? '').length)));
-  return cells.map((r) => r.map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+  return cells
+    .map((r) =>
+      r
+        .map((c, i) => (i === r.length - 1 ? c : (c ?? '').padEnd(widths[i]!)))
+        .join('  ')
+        .trimEnd(),
+    )
+    .join('\n');
 }
 
 export function formatTime(ms: number | null | undefined): string {

@@ -38,7 +38,11 @@ export type { CommandIo } from './io.js';
 type Command = (argv: string[]) => Promise<number>;
 
 /** Runs an operator command, turning usage and API errors into a message and an exit code. */
-async function operator(fn: (argv: string[], io: CommandIo) => Promise<number>, argv: string[], io: CommandIo = processIo()): Promise<number> {
+async function operator(
+  fn: (argv: string[], io: CommandIo) => Promise<number>,
+  argv: string[],
+  io: CommandIo = processIo(),
+): Promise<number> {
   try {
     return await fn(argv, io);
   } catch (err) {

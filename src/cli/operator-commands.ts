@@ -53,7 +53,8 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
     case 'list': {
       const { flags } = parseArgs(rest, { values: ['status', 'stage', 'repo', 'number', 'limit', 'cursor'], booleans: ['json'] });
       const query = new URLSearchParams();
-      for (const key of ['status', 'stage', 'repo', 'number', 'limit', 'cursor']) if (typeof flags[key] === 'string') query.set(key, flags[key]);
+      for (const key of ['status', 'stage', 'repo', 'number', 'limit', 'cursor'])
+        if (typeof flags[key] === 'string') query.set(key, flags[key]);
       const page = await api.get<{ runs: RunView[]; nextCursor: string | null }>(`/api/runs${query.size ? `?${query}` : ''}`);
       if (flags.json) {
         io.out(JSON.stringify(page, null, 2));
@@ -66,7 +67,17 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
       io.out(
         table(
           ['ID', 'STATUS', 'STAGE', 'TARGET', 'WORKSPACE', 'ELAPSED', 'TOKENS', 'COST', 'CREATED'],
-          page.runs.map((r) => [r.id, r.status, r.stage, target(r), r.workspaceName, elapsed(r), r.tokens, cost(r.costUsd), formatTime(r.createdAt)]),
+          page.runs.map((r) => [
+            r.id,
+            r.status,
+            r.stage,
+            target(r),
+            r.workspaceName,
+            elapsed(r),
+            r.tokens,
+            cost(r.costUsd),
+            formatTime(r.createdAt),
+          ]),
         ),
       );
       if (page.nextCursor) io.out(`\nmore: baton runs ls --cursor ${page.nextCursor}`);
@@ -99,7 +110,12 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
         ),
       );
       io.out('\nTIMELINE');
-      io.out(table(['TIME', 'EVENT', 'STATUS', 'DETAIL'], detail.timeline.map((e) => [formatTime(e.createdAt), e.type, e.toStatus, detailOf(e)])));
+      io.out(
+        table(
+          ['TIME', 'EVENT', 'STATUS', 'DETAIL'],
+          detail.timeline.map((e) => [formatTime(e.createdAt), e.type, e.toStatus, detailOf(e)]),
+        ),
+      );
       if (detail.log) io.out(`\nLOG\n${detail.log}`);
       return 0;
     }
@@ -129,7 +145,9 @@ export async function queueCommand(argv: string[], io: CommandIo): Promise<numbe
   const api = createApiClient(io);
   if (sub === 'pause' || sub === 'resume') {
     const result = await api.post<{ paused: boolean }>(`/api/queue/${sub}`);
-    io.out(flags.json ? JSON.stringify(result) : result.paused ? 'dispatch paused: queued runs wait; running ones continue' : 'dispatch resumed');
+    io.out(
+      flags.json ? JSON.stringify(result) : result.paused ? 'dispatch paused: queued runs wait; running ones continue' : 'dispatch resumed',
+    );
     return 0;
   }
   if (sub === 'stats') {
@@ -151,11 +169,18 @@ export async function queueCommand(argv: string[], io: CommandIo): Promise<numbe
     io.out(
       `queued ${stats.queued} · running ${stats.provisioning + stats.running} of ${stats.concurrency} · dead ${stats.dead} · failed ${stats.failed}${stats.paused ? ' · PAUSED' : ''}`,
     );
-    io.out(`today: ${stats.today.finished} finished (${stats.today.succeeded} succeeded), ${stats.today.tokens} tokens, ${cost(stats.today.costUsd)}`);
+    io.out(
+      `today: ${stats.today.finished} finished (${stats.today.succeeded} succeeded), ${stats.today.tokens} tokens, ${cost(stats.today.costUsd)}`,
+    );
     const stages = Object.entries(stats.stages);
     if (stages.length) {
       io.out('');
-      io.out(table(['STAGE', 'QUEUED', 'PROVISIONING', 'RUNNING', 'DEAD', 'FAILED'], stages.map(([name, s]) => [name, s.queued, s.provisioning, s.running, s.dead, s.failed])));
+      io.out(
+        table(
+          ['STAGE', 'QUEUED', 'PROVISIONING', 'RUNNING', 'DEAD', 'FAILED'],
+          stages.map(([name, s]) => [name, s.queued, s.provisioning, s.running, s.dead, s.failed]),
+        ),
+      );
     }
     return 0;
   }

@@ -43,7 +43,14 @@ export async function tokenCommand(argv: string[], io: CommandIo, config: Config
       io.out(
         table(
           ['ID', 'NAME', 'TOKEN', 'CREATED', 'LAST USED', 'STATE'],
-          list.map((t) => [t.id, t.name, `${t.hint}…`, formatTime(t.createdAt), formatTime(t.lastUsedAt), t.revokedAt ? `revoked ${formatTime(t.revokedAt)}` : 'live']),
+          list.map((t) => [
+            t.id,
+            t.name,
+            `${t.hint}…`,
+            formatTime(t.createdAt),
+            formatTime(t.lastUsedAt),
+            t.revokedAt ? `revoked ${formatTime(t.revokedAt)}` : 'live',
+          ]),
         ),
       );
     }

@@ -30,7 +30,11 @@ export function describeConfig(config: Config): Record<string, unknown> {
     },
     coder: { url: config.coder.url ?? '(not set)', token: secret(config.coder.token), templateId: config.coder.templateId ?? '(not set)' },
     claude: { oauthToken: secret(config.claude.oauthToken) },
-    api: { publicQueue: config.api.publicQueue, publicMetrics: config.api.publicMetrics, bootstrapToken: secret(config.api.bootstrapToken) },
+    api: {
+      publicQueue: config.api.publicQueue,
+      publicMetrics: config.api.publicMetrics,
+      bootstrapToken: secret(config.api.bootstrapToken),
+    },
     events: { webhooks: config.events.webhooks.map((w) => ({ url: maskUrlPassword(w.url), secret: secret(w.secret), events: w.events })) },
     agentEnv: config.agentEnv,
   };

@@ -61,7 +61,14 @@ describe('loadConfig', () => {
 
   it('lists every bad value at once, one line each, naming the key and the expected form', () => {
     expect(
-      problemsOf({ QUEUE_CONCURRENCY: 'abc', PORT: '70000', DATABASE_URL: 'mysql://x', LOG_LEVEL: 'loud', MAINTENANCE_REPOS: 'nope', SCHEDULE_TIMEZONE: 'Mars/Base' }),
+      problemsOf({
+        QUEUE_CONCURRENCY: 'abc',
+        PORT: '70000',
+        DATABASE_URL: 'mysql://x',
+        LOG_LEVEL: 'loud',
+        MAINTENANCE_REPOS: 'nope',
+        SCHEDULE_TIMEZONE: 'Mars/Base',
+      }),
     ).toEqual([
       'PORT must be a whole number between 0 and 65535, got "70000"',
       'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
@@ -92,9 +99,16 @@ describe('loadConfig', () => {
 
   it('reads baton.yaml from BATON_CONFIG, lets the environment win, and rejects unknown keys', () => {
     const file = path.join(cwd, 'custom.yaml');
-    fs.writeFileSync(file, 'queue:\n  concurrency: 5\n  perRepository: 1\n  backoffBaseSeconds: 2\nschedules:\n  timezone: Europe/Berlin\nport: 4000\n');
+    fs.writeFileSync(
+      file,
+      'queue:\n  concurrency: 5\n  perRepository: 1\n  backoffBaseSeconds: 2\nschedules:\n  timezone: Europe/Berlin\nport: 4000\n',
+    );
     const { config } = loadConfig({ BATON_CONFIG: file, PORT: '4100' }, cwd);
-    expect(config).toMatchObject({ port: 4100, queue: { concurrency: 5, perRepositoryConcurrency: 1, backoffBaseMs: 2_000 }, schedules: { timezone: 'Europe/Berlin' } });
+    expect(config).toMatchObject({
+      port: 4100,
+      queue: { concurrency: 5, perRepositoryConcurrency: 1, backoffBaseMs: 2_000 },
+      schedules: { timezone: 'Europe/Berlin' },
+    });
 
     fs.writeFileSync(file, 'qeue:\n  concurrency: 5\nschedules:\n  maintenance: every monday\n');
     expect(problemsOf({ BATON_CONFIG: file })).toEqual([
@@ -107,8 +121,17 @@ describe('loadConfig', () => {
   });
 
   it('masks every secret in the printed configuration', () => {
-    const secrets = { GITEA_DEV_TOKEN: 'dev-secret-1', GITEA_REVIEW_TOKEN: 'review-secret-2', WEBHOOK_SECRET: 'hook-secret-3', CODER_TOKEN: 'coder-secret-4', CLAUDE_OAUTH_TOKEN: 'claude-secret-5' };
-    const { config } = loadConfig({ ...secrets, GITEA_URL: 'https://git.example', DATABASE_URL: 'postgres://baton:db-secret-6@db:5432/baton' }, cwd);
+    const secrets = {
+      GITEA_DEV_TOKEN: 'dev-secret-1',
+      GITEA_REVIEW_TOKEN: 'review-secret-2',
+      WEBHOOK_SECRET: 'hook-secret-3',
+      CODER_TOKEN: 'coder-secret-4',
+      CLAUDE_OAUTH_TOKEN: 'claude-secret-5',
+    };
+    const { config } = loadConfig(
+      { ...secrets, GITEA_URL: 'https://git.example', DATABASE_URL: 'postgres://baton:db-secret-6@db:5432/baton' },
+      cwd,
+    );
     const printed = JSON.stringify(describeConfig(config));
     for (const secret of [...Object.values(secrets), 'db-secret-6']) expect(printed).not.toContain(secret);
     expect(printed).toContain('postgres://baton:********@db:5432/baton');

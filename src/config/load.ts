@@ -116,8 +116,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     PROVIDERS,
     DEFAULTS.workspaceProvider,
   );
-  const callbackUrl =
-    problems.url('CALLBACK_URL', env.CALLBACK_URL ?? file.callbackUrl) ?? `http://127.0.0.1:${port || DEFAULTS.port}`;
+  const callbackUrl = problems.url('CALLBACK_URL', env.CALLBACK_URL ?? file.callbackUrl) ?? `http://127.0.0.1:${port || DEFAULTS.port}`;
 
   const q = section('queue');
   const d = DEFAULTS.queue;
@@ -263,7 +262,11 @@ function botSection(raw: unknown): { username?: string } {
 function parseMaintenanceRepos(problems: Problems, envValue: string | undefined, fileValue: unknown): MaintenanceRepo[] {
   const entries: { key: string; text: string }[] = [];
   if (envValue && envValue.trim() !== '') {
-    for (const part of envValue.split(',').map((p) => p.trim()).filter(Boolean)) entries.push({ key: 'MAINTENANCE_REPOS', text: part });
+    for (const part of envValue
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean))
+      entries.push({ key: 'MAINTENANCE_REPOS', text: part });
   } else if (fileValue !== undefined) {
     if (!Array.isArray(fileValue)) {
       problems.add(`maintenance.repos must be a list of "org/repo=clone_url" entries, got ${show(fileValue)}`);

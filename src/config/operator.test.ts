@@ -31,7 +31,9 @@ describe('api and events sections of baton.yaml', () => {
       'api:\n  publicQueue: true\nevents:\n  webhooks:\n    - url: https://hooks.example.com/baton\n      secret: 0123456789abcdef0123\n      events: [run.succeeded, run.failed]\n',
     );
     expect(config.api.publicQueue).toBe(true);
-    expect(config.events.webhooks).toEqual([{ url: 'https://hooks.example.com/baton', secret: '0123456789abcdef0123', events: ['run.succeeded', 'run.failed'] }]);
+    expect(config.events.webhooks).toEqual([
+      { url: 'https://hooks.example.com/baton', secret: '0123456789abcdef0123', events: ['run.succeeded', 'run.failed'] },
+    ]);
     expect(JSON.stringify(describeConfig(config))).not.toContain('0123456789abcdef0123');
   });
 

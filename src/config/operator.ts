@@ -22,10 +22,13 @@ export function parseApiSection(problems: Problems, env: Env, raw: Record<string
   const bootstrapToken = problems.string('BATON_BOOTSTRAP_TOKEN', env.BATON_BOOTSTRAP_TOKEN);
   if (bootstrapToken !== undefined && (bootstrapToken.length < 24 || /\s/.test(bootstrapToken))) {
     // The value itself is never echoed: it is a secret.
-    problems.add(`BATON_BOOTSTRAP_TOKEN must be at least 24 characters without spaces (e.g. from "openssl rand -hex 32"), got ${bootstrapToken.length} characters`);
+    problems.add(
+      `BATON_BOOTSTRAP_TOKEN must be at least 24 characters without spaces (e.g. from "openssl rand -hex 32"), got ${bootstrapToken.length} characters`,
+    );
   }
   for (const key of Object.keys(raw)) {
-    if (!['publicQueue', 'publicMetrics'].includes(key)) problems.add(`baton.yaml: unknown key "api.${key}" (known keys: publicQueue, publicMetrics)`);
+    if (!['publicQueue', 'publicMetrics'].includes(key))
+      problems.add(`baton.yaml: unknown key "api.${key}" (known keys: publicQueue, publicMetrics)`);
   }
   return {
     publicQueue: problems.bool('api.publicQueue', raw.publicQueue, false),

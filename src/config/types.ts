@@ -77,7 +77,8 @@ export interface ApiConfig {
   bootstrapToken?: string;
 }
 
-export type WebhookEventName = 'run.queued' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
+export type WebhookEventName =
+  'run.queued' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
 
 export interface EventWebhook {
   url: string;

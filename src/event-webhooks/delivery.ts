@@ -33,7 +33,9 @@ export interface WebhookDeliveryResult {
  * time. 2xx is delivered; 408, 429 and 5xx and network errors are retried (429 honours
  * Retry-After); other 4xx and endpoints no longer configured fail permanently.
  */
-export function createWebhookDelivery(options: WebhookDeliveryOptions): (entry: { payload: unknown; attempts: number }) => Promise<WebhookDeliveryResult> {
+export function createWebhookDelivery(
+  options: WebhookDeliveryOptions,
+): (entry: { payload: unknown; attempts: number }) => Promise<WebhookDeliveryResult> {
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 10_000;
@@ -74,7 +76,10 @@ export function createWebhookDelivery(options: WebhookDeliveryOptions): (entry: 
     } catch (err) {
       options.deliveries?.inc({ result: 'retried' });
       // The URL may hold credentials: name the host only.
-      throw new Error(`POST to ${hostOf(webhook.url)} failed: ${(err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (err as Error).message}`, { cause: err });
+      throw new Error(
+        `POST to ${hostOf(webhook.url)} failed: ${(err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs} ms` : (err as Error).message}`,
+        { cause: err },
+      );
     }
     const { status } = response;
     if (status >= 200 && status < 300) {

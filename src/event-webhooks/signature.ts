@@ -37,7 +37,8 @@ export function verifyWebhook(
   if (!signature || !timestamp) return { ok: false, reason: 'missing' };
   if (!/^\d{1,12}$/.test(timestamp) || !/^sha256=[0-9a-f]{64}$/.test(signature)) return { ok: false, reason: 'malformed' };
   const nowSeconds = Math.floor((options.nowMs ?? Date.now()) / 1000);
-  if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'stale' };
+  if (Math.abs(nowSeconds - Number(timestamp)) > (options.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS))
+    return { ok: false, reason: 'stale' };
   const expected = Buffer.from(signWebhook(secret, Number(timestamp), body));
   const actual = Buffer.from(signature);
   return expected.length === actual.length && timingSafeEqual(expected, actual) ? { ok: true } : { ok: false, reason: 'mismatch' };

@@ -16,10 +16,7 @@ export interface ForgeAccountsOptions {
  * The dev bot acts with `GITEA_DEV_TOKEN`, the review bot with `GITEA_REVIEW_TOKEN`
  * (`config.bots`). Without `GITEA_URL` there is no forge and the result is empty.
  */
-export function createForgeAccounts(
-  config: Pick<Config, 'gitea' | 'bots'>,
-  options: ForgeAccountsOptions = {},
-): ForgeAccounts {
+export function createForgeAccounts(config: Pick<Config, 'gitea' | 'bots'>, options: ForgeAccountsOptions = {}): ForgeAccounts {
   const baseUrl = config.gitea.url;
   if (!baseUrl) return Object.freeze({});
   const accounts: Record<string, ForgeClient> = {};

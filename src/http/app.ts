@@ -150,7 +150,10 @@ export function createApp(config: Config, deps: AppDeps): App {
   // webhooks there is nothing to deliver, and a wake would only make the worker look in vain.
   const commentsOn = Object.keys(accounts).length > 0;
   engine.subscribe((event) => {
-    if ((commentsOn && (STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) || (config.events.webhooks.length > 0 && WEBHOOK_EVENT_OF[event.type])) {
+    if (
+      (commentsOn && (STATUS_COMMENT_EVENTS as readonly string[]).includes(event.type)) ||
+      (config.events.webhooks.length > 0 && WEBHOOK_EVENT_OF[event.type])
+    ) {
       outbox.wake();
     }
   });
@@ -210,7 +213,10 @@ export function createApp(config: Config, deps: AppDeps): App {
   const tokenRequired = requireToken(tokens);
   hono.use('/api/*', requireToken(tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!config.api.publicQueue) hono.use('/queue', tokenRequired);
-  hono.route('/', healthRoutes(() => readiness));
+  hono.route(
+    '/',
+    healthRoutes(() => readiness),
+  );
   hono.route('/', queueRoutes(engine, now));
   hono.route('/', callbackRoutes(engine, logger));
   const received = metrics.counter('baton_webhook_received_total', 'Incoming forge webhook deliveries by result.');
@@ -270,7 +276,10 @@ export function createApp(config: Config, deps: AppDeps): App {
         if (stopped) return;
         const minted = await tokens.bootstrap(config.api.bootstrapToken);
         if (minted) {
-          logger.info({ name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) }, 'first start: admin API token created');
+          logger.info(
+            { name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) },
+            'first start: admin API token created',
+          );
           if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
         }
         await events.start();

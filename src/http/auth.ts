@@ -7,7 +7,8 @@ import { HttpError } from './errors.js';
 export const SESSION_COOKIE = 'baton_session';
 
 /** One message for every failure, so a caller cannot tell a wrong token from a revoked one. */
-const UNAUTHORIZED = 'a valid API token is required: send "Authorization: Bearer <token>" (create one with "baton token create --name NAME")';
+const UNAUTHORIZED =
+  'a valid API token is required: send "Authorization: Bearer <token>" (create one with "baton token create --name NAME")';
 
 export type AuthEnv = { Variables: { apiToken: ApiToken } };
 
@@ -48,7 +49,7 @@ export function requireToken(tokens: TokenStore, options: { skip?: (c: Context) 
     if (presented!.viaCookie && !['GET', 'HEAD', 'OPTIONS'].includes(c.req.method) && !sameOrigin(c)) {
       // SameSite=Strict already keeps other sites' forms from sending the cookie; this also
       // covers older browsers and same-site subdomains.
-      throw new HttpError(403, 'cross_origin', 'cookie-authenticated changes must come from the dashboard\'s own origin');
+      throw new HttpError(403, 'cross_origin', "cookie-authenticated changes must come from the dashboard's own origin");
     }
     c.set('apiToken', token);
     return next();

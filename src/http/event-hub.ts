@@ -242,13 +242,18 @@ export function createEventHub(options: EventHubOptions): EventHub {
 
     start() {
       started ??= (async () => {
-        const row = await store.db.selectFrom('run_events').select(({ fn }) => fn.max('id').as('max')).executeTakeFirst();
+        const row = await store.db
+          .selectFrom('run_events')
+          .select(({ fn }) => fn.max('id').as('max'))
+          .executeTakeFirst();
         floor = Number(row?.max ?? 0);
         unsubscribe = engine.subscribe(() => void pump());
-        unlisten = await store.listen(NOTIFY_CHANNEL, () => void pump()).catch((err: unknown) => {
-          logger.warn({ err }, 'cannot listen for other replicas\' events; relying on polling');
-          return undefined;
-        });
+        unlisten = await store
+          .listen(NOTIFY_CHANNEL, () => void pump())
+          .catch((err: unknown) => {
+            logger.warn({ err }, "cannot listen for other replicas' events; relying on polling");
+            return undefined;
+          });
         heartbeat = setInterval(() => {
           const ping = encoder.encode(`: ping ${now()}\n\n`);
           for (const client of clients) if (!client.held) send(client, ping);

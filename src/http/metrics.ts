@@ -33,7 +33,7 @@ export function registerRunMetrics(options: RunMetricsOptions): () => void {
   const costToday = registry.gauge('baton_cost_usd_today', 'Cost in USD of runs finished since 00:00 UTC.');
   const backlog = registry.gauge('baton_outbox_backlog', 'Outbox messages (forge comments, event webhooks) not yet delivered.');
   const clients = registry.gauge('baton_event_stream_clients', 'Connected /api/events clients on this replica.');
-  const duration = registry.histogram('baton_run_duration_seconds', 'From workspace up to the run\'s end, by stage and outcome.');
+  const duration = registry.histogram('baton_run_duration_seconds', "From workspace up to the run's end, by stage and outcome.");
   const latency = registry.histogram('baton_dispatch_latency_seconds', 'From a run being due to being claimed, by stage.');
   const tokens = registry.counter('baton_run_tokens_total', 'Input + output tokens of runs finished on this replica.');
   const cost = registry.counter('baton_run_cost_usd_total', 'Cost in USD of runs finished on this replica.');
@@ -43,7 +43,11 @@ export function registerRunMetrics(options: RunMetricsOptions): () => void {
 
   registry.collect(async () => {
     const [rows, summary] = await Promise.all([
-      store.db.selectFrom('runs').select(['stage', 'status', ({ fn }) => fn.countAll<number>().as('n')]).groupBy(['stage', 'status']).execute(),
+      store.db
+        .selectFrom('runs')
+        .select(['stage', 'status', ({ fn }) => fn.countAll<number>().as('n')])
+        .groupBy(['stage', 'status'])
+        .execute(),
       queueSummary(engine, store, now()),
     ]);
     runs.reset();

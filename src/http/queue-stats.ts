@@ -50,7 +50,13 @@ export async function queueSummary(engine: FullRunEngine, store: Store, now: num
   return {
     ...stats,
     stages,
-    today: { since, finished: today.length, succeeded: today.filter((r) => r.status === 'succeeded').length, tokens, costUsd: Math.round(costUsd * 1e6) / 1e6 },
+    today: {
+      since,
+      finished: today.length,
+      succeeded: today.filter((r) => r.status === 'succeeded').length,
+      tokens,
+      costUsd: Math.round(costUsd * 1e6) / 1e6,
+    },
   };
 }
 

@@ -80,7 +80,8 @@ async function readJson(c: Context): Promise<Record<string, unknown>> {
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `invalid JSON: ${(err as Error).message}`);
   }
-  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed)) throw new HttpError(400, 'invalid_body', 'body must be a JSON object');
+  if (!parsed || typeof parsed !== 'object' || Array.isArray(parsed))
+    throw new HttpError(400, 'invalid_body', 'body must be a JSON object');
   return parsed as Record<string, unknown>;
 }
 

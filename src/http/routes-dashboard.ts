@@ -27,7 +27,10 @@ export function dashboardRoutes(tokens: TokenStore, assetsDir = defaultAssetsDir
   const read = (name: string) => fs.promises.readFile(path.join(assetsDir, name), 'utf8');
 
   const loginPage = async (c: Context, status: 200 | 401, message?: string) => {
-    const html = (await read('login.html')).replace('<!--message-->', message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : '');
+    const html = (await read('login.html')).replace(
+      '<!--message-->',
+      message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : '',
+    );
     return c.html(html, status, { 'cache-control': 'no-store' });
   };
 

@@ -33,6 +33,7 @@ export function eventRoutes(hub: EventHub): Hono<AuthEnv> {
 }
 
 function whole(name: string, raw: string, min: number): number {
-  if (!/^\d{1,15}$/.test(raw) || Number(raw) < min) throw new HttpError(400, 'bad_request', `${name} must be a whole number >= ${min}, got "${raw.slice(0, 40)}"`);
+  if (!/^\d{1,15}$/.test(raw) || Number(raw) < min)
+    throw new HttpError(400, 'bad_request', `${name} must be a whole number >= ${min}, got "${raw.slice(0, 40)}"`);
   return Number(raw);
 }

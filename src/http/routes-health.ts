@@ -26,7 +26,10 @@ export function healthRoutes(checks: () => readonly ReadinessCheck[]): Hono {
       }),
     );
     const failing = results.filter((r) => !r.ok);
-    return c.json({ ready: failing.length === 0, checks: results, ...(failing.length ? { failing: failing.map((f) => f.name) } : {}) }, failing.length ? 503 : 200);
+    return c.json(
+      { ready: failing.length === 0, checks: results, ...(failing.length ? { failing: failing.map((f) => f.name) } : {}) },
+      failing.length ? 503 : 200,
+    );
   });
   return app;
 }

@@ -10,7 +10,10 @@ export function queueRoutes(engine: FullRunEngine, now: () => number = Date.now)
   const app = new Hono();
   app.get('/queue', async (c) => {
     const [stats, live] = await Promise.all([engine.stats(), engine.listLive()]);
-    const activeWorkspaces: Record<string, { runId: number; stage: string; status: string; workspaceId: string | null; workspaceName: string | null; elapsed: number }> = {};
+    const activeWorkspaces: Record<
+      string,
+      { runId: number; stage: string; status: string; workspaceId: string | null; workspaceName: string | null; elapsed: number }
+    > = {};
     for (const run of live) {
       if (run.status === 'queued') continue;
       activeWorkspaces[run.key] = {

@@ -87,7 +87,8 @@ async function transition<T>(fn: () => Promise<T>): Promise<T> {
 }
 
 function runId(raw: string): number {
-  if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw new HttpError(400, 'bad_request', `run id must be a positive whole number, got "${raw.slice(0, 40)}"`);
+  if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1)
+    throw new HttpError(400, 'bad_request', `run id must be a positive whole number, got "${raw.slice(0, 40)}"`);
   return Number(raw);
 }
 
@@ -95,12 +96,18 @@ function parseFilter(query: Record<string, string>): RunFilter {
   const filter: RunFilter = { limit: 50 };
   const known = ['status', 'stage', 'repo', 'number', 'issue', 'cursor', 'limit'];
   for (const key of Object.keys(query)) {
-    if (!known.includes(key)) throw new HttpError(400, 'bad_request', `unknown query parameter "${key.slice(0, 40)}" (known: ${known.join(', ')})`);
+    if (!known.includes(key))
+      throw new HttpError(400, 'bad_request', `unknown query parameter "${key.slice(0, 40)}" (known: ${known.join(', ')})`);
   }
   if (query.status) {
     const statuses = query.status.split(',').map((s) => s.trim());
     const bad = statuses.find((s) => !STATUSES.includes(s));
-    if (bad !== undefined) throw new HttpError(400, 'bad_request', `status must be one or more of ${STATUSES.join(', ')} (comma-separated), got "${bad.slice(0, 40)}"`);
+    if (bad !== undefined)
+      throw new HttpError(
+        400,
+        'bad_request',
+        `status must be one or more of ${STATUSES.join(', ')} (comma-separated), got "${bad.slice(0, 40)}"`,
+      );
     filter.status = statuses as RunStatus[];
   }
   if (query.stage) filter.stage = query.stage;
@@ -121,6 +128,7 @@ function parseFilter(query: Record<string, string>): RunFilter {
 }
 
 function positiveInt(name: string, raw: string): number {
-  if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1) throw new HttpError(400, 'bad_request', `${name} must be a positive whole number, got "${raw.slice(0, 40)}"`);
+  if (!/^\d{1,15}$/.test(raw) || Number(raw) < 1)
+    throw new HttpError(400, 'bad_request', `${name} must be a positive whole number, got "${raw.slice(0, 40)}"`);
   return Number(raw);
 }

@@ -12,7 +12,10 @@ export function runView(run: Run, forgeUrl: string | undefined): RunView {
   return {
     ...run,
     tokens: totalTokens(run.usage),
-    issueUrl: forgeUrl && run.number !== null ? `${forgeUrl}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/issues/${run.number}` : null,
+    issueUrl:
+      forgeUrl && run.number !== null
+        ? `${forgeUrl}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/issues/${run.number}`
+        : null,
   };
 }
 

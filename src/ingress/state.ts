@@ -69,7 +69,10 @@ export function createIngressState(store: Pick<Store, 'db'>, now: () => number =
         .execute();
     },
     async pruneDeliveries(olderThanMs = DEFAULT_DELIVERY_RETENTION_MS) {
-      const result = await db.deleteFrom('webhook_deliveries').where('received_at', '<', now() - olderThanMs).executeTakeFirst();
+      const result = await db
+        .deleteFrom('webhook_deliveries')
+        .where('received_at', '<', now() - olderThanMs)
+        .executeTakeFirst();
       return Number(result.numDeletedRows ?? 0n);
     },
   };

@@ -32,7 +32,10 @@ export function createLogger(options: { level: LogLevel; pretty?: boolean; desti
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {
-    return pino({ ...base, transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } } });
+    return pino({
+      ...base,
+      transport: { target: 'pino-pretty', options: { colorize: true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname,service' } },
+    });
   }
   return pino(base);
 }

@@ -55,7 +55,12 @@ export function createMetricsRegistry(): MetricsRegistry {
       if (existing.type !== type) throw new Error(`metric ${name} is already a ${existing.type}`);
       return existing;
     }
-    const created: Family = { type, help, values: new Map(), ...(buckets ? { buckets: [...buckets].sort((a, b) => a - b), histograms: new Map() } : {}) };
+    const created: Family = {
+      type,
+      help,
+      values: new Map(),
+      ...(buckets ? { buckets: [...buckets].sort((a, b) => a - b), histograms: new Map() } : {}),
+    };
     families.set(name, created);
     return created;
   }
@@ -136,7 +141,11 @@ export function createMetricsRegistry(): MetricsRegistry {
 }
 
 function labelKey(labels: Labels): string {
-  return JSON.stringify(Object.keys(labels).sort().map((k) => [k, String(labels[k])]));
+  return JSON.stringify(
+    Object.keys(labels)
+      .sort()
+      .map((k) => [k, String(labels[k])]),
+  );
 }
 
 function renderLabels(labels: Labels): string {

@@ -84,7 +84,9 @@ export async function nextDueAt(store: Store, kinds: readonly string[]): Promise
   if (kinds.length === 0) return null;
   const row = await withOutboxTable(store.db)
     .selectFrom('outbox as o')
-    .select((eb) => eb.fn.min(sql<number>`CASE WHEN o.lease_expires_at > o.next_attempt_at THEN o.lease_expires_at ELSE o.next_attempt_at END`).as('due'))
+    .select((eb) =>
+      eb.fn.min(sql<number>`CASE WHEN o.lease_expires_at > o.next_attempt_at THEN o.lease_expires_at ELSE o.next_attempt_at END`).as('due'),
+    )
     .where('o.status', '=', OUTBOX_STATUS.pending)
     .where('o.kind', 'in', kinds)
     .where(isHeadOfItsKey)

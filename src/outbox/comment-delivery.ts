@@ -48,7 +48,8 @@ export function createCommentHandler(options: { accounts: ForgeAccounts }): Outb
       return { commentId: comment.id, url: comment.htmlUrl };
     } catch (err) {
       if (err instanceof ForgeError && !err.retryable) throw new PermanentDeliveryError(err.message, { cause: err });
-      if (err instanceof ForgeError && err.retryAfterMs !== undefined) throw new RetryLaterError(err.message, err.retryAfterMs, { cause: err });
+      if (err instanceof ForgeError && err.retryAfterMs !== undefined)
+        throw new RetryLaterError(err.message, err.retryAfterMs, { cause: err });
       throw err;
     }
   };

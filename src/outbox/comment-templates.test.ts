@@ -17,7 +17,9 @@ describe('parseCommentTemplates', () => {
 
   it('names an unknown template and lists the known ones', () => {
     const { problems } = parseCommentTemplates({ finished: 'x' });
-    expect(problems).toEqual([expect.stringMatching(/^comments\.finished is not a known comment template \(known: queued, started, succeeded/)]);
+    expect(problems).toEqual([
+      expect.stringMatching(/^comments\.finished is not a known comment template \(known: queued, started, succeeded/),
+    ]);
   });
 
   it('names a template whose value is not a string', () => {

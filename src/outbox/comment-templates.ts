@@ -68,7 +68,9 @@ export function parseCommentTemplates(fileSection: unknown): { templates: Commen
   const templates: Record<CommentTemplateName, string> = { ...DEFAULT_COMMENT_TEMPLATES };
   if (fileSection === undefined || fileSection === null) return { templates: Object.freeze(templates), problems };
   if (typeof fileSection !== 'object' || Array.isArray(fileSection)) {
-    problems.push(`baton.yaml: comments must be a mapping of template name to text (${COMMENT_TEMPLATE_NAMES.join(', ')}), got ${show(fileSection)}`);
+    problems.push(
+      `baton.yaml: comments must be a mapping of template name to text (${COMMENT_TEMPLATE_NAMES.join(', ')}), got ${show(fileSection)}`,
+    );
     return { templates: Object.freeze(templates), problems };
   }
   for (const [key, value] of Object.entries(fileSection as Record<string, unknown>)) {

@@ -7,7 +7,15 @@ import { PermanentDeliveryError, RetryLaterError } from './errors.js';
 import { toEntry } from './map.js';
 import { markDelivered, markFailed, markRetry } from './settle.js';
 import { withOutboxTable } from './table.js';
-import { OUTBOX_STATUS, type NewOutboxEntry, type OutboxStatus, type OutboxEntry, type OutboxFilter, type OutboxHandler, type OutboxLogger } from './types.js';
+import {
+  OUTBOX_STATUS,
+  type NewOutboxEntry,
+  type OutboxStatus,
+  type OutboxEntry,
+  type OutboxFilter,
+  type OutboxHandler,
+  type OutboxLogger,
+} from './types.js';
 
 export interface OutboxOptions {
   store: Store;
@@ -289,7 +297,10 @@ export function createOutbox(options: OutboxOptions): Outbox {
       if (filter.status) query = query.where('status', '=', filter.status);
       if (filter.kind) query = query.where('kind', '=', filter.kind);
       if (filter.runId !== undefined) query = query.where('run_id', '=', filter.runId);
-      const rows = await query.orderBy('id', 'desc').limit(filter.limit ?? 100).execute();
+      const rows = await query
+        .orderBy('id', 'desc')
+        .limit(filter.limit ?? 100)
+        .execute();
       return rows.map(toEntry);
     },
     async retry(id) {

@@ -21,7 +21,14 @@ export async function markDelivered(store: Store, id: number, leaseToken: string
   return Number(res.numUpdatedRows) === 1;
 }
 
-export async function markRetry(store: Store, id: number, leaseToken: string, error: string, nextAttemptAt: number, now: number): Promise<boolean> {
+export async function markRetry(
+  store: Store,
+  id: number,
+  leaseToken: string,
+  error: string,
+  nextAttemptAt: number,
+  now: number,
+): Promise<boolean> {
   const res = await withOutboxTable(store.db)
     .updateTable('outbox')
     .set({ lease_token: null, lease_expires_at: null, last_error: error, next_attempt_at: nextAttemptAt, updated_at: now })

@@ -64,8 +64,7 @@ describe('status comment hook', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  const entries = async (): Promise<OutboxEntry[]> =>
-    (await createOutbox({ store, handlers: {} }).list()).sort((a, b) => a.id - b.id);
+  const entries = async (): Promise<OutboxEntry[]> => (await createOutbox({ store, handlers: {} }).list()).sort((a, b) => a.id - b.id);
   const fire = (hook: ReturnType<typeof createStatusCommentHook>, run: Run, event: RunEvent) =>
     store.transaction((trx) => hook(trx, { run, event }));
 
@@ -141,7 +140,9 @@ describe('status comment hook', () => {
     const hook = createStatusCommentHook({ accounts, templates });
     await fire(hook, makeRun(), makeEvent('run:queued'));
     await fire(hook, makeRun({ durationMs: 3_700_000, usage: { inputTokens: 12000, outputTokens: 3400 } }), makeEvent('run:succeeded'));
-    expect((await entries()).map((e) => (e.payload as { body: string }).body)).toEqual(['develop for #42 took 1h 1m (12,000 in / 3,400 out)']);
+    expect((await entries()).map((e) => (e.payload as { body: string }).body)).toEqual([
+      'develop for #42 took 1h 1m (12,000 in / 3,400 out)',
+    ]);
   });
 
   it('never puts a secret into a comment', async () => {
@@ -155,7 +156,11 @@ describe('status comment hook', () => {
   });
 
   it('drops delivery markers copied into a summary', async () => {
-    await fire(createStatusCommentHook({ accounts }), makeRun({ summary: 'see <!-- baton:outbox:3 --> above' }), makeEvent('run:succeeded'));
+    await fire(
+      createStatusCommentHook({ accounts }),
+      makeRun({ summary: 'see <!-- baton:outbox:3 --> above' }),
+      makeEvent('run:succeeded'),
+    );
     expect(((await entries())[0]!.payload as { body: string }).body).not.toContain('baton:outbox');
   });
 

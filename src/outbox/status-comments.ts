@@ -103,7 +103,8 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
 }
 
 function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, string> {
-  const eventError = typeof event.data?.error === 'string' ? event.data.error : typeof event.data?.reason === 'string' ? event.data.reason : '';
+  const eventError =
+    typeof event.data?.error === 'string' ? event.data.error : typeof event.data?.reason === 'string' ? event.data.reason : '';
   const duration = run.durationMs ?? (run.startedAt !== null && run.finishedAt !== null ? run.finishedAt - run.startedAt : null);
   const clip = (text: string) => (text.length > MAX_VALUE_LENGTH ? `${text.slice(0, MAX_VALUE_LENGTH)}… (truncated)` : text);
   return {
@@ -153,5 +154,8 @@ export function redact(text: string, secrets: readonly string[]): string {
   for (const secret of secrets) out = out.split(secret).join(MASK);
   return out
     .replace(/\b([a-z][a-z0-9+.-]*:\/\/[^\s:/@]+):[^\s@/]+@/gi, `$1:${MASK}@`)
-    .replace(/\b(authorization:\s*)?(token|bearer)\s+[A-Za-z0-9._~+/-]{16,}=*/gi, (_m, header: string | undefined, scheme: string) => `${header ?? ''}${scheme} ${MASK}`);
+    .replace(
+      /\b(authorization:\s*)?(token|bearer)\s+[A-Za-z0-9._~+/-]{16,}=*/gi,
+      (_m, header: string | undefined, scheme: string) => `${header ?? ''}${scheme} ${MASK}`,
+    );
 }

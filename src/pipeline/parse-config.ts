@@ -53,7 +53,8 @@ export function parsePipelineConfig(
 
   const labels: Record<LabelRole, string> = { ...DEFAULT_LABELS };
   if (section.labels !== undefined && section.labels !== null) {
-    if (!isMapping(section.labels)) problems.push(`pipeline.labels must be a mapping of label role to label name, got ${show(section.labels)}`);
+    if (!isMapping(section.labels))
+      problems.push(`pipeline.labels must be a mapping of label role to label name, got ${show(section.labels)}`);
     else {
       for (const [role, name] of Object.entries(section.labels)) {
         if (!(role in DEFAULT_LABELS)) {
@@ -73,7 +74,8 @@ export function parsePipelineConfig(
       for (const key of ['labelPrefix', 'defaultEnv'] as const) {
         const value = section.deploy[key];
         if (value === undefined) continue;
-        if (typeof value !== 'string' || value.trim() === '') problems.push(`pipeline.deploy.${key} must be a non-empty string, got ${show(value)}`);
+        if (typeof value !== 'string' || value.trim() === '')
+          problems.push(`pipeline.deploy.${key} must be a non-empty string, got ${show(value)}`);
         else deploy[key] = value.trim();
       }
     }
@@ -81,7 +83,8 @@ export function parsePipelineConfig(
 
   const stages = defaultStages(labels);
   if (section.stages !== undefined && section.stages !== null) {
-    if (!isMapping(section.stages)) problems.push(`pipeline.stages must be a mapping of stage name to settings, got ${show(section.stages)}`);
+    if (!isMapping(section.stages))
+      problems.push(`pipeline.stages must be a mapping of stage name to settings, got ${show(section.stages)}`);
     else {
       for (const [name, raw] of Object.entries(section.stages)) {
         const key = `pipeline.stages.${name}`;
@@ -91,7 +94,9 @@ export function parsePipelineConfig(
           continue;
         }
         if (!STAGE_NAME.test(name)) {
-          problems.push(`${key}: stage names must be lower-case letters, digits and dashes (they name .claude/commands/<stage>.md), got ${show(name)}`);
+          problems.push(
+            `${key}: stage names must be lower-case letters, digits and dashes (they name .claude/commands/<stage>.md), got ${show(name)}`,
+          );
           continue;
         }
         if (!isMapping(raw)) {
@@ -193,7 +198,11 @@ function parseTrigger(raw: unknown, key: string, problems: string[]): Trigger | 
 
 function stringList(raw: unknown, key: string, problems: string[]): string[] {
   if (raw === undefined || raw === null) return [];
-  if (typeof raw === 'string') return raw.split(',').map((s) => s.trim()).filter(Boolean);
+  if (typeof raw === 'string')
+    return raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   if (Array.isArray(raw) && raw.every((v) => typeof v === 'string')) return raw.map((s) => s.trim()).filter(Boolean);
   problems.push(`${key} must be a list of names, got ${show(raw)}`);
   return [];

@@ -48,7 +48,12 @@ describe('route: default SDLC table', () => {
   it('starts analyse for a new issue without labels, as the dev bot with a light build', () => {
     const request = only(route(issue(), pipeline, fresh));
     expect(request).toMatchObject({ stage: 'analyse', owner: 'acme', repo: 'app', number: 7, onDuplicate: 'followup' });
-    expect(request.payload).toMatchObject({ account: 'dev', accountUser: 'claude-dev', build: 'light', cloneUrl: 'https://git.example/acme/app.git' });
+    expect(request.payload).toMatchObject({
+      account: 'dev',
+      accountUser: 'claude-dev',
+      build: 'light',
+      cloneUrl: 'https://git.example/acme/app.git',
+    });
     expect(request.payload?.trigger).toBe('issue #7 opened by alice');
   });
 

@@ -69,8 +69,7 @@ export function newlyPresentLabels(labels: readonly string[], previous: readonly
 }
 
 function occurrencesOf(event: ForgeEvent, context: RouteContext): Occurrence[] {
-  const added = (): Occurrence[] =>
-    newlyPresentLabels(event.labels, context.previousLabels).map((label) => ({ event: 'labeled', label }));
+  const added = (): Occurrence[] => newlyPresentLabels(event.labels, context.previousLabels).map((label) => ({ event: 'labeled', label }));
   switch (event.kind) {
     case 'issue_opened':
       return [{ event: 'issue_opened' }, ...added()];

@@ -86,12 +86,21 @@ export async function claimInTransaction(
       claimed_at: now,
       updated_at: now,
     })
-    .where('id', 'in', chosen.map((c) => c.id))
+    .where(
+      'id',
+      'in',
+      chosen.map((c) => c.id),
+    )
     .where('status', '=', 'queued')
     .returningAll()
     .execute();
   rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
   const runs = rows.map(toRun);
-  await recordEvents(trx, ctx, committed, runs.map((run) => ({ run, type: 'run:claimed', from: 'queued', data: { attempt: run.attempts } })));
+  await recordEvents(
+    trx,
+    ctx,
+    committed,
+    runs.map((run) => ({ run, type: 'run:claimed', from: 'queued', data: { attempt: run.attempts } })),
+  );
   return runs.map((run) => ({ run, leaseToken }));
 }

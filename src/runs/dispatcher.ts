@@ -93,12 +93,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const log = logger.child({ runId: run.id, key: run.key });
     const name = options.workspaceName(run);
     const token = randomBytes(32).toString('base64url');
-    const heartbeat = setInterval(() => {
-      engine.heartbeat(run.id, leaseToken).then(
-        (held) => held || log.warn('lease lost while provisioning'),
-        (err) => log.warn({ err }, 'heartbeat failed'),
-      );
-    }, Math.max(50, Math.floor(options.leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        engine.heartbeat(run.id, leaseToken).then(
+          (held) => held || log.warn('lease lost while provisioning'),
+          (err) => log.warn({ err }, 'heartbeat failed'),
+        );
+      },
+      Math.max(50, Math.floor(options.leaseMs / 3)),
+    );
     let created = false;
     try {
       await engine.recordWorkspace(run.id, leaseToken, { workspaceName: name, callbackTokenHash: hashCallbackToken(token) });
@@ -135,10 +138,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (running) return;
       running = true;
       unsubscribe = engine.onWake(wake);
-      stopListening = await options.store.listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && wake()).catch((err: unknown) => {
-        logger.warn({ err }, 'cannot LISTEN for wake-ups; relying on polling');
-        return undefined;
-      });
+      stopListening = await options.store
+        .listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && wake())
+        .catch((err: unknown) => {
+          logger.warn({ err }, 'cannot LISTEN for wake-ups; relying on polling');
+          return undefined;
+        });
       loop = run();
     },
     stop() {

@@ -209,7 +209,14 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         // The lease check is the UPDATE's own condition: one round trip instead of lock-then-write.
         const row = await trx
           .updateTable('runs')
-          .set({ status: 'running', workspace_id: details.workspaceId, lease_token: null, lease_expires_at: null, started_at: t, updated_at: t })
+          .set({
+            status: 'running',
+            workspace_id: details.workspaceId,
+            lease_token: null,
+            lease_expires_at: null,
+            started_at: t,
+            updated_at: t,
+          })
           .where('id', '=', runId)
           .where('status', '=', 'provisioning')
           .where('lease_token', '=', leaseToken)
@@ -264,7 +271,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     cancel(runId, reason = 'cancelled by operator') {
       return write(async (trx, committed) => {
         const run = await requireRun(trx, runId);
-        if (isFinal(run.status)) throw new TransitionError(`run ${runId} is already ${run.status}; only live runs can be cancelled`, 'conflict');
+        if (isFinal(run.status))
+          throw new TransitionError(`run ${runId} is already ${run.status}; only live runs can be cancelled`, 'conflict');
         return finish(trx, committed, run, 'cancelled', { last_error: reason, followup: 0 }, { reason }, false);
       }, true);
     },
@@ -356,7 +364,10 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       if (filter.repo) query = query.where('repo', '=', filter.repo);
       if (filter.number !== undefined) query = query.where('number', '=', filter.number);
       if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
-      const rows = await query.orderBy('id', 'desc').limit(Math.min(filter.limit ?? 50, 500)).execute();
+      const rows = await query
+        .orderBy('id', 'desc')
+        .limit(Math.min(filter.limit ?? 50, 500))
+        .execute();
       return rows.map(toRun);
     },
 
@@ -413,12 +424,26 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         for (const row of rows) {
           const run = toRun(row);
           if (run.attempts >= run.maxAttempts) {
-            await finish(trx, committed, run, 'dead', { last_error: 'lease expired while provisioning' }, { error: 'lease expired while provisioning' });
+            await finish(
+              trx,
+              committed,
+              run,
+              'dead',
+              { last_error: 'lease expired while provisioning' },
+              { error: 'lease expired while provisioning' },
+            );
             continue;
           }
           const updated = await trx
             .updateTable('runs')
-            .set({ status: 'queued', lease_token: null, lease_expires_at: null, run_at: t, updated_at: t, last_error: 'lease expired while provisioning' })
+            .set({
+              status: 'queued',
+              lease_token: null,
+              lease_expires_at: null,
+              run_at: t,
+              updated_at: t,
+              last_error: 'lease expired while provisioning',
+            })
             .where('id', '=', run.id)
             .returningAll()
             .executeTakeFirstOrThrow();
@@ -448,7 +473,11 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         await trx.deleteFrom('run_events').where('run_id', 'in', old).execute();
         await trx.deleteFrom('teardowns').where('status', '!=', 'pending').where('updated_at', '<', cutoff).execute();
         await trx.deleteFrom('schedule_fires').where('created_at', '<', cutoff).execute();
-        const result = await trx.deleteFrom('runs').where('status', 'in', FINAL_STATUSES).where('finished_at', '<', cutoff).executeTakeFirst();
+        const result = await trx
+          .deleteFrom('runs')
+          .where('status', 'in', FINAL_STATUSES)
+          .where('finished_at', '<', cutoff)
+          .executeTakeFirst();
         return Number(result.numDeletedRows);
       });
     },

@@ -60,20 +60,31 @@ export async function enqueueInTransaction(
     .executeTakeFirst();
   if (inserted) {
     const run = toRun(inserted);
-    await recordEvent(trx, ctx, committed, run, 'run:queued', { from: null }, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
+    await recordEvent(
+      trx,
+      ctx,
+      committed,
+      run,
+      'run:queued',
+      { from: null },
+      request.payload?.trigger ? { trigger: request.payload.trigger } : null,
+    );
     return { outcome: 'queued', run };
   }
 
-  const liveRow = await trx
-    .selectFrom('runs')
-    .selectAll()
-    .where('key', '=', key)
-    .where('status', 'in', LIVE_STATUSES)
-    .executeTakeFirst();
+  const liveRow = await trx.selectFrom('runs').selectAll().where('key', '=', key).where('status', 'in', LIVE_STATUSES).executeTakeFirst();
   if (!liveRow) return null;
   const live = toRun(liveRow);
   if (live.status === 'queued') {
-    await recordEvent(trx, ctx, committed, live, 'run:coalesced', null, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
+    await recordEvent(
+      trx,
+      ctx,
+      committed,
+      live,
+      'run:coalesced',
+      null,
+      request.payload?.trigger ? { trigger: request.payload.trigger } : null,
+    );
     return { outcome: 'coalesced', run: live };
   }
   if (request.onDuplicate === 'drop') return { outcome: 'dropped', run: live };

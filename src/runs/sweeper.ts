@@ -46,7 +46,10 @@ export function createSweeper(options: SweeperOptions): Sweeper {
 
   async function timeOutStale(): Promise<number> {
     const minutes = Math.round(options.staleAfterMs / 60_000);
-    const runs = await engine.timeOutStaleRuns(now() - options.staleAfterMs, `no completion callback within ${minutes} minutes (STALE_WORKSPACE_MINUTES)`);
+    const runs = await engine.timeOutStaleRuns(
+      now() - options.staleAfterMs,
+      `no completion callback within ${minutes} minutes (STALE_WORKSPACE_MINUTES)`,
+    );
     for (const run of runs) logger.warn({ runId: run.id, key: run.key }, 'run timed out; tearing its workspace down');
     await options.onSweep?.();
     return runs.length;

@@ -61,7 +61,11 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
       await trx
         .updateTable('teardowns')
         .set({ lease_token: lease, lease_expires_at: t + leaseMs, updated_at: t })
-        .where('id', 'in', rows.map((r) => r.id))
+        .where(
+          'id',
+          'in',
+          rows.map((r) => r.id),
+        )
         .execute();
       return rows.map((r) => ({ ...r, lease }));
     });

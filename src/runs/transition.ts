@@ -94,7 +94,11 @@ export async function selectRun(trx: Kysely<Database>, id: number, lock?: StoreD
 }
 
 /** Queues the workspace's removal in the same transaction as the run's end, so none is forgotten. */
-export async function scheduleTeardown(trx: Kysely<Database>, run: Pick<Run, "workspaceName"> & { id: number | null }, now: number): Promise<void> {
+export async function scheduleTeardown(
+  trx: Kysely<Database>,
+  run: Pick<Run, 'workspaceName'> & { id: number | null },
+  now: number,
+): Promise<void> {
   if (!run.workspaceName) return;
   await trx
     .insertInto('teardowns')
@@ -111,6 +115,11 @@ export async function scheduleTeardown(trx: Kysely<Database>, run: Pick<Run, "wo
       updated_at: now,
     })
     // A literal predicate: PostgreSQL matches a partial unique index only against constants.
-    .onConflict((oc) => oc.column('workspace_name').where(sql<boolean>`status = 'pending'`).doNothing())
+    .onConflict((oc) =>
+      oc
+        .column('workspace_name')
+        .where(sql<boolean>`status = 'pending'`)
+        .doNothing(),
+    )
     .execute();
 }

@@ -1,8 +1,6 @@
 import path from 'node:path';
 
-export type DatabaseTarget =
-  | { kind: 'sqlite'; file: string }
-  | { kind: 'postgres'; url: string };
+export type DatabaseTarget = { kind: 'sqlite'; file: string } | { kind: 'postgres'; url: string };
 
 /**
  * `sqlite:PATH` (relative to the working directory, or absolute), `sqlite::memory:`,

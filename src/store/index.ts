@@ -209,10 +209,13 @@ async function listenWithReconnect(
     client = undefined;
     retryTimer = setTimeout(() => {
       retryTimer = undefined;
-      connect().then(() => onMessage(null), () => {
-        delay = Math.min(delay * 2, 10_000);
-        scheduleReconnect();
-      });
+      connect().then(
+        () => onMessage(null),
+        () => {
+          delay = Math.min(delay * 2, 10_000);
+          scheduleReconnect();
+        },
+      );
     }, delay);
     retryTimer.unref();
   };

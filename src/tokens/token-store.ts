@@ -79,12 +79,20 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
     try {
       const row = await store.db
         .insertInto('api_tokens')
-        .values({ name, token_hash: hashToken(token), hint: token.slice(0, HINT_LENGTH), created_at: t, last_used_at: null, revoked_at: null })
+        .values({
+          name,
+          token_hash: hashToken(token),
+          hint: token.slice(0, HINT_LENGTH),
+          created_at: t,
+          last_used_at: null,
+          revoked_at: null,
+        })
         .returningAll()
         .executeTakeFirstOrThrow();
       return { ...toToken(row), token };
     } catch (err) {
-      if (isUniqueViolation(err)) throw new TokenError(`a live token named "${name}" already exists; revoke it first or pick another name`, 'conflict');
+      if (isUniqueViolation(err))
+        throw new TokenError(`a live token named "${name}" already exists; revoke it first or pick another name`, 'conflict');
       throw err;
     }
   }
@@ -92,7 +100,10 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   return {
     async create(name) {
       if (!NAME.test(name)) {
-        throw new TokenError(`token name must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit, got "${name.slice(0, 64)}"`, 'invalid');
+        throw new TokenError(
+          `token name must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit, got "${name.slice(0, 64)}"`,
+          'invalid',
+        );
       }
       return insert(name, mint());
     },

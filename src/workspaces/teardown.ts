@@ -36,11 +36,7 @@ const SETTLED: readonly WorkspaceStatus[] = ['stopped', 'failed', 'canceled', 'd
  * at the end (or on a permanent provider error), so the run engine's retried teardown job can
  * simply call this again: every step is idempotent.
  */
-export async function teardownWorkspace(
-  provider: WorkspaceProvider,
-  name: string,
-  options: TeardownOptions = {},
-): Promise<TeardownResult> {
+export async function teardownWorkspace(provider: WorkspaceProvider, name: string, options: TeardownOptions = {}): Promise<TeardownResult> {
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const pollMs = options.pollMs ?? 2_000;

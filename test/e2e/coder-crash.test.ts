@@ -27,7 +27,9 @@ describe('baton serve with the coder provider survives kill -9', () => {
     coder = await createFakeCoder({ stepMs: 5 });
     fs.writeFileSync(
       path.join(dir, 'baton.yaml'),
-      ['queue:', '  leaseSeconds: 1', '  pollSeconds: 0.1', '  backoffBaseSeconds: 0.1', 'cleanup:', '  backoffBaseSeconds: 0.1', ''].join('\n'),
+      ['queue:', '  leaseSeconds: 1', '  pollSeconds: 0.1', '  backoffBaseSeconds: 0.1', 'cleanup:', '  backoffBaseSeconds: 0.1', ''].join(
+        '\n',
+      ),
     );
   });
 

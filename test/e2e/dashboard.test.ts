@@ -11,7 +11,16 @@ if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium
 /** The machine may be busy: give the browser time, not a wall-clock race. */
 const POLL = { timeout: 15_000, interval: 50 };
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** Counts distinct colours and non-white pixels of a PNG by drawing it on a canvas in the browser. */
 async function pixelStats(page: Page, png: Buffer): Promise<{ colours: number; inked: number; total: number }> {
@@ -97,7 +106,9 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
 
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('queued');
-    expect(await row(run.id).locator('a[href^="https://git.example.com"]').getAttribute('href')).toBe('https://git.example.com/acme/app/issues/7');
+    expect(await row(run.id).locator('a[href^="https://git.example.com"]').getAttribute('href')).toBe(
+      'https://git.example.com/acme/app/issues/7',
+    );
 
     await page.click('#resume');
     await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('running');

@@ -118,14 +118,27 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     }
   }, 60_000);
 
-  async function send(body: Buffer, event: string, eventType: string, options: { delivery?: string; secret?: string } = {}): Promise<Answer> {
+  async function send(
+    body: Buffer,
+    event: string,
+    eventType: string,
+    options: { delivery?: string; secret?: string } = {},
+  ): Promise<Answer> {
     const headers = giteaHeaders(body, { event, eventType, secret: options.secret ?? SECRET, delivery: options.delivery ?? randomUUID() });
     const res = await fetch(`${server.url}/webhook/gitea`, { method: 'POST', headers, body });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
 
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
-  const runCount = async () => Number((await store.db.selectFrom('runs').select((eb) => eb.fn.countAll().as('n')).executeTakeFirstOrThrow()).n);
+  const runCount = async () =>
+    Number(
+      (
+        await store.db
+          .selectFrom('runs')
+          .select((eb) => eb.fn.countAll().as('n'))
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
   const statusPath = async (id: number) =>
     (await store.db.selectFrom('run_events').select('to_status').where('run_id', '=', id).orderBy('id').execute())
       .map((e) => e.to_status)
@@ -157,7 +170,13 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         const row = await run(runId);
         return row && TERMINAL.includes(row.status) ? row : null;
       }, `run ${runId} to finish`);
-      expect(done, `${done.last_error}\n${server.output()}`).toMatchObject({ status: 'succeeded', stage: 'analyse', owner: 'example', repo: 'example', number: 1 });
+      expect(done, `${done.last_error}\n${server.output()}`).toMatchObject({
+        status: 'succeeded',
+        stage: 'analyse',
+        owner: 'example',
+        repo: 'example',
+        number: 1,
+      });
       const statuses = await statusPath(runId);
       expect(statuses[0]).toBe('queued');
       expect(statuses).toContain('running');
@@ -192,7 +211,12 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       const again = await send(body, 'issues', 'issues', { delivery });
       expect(again).toEqual({ status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } });
       expect(await runCount()).toBe(before);
-      const forIssue = await store.db.selectFrom('runs').select('id').where('owner', '=', 'example').where('repo', '=', 'example').execute();
+      const forIssue = await store.db
+        .selectFrom('runs')
+        .select('id')
+        .where('owner', '=', 'example')
+        .where('repo', '=', 'example')
+        .execute();
       expect(forIssue.map((r) => r.id)).toEqual([runId]);
     }, 120_000);
   });
@@ -208,15 +232,19 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       ['ready-for-architecture', 9, 'architect'],
       ['ready-for-development', 10, 'develop'],
       ['ready-for-deployment', 11, 'devops'],
-    ])('starts the stage when %s is newly present on issue #%i (%s)', async (name, number, stage) => {
-      const payload = fixtureJson('issues-label_updated.json');
-      const issue = payload.issue as Record<string, unknown>;
-      issue.labels = [label('enhancement'), label(name)];
-      issue.number = number;
-      payload.number = number;
-      const id = await expectRouted(await send(toBody(payload), 'issues', 'issue_label'), stage);
-      expect(await run(id)).toMatchObject({ owner: 'acme', repo: 'app', number });
-    }, 120_000);
+    ])(
+      'starts the stage when %s is newly present on issue #%i (%s)',
+      async (name, number, stage) => {
+        const payload = fixtureJson('issues-label_updated.json');
+        const issue = payload.issue as Record<string, unknown>;
+        issue.labels = [label('enhancement'), label(name)];
+        issue.number = number;
+        payload.number = number;
+        const id = await expectRouted(await send(toBody(payload), 'issues', 'issue_label'), stage);
+        expect(await run(id)).toMatchObject({ owner: 'acme', repo: 'app', number });
+      },
+      120_000,
+    );
 
     it('starts review-code for an opened and a synchronized pull request', async () => {
       const opened = await send(readFixture('pull_request-opened.json'), 'pull_request', 'pull_request');
@@ -270,7 +298,9 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       }, 'every run to finish');
       const failures = settled.filter((r) => r.status !== 'succeeded').map((r) => `${r.id} ${r.stage} ${r.status}: ${r.last_error}`);
       expect(failures, server.output().slice(-4000)).toEqual([]);
-      expect(settled.map((r) => r.stage)).toEqual(expect.arrayContaining(['fix-bug', 'architect', 'develop', 'devops', 'review-code', 'rework-pr', 'test']));
+      expect(settled.map((r) => r.stage)).toEqual(
+        expect.arrayContaining(['fix-bug', 'architect', 'develop', 'devops', 'review-code', 'rework-pr', 'test']),
+      );
       // The review stages speak as the review bot, the others as the dev bot.
       await until(
         () => gitea.comments('acme', 'app', 8).filter((c) => c.body.includes('finished')).length >= 3,

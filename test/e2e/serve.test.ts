@@ -39,7 +39,12 @@ describe('the baton CLI', () => {
   it('checks the configuration with secrets masked', async () => {
     const result = await runBaton(['config', 'check'], {
       cwd,
-      env: { GITEA_URL: 'https://git.example', GITEA_DEV_TOKEN: 'sekret-dev-token', GITEA_REVIEW_TOKEN: 'sekret-review', REDIS_URL: 'redis://old' },
+      env: {
+        GITEA_URL: 'https://git.example',
+        GITEA_DEV_TOKEN: 'sekret-dev-token',
+        GITEA_REVIEW_TOKEN: 'sekret-review',
+        REDIS_URL: 'redis://old',
+      },
     });
     expect(result.code).toBe(0);
     expect(result.stdout).not.toMatch(/sekret/);

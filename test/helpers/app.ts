@@ -32,10 +32,22 @@ export async function startTestApp(
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-app-'));
   if (options.file !== undefined) fs.writeFileSync(path.join(dataDir, 'baton.yaml'), options.file);
   const { config } = loadConfig(
-    { BATON_DATA_DIR: dataDir, BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN, LOG_LEVEL: 'silent', DATABASE_URL: t.url.startsWith('sqlite:') ? t.url : 'sqlite:unused.db', ...options.env },
+    {
+      BATON_DATA_DIR: dataDir,
+      BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
+      LOG_LEVEL: 'silent',
+      DATABASE_URL: t.url.startsWith('sqlite:') ? t.url : 'sqlite:unused.db',
+      ...options.env,
+    },
     dataDir,
   );
-  const app = createApp(config, { logger: silentLogger, store: t.store, provider: createMemoryProvider(), events: { heartbeatMs: 200, pollMs: 100 }, ...options.deps });
+  const app = createApp(config, {
+    logger: silentLogger,
+    store: t.store,
+    provider: createMemoryProvider(),
+    events: { heartbeatMs: 200, pollMs: 100 },
+    ...options.deps,
+  });
   if (options.start !== false) await app.start();
   const server: ServerType = serve({ fetch: app.hono.fetch, port: 0, hostname: '127.0.0.1' });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));

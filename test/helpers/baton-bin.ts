@@ -7,7 +7,8 @@ export const BATON_BIN = path.join(REPO_ROOT, 'bin/baton.js');
 
 /** The e2e suites run the built CLI, as a user would; `npm test` builds it first. */
 export function assertBuilt(): void {
-  if (!fs.existsSync(path.join(REPO_ROOT, 'dist/cli/index.js'))) throw new Error('dist/ is missing: run "npm run build" (npm test does it)');
+  if (!fs.existsSync(path.join(REPO_ROOT, 'dist/cli/index.js')))
+    throw new Error('dist/ is missing: run "npm run build" (npm test does it)');
 }
 
 export interface BatonRun {

@@ -10,7 +10,11 @@ export interface IngressHarness {
   app: ReturnType<typeof createGiteaIngress>;
   engine: FullRunEngine;
   t: TestStore;
-  post(path: string, body: Uint8Array | string, headers: Record<string, string>): Promise<{ status: number; body: Record<string, unknown> }>;
+  post(
+    path: string,
+    body: Uint8Array | string,
+    headers: Record<string, string>,
+  ): Promise<{ status: number; body: Record<string, unknown> }>;
   cleanup(): Promise<void>;
 }
 

@@ -34,7 +34,10 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
   });
 
   it('without credentials reports a clean failure naming the login problem', async () => {
-    if (missing) throw new Error(`CI=true but the Claude Code CLI is not installed at ${claudeBin}: run npm ci (devDependency @anthropic-ai/claude-code)`);
+    if (missing)
+      throw new Error(
+        `CI=true but the Claude Code CLI is not installed at ${claudeBin}: run npm ci (devDependency @anthropic-ai/claude-code)`,
+      );
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const outcome = await runAgent({
@@ -70,21 +73,25 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
   }, 150_000);
 
   // Only root is refused; as another user the CLI would start and this case does not exist.
-  it.skipIf(process.getuid?.() !== 0)('as root without IS_SANDBOX explains why the CLI refused to start', async () => {
-    if (missing) throw new Error(`CI=true but the Claude Code CLI is not installed at ${claudeBin}`);
-    await runAgent({
-      stage: 'analyse',
-      issueNumber: '1',
-      cloneUrl: createBareRepo(root, 'app'),
-      workdir: fs.mkdtempSync(path.join(root, 'ws-')),
-      callbackUrl: receiver.callbackUrl,
-      callbackToken: 'real-claude-callback-token',
-      env: { PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`, HOME: root },
-      callbackRetryBaseMs: 10,
-    });
-    const body = await receiver.accepted();
-    expect(body).toMatchObject({ status: 'failed', exitCode: 1, error: 'no_result' });
-    expect(body.summary).toContain('--dangerously-skip-permissions cannot be used with root/sudo privileges');
-    expect(body.summary).toContain('set IS_SANDBOX=1');
-  }, 150_000);
+  it.skipIf(process.getuid?.() !== 0)(
+    'as root without IS_SANDBOX explains why the CLI refused to start',
+    async () => {
+      if (missing) throw new Error(`CI=true but the Claude Code CLI is not installed at ${claudeBin}`);
+      await runAgent({
+        stage: 'analyse',
+        issueNumber: '1',
+        cloneUrl: createBareRepo(root, 'app'),
+        workdir: fs.mkdtempSync(path.join(root, 'ws-')),
+        callbackUrl: receiver.callbackUrl,
+        callbackToken: 'real-claude-callback-token',
+        env: { PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`, HOME: root },
+        callbackRetryBaseMs: 10,
+      });
+      const body = await receiver.accepted();
+      expect(body).toMatchObject({ status: 'failed', exitCode: 1, error: 'no_result' });
+      expect(body.summary).toContain('--dangerously-skip-permissions cannot be used with root/sudo privileges');
+      expect(body.summary).toContain('set IS_SANDBOX=1');
+    },
+    150_000,
+  );
 });

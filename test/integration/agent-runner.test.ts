@@ -43,9 +43,11 @@ function workdir(): string {
 
 function options(mode: string, overrides: Partial<RunAgentOptions> = {}): RunAgentOptions & { record: string } {
   const record = path.join(root, `record-${Math.random().toString(36).slice(2)}.json`);
-  const cloneUrl = overrides.cloneUrl ?? createBareRepo(root, `app-${Math.random().toString(36).slice(2, 8)}`, {
-    develop: { '.claude/commands/develop.md': DEVELOP_COMMAND },
-  });
+  const cloneUrl =
+    overrides.cloneUrl ??
+    createBareRepo(root, `app-${Math.random().toString(36).slice(2, 8)}`, {
+      develop: { '.claude/commands/develop.md': DEVELOP_COMMAND },
+    });
   return {
     stage: 'develop',
     issueNumber: '42',
@@ -66,7 +68,16 @@ function options(mode: string, overrides: Partial<RunAgentOptions> = {}): RunAge
       FAKE_CLAUDE_MODE: mode,
       FAKE_CLAUDE_RECORD: record,
     },
-    agentCommand: [process.execPath, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', '{prompt}'],
+    agentCommand: [
+      process.execPath,
+      FAKE_CLAUDE,
+      '-p',
+      '--output-format',
+      'stream-json',
+      '--verbose',
+      '--dangerously-skip-permissions',
+      '{prompt}',
+    ],
     callbackRetryBaseMs: 10,
     progressIntervalMs: 50,
     killGraceMs: 500,
@@ -291,7 +302,9 @@ describe('runAgent with the fake Claude Code CLI', () => {
   });
 
   it('reports a command file with unterminated front matter', async () => {
-    const cloneUrl = createBareRepo(root, 'broken', { develop: { '.claude/commands/develop.md': '---\ndescription: oops\nDo the thing\n' } });
+    const cloneUrl = createBareRepo(root, 'broken', {
+      develop: { '.claude/commands/develop.md': '---\ndescription: oops\nDo the thing\n' },
+    });
     await runAgent(options('success', { cloneUrl }));
     const body = await receiver.accepted();
     expect(body).toMatchObject({ status: 'failed', error: 'command_file_invalid' });
@@ -357,7 +370,9 @@ describe('runAgent with the fake Claude Code CLI', () => {
     });
     const running = runAgent(opts);
     // Wait until the agent is up (its init line reached the server as progress).
-    await expect.poll(() => receiver.progress.some((p) => (p.body.lines as string[]).some((l) => l.startsWith('[init]'))), { timeout: 10_000 }).toBe(true);
+    await expect
+      .poll(() => receiver.progress.some((p) => (p.body.lines as string[]).some((l) => l.startsWith('[init]'))), { timeout: 10_000 })
+      .toBe(true);
     const page = await fetch(`${logUrl}/`);
     expect(page.headers.get('content-type')).toContain('text/html');
     expect(await page.text()).toContain('[init] model claude-fake-1');

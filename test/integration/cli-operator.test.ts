@@ -72,9 +72,9 @@ describe('baton token (on the database)', () => {
 
     const second = await token('create', '--name', 'ci');
     expect(second.code).toBe(0);
-    const id = (JSON.parse((await token('list', '--json')).stdout[0]!) as Array<{ id: number; name: string; revokedAt: number | null }>).find(
-      (t) => t.name === 'ci' && t.revokedAt === null,
-    )!.id;
+    const id = (
+      JSON.parse((await token('list', '--json')).stdout[0]!) as Array<{ id: number; name: string; revokedAt: number | null }>
+    ).find((t) => t.name === 'ci' && t.revokedAt === null)!.id;
     expect((await token('revoke', String(id))).code).toBe(0);
     expect(await status(second.stdout[0]!)).toBe(401);
 
@@ -100,7 +100,10 @@ describe('first start without tokens', () => {
   it('announces a fresh admin token once, outside the log', async () => {
     const t = await createSqliteTestStore();
     const announced: string[] = [];
-    const first = await startTestApp(t, { env: { BATON_BOOTSTRAP_TOKEN: undefined }, deps: { announceToken: (token) => announced.push(token) } });
+    const first = await startTestApp(t, {
+      env: { BATON_BOOTSTRAP_TOKEN: undefined },
+      deps: { announceToken: (token) => announced.push(token) },
+    });
     try {
       expect(announced).toHaveLength(1);
       expect(announced[0]).toMatch(/^baton_/);
@@ -180,10 +183,12 @@ describe('operator commands over the API', () => {
 
   it('says how to fix a missing or rejected token', async () => {
     await expect(runsCommand(['ls'], captureIo({ BATON_URL: server.url }))).rejects.toThrow(/BATON_TOKEN is not set/);
-    await expect(runsCommand(['ls'], captureIo({ BATON_URL: server.url, BATON_TOKEN: 'baton_nope' }))).rejects.toThrow(/BATON_TOKEN was rejected/);
+    await expect(runsCommand(['ls'], captureIo({ BATON_URL: server.url, BATON_TOKEN: 'baton_nope' }))).rejects.toThrow(
+      /BATON_TOKEN was rejected/,
+    );
   });
 
-  it('follows a run\'s log live until the run ends', async () => {
+  it("follows a run's log live until the run ends", async () => {
     const { engine } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     await engine.appendEvent(run.id, 'run:progress', { lines: ['before 1', 'before 2'] });

@@ -77,7 +77,9 @@ describe('coder provider: create', () => {
   });
 
   it('needs a template or a template version', () => {
-    expect(() => fastProvider(coder, { templateId: undefined })).toThrow(/`templateId` \(CODER_TEMPLATE_ID\) or `templateVersionId` is required/);
+    expect(() => fastProvider(coder, { templateId: undefined })).toThrow(
+      /`templateId` \(CODER_TEMPLATE_ID\) or `templateVersionId` is required/,
+    );
   });
 
   it('sends only the pinned version when given both, as Coder refuses both at once', async () => {
@@ -287,7 +289,9 @@ describe('coder provider: faults', () => {
     provider = fastProvider(coder, { token: 'not-the-right-token' });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentWorkspaceError);
-    expect((error as Error).message).toMatch(/Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on POST \/api\/v2\/users\/me\/workspaces/);
+    expect((error as Error).message).toMatch(
+      /Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on POST \/api\/v2\/users\/me\/workspaces/,
+    );
     expect((error as Error).message).not.toContain('not-the-right-token');
     expect(provider.health()).toEqual({ ok: false, reason: expect.stringMatching(/^coder provider: Coder rejected the session token/) });
     expect(coder.requests).toHaveLength(1);
@@ -322,7 +326,9 @@ describe('coder provider: faults', () => {
   it('surfaces an unknown template as a permanent validation error', async () => {
     await provider.close?.();
     provider = fastProvider(coder, { templateId: '11111111-1111-1111-1111-111111111111' });
-    await expect(provider.create(specFor('bt-w'))).rejects.toThrow(/Template "11111111-1111-1111-1111-111111111111" doesn't exist\. \[template_id: template not found\]/);
+    await expect(provider.create(specFor('bt-w'))).rejects.toThrow(
+      /Template "11111111-1111-1111-1111-111111111111" doesn't exist\. \[template_id: template not found\]/,
+    );
   });
 
   it('does not retry other 4xx answers', async () => {

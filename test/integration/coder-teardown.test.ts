@@ -66,7 +66,11 @@ describe('teardownWorkspace with the coder provider', () => {
     await provider.close?.();
     provider = fastProvider(coder, { activeBuildWaitMs: 30 });
     coder.seedWorkspace({ name: 'bt-w', status: 'stopping', stuck: true });
-    coder.faults.failNext(1, { status: 403, body: { message: 'User is not allowed to cancel workspace builds.' }, match: (r) => r.method === 'PATCH' });
+    coder.faults.failNext(1, {
+      status: 403,
+      body: { message: 'User is not allowed to cancel workspace builds.' },
+      match: (r) => r.method === 'PATCH',
+    });
     const error = await teardownWorkspace(provider, 'bt-w', { ...fast, waitStoppedMs: 20 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
     expect(error).not.toBeInstanceOf(PermanentWorkspaceError);

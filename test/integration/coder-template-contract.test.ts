@@ -50,7 +50,10 @@ describe('rich parameters against deploy/coder/main.tf', () => {
 
   it.each([
     ['an issue stage', specFor('bt-issue')],
-    ['a repository-wide stage', specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined })],
+    [
+      'a repository-wide stage',
+      specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined }),
+    ],
   ])('sends every required parameter and nothing undeclared for %s', async (_label, spec) => {
     await provider.create(spec);
     const sent = coder.workspace(spec.name)?.richParameters ?? {};

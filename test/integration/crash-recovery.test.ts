@@ -44,7 +44,14 @@ describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) =
     const reclaimed = runs.filter((r) => r.attempts === 2);
     expect(reclaimed).toHaveLength(2);
     for (const run of reclaimed) {
-      expect((await engine.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:requeued', 'run:claimed', 'run:started', 'run:succeeded']);
+      expect((await engine.events(run.id)).map((e) => e.type)).toEqual([
+        'run:queued',
+        'run:claimed',
+        'run:requeued',
+        'run:claimed',
+        'run:started',
+        'run:succeeded',
+      ]);
     }
   });
 });
@@ -63,11 +70,15 @@ describe.skipIf(!available.postgres)('two dispatcher processes on one PostgreSQL
       children.push(child);
     }
     let maxLive = 0;
-    await until(async () => {
-      const stats = await engine.stats();
-      maxLive = Math.max(maxLive, stats.provisioning + stats.running);
-      return (await engine.list({ status: 'succeeded', limit: 500 })).length === total;
-    }, 'every run to succeed', 60_000);
+    await until(
+      async () => {
+        const stats = await engine.stats();
+        maxLive = Math.max(maxLive, stats.provisioning + stats.running);
+        return (await engine.list({ status: 'succeeded', limit: 500 })).length === total;
+      },
+      'every run to succeed',
+      60_000,
+    );
     expect(maxLive).toBeLessThanOrEqual(limit);
     const claims = children.flatMap((c) => c.messages.filter((m) => m.claimed !== undefined).map((m) => m.claimed as number));
     expect(claims).toHaveLength(total);

@@ -43,7 +43,10 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
     const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
     const store = createStore({ url: target.toString(), schema });
-    return createApp({ ...config, queue: { ...config.queue, pollMs: 100 } }, { logger: silentLogger, store, provider: createMemoryProvider() });
+    return createApp(
+      { ...config, queue: { ...config.queue, pollMs: 100 } },
+      { logger: silentLogger, store, provider: createMemoryProvider() },
+    );
   }
 
   it('turns /ready to 503 naming the database, crashes nothing, and resumes work when it returns', async () => {

@@ -105,7 +105,14 @@ describe.each(STORE_KINDS)('event stream on $kind', { timeout: 60_000 }, ({ kind
 
   it('drops a client that stops reading without holding up the others', async () => {
     const { engine } = server.app;
-    const hub = createEventHub({ engine, store: t.store, logger: silentLogger, heartbeatMs: 60_000, pollMs: 50, maxBufferBytes: 64 * 1024 });
+    const hub = createEventHub({
+      engine,
+      store: t.store,
+      logger: silentLogger,
+      heartbeatMs: 60_000,
+      pollMs: 50,
+      maxBufferBytes: 64 * 1024,
+    });
     await hub.start();
     try {
       let disconnected = 0;
@@ -167,7 +174,17 @@ describe('event stream across PostgreSQL replicas', () => {
       const insertedYet = new Promise<void>((resolve) => (inserted = resolve));
       // Takes the next id now and commits only when told to.
       const slow = t.store.transaction(async (trx) => {
-        await trx.insertInto('run_events').values({ run_id: run.id, type: 'run:progress', from_status: null, to_status: null, data: '{"lines":["slow"]}', created_at: Date.now() }).execute();
+        await trx
+          .insertInto('run_events')
+          .values({
+            run_id: run.id,
+            type: 'run:progress',
+            from_status: null,
+            to_status: null,
+            data: '{"lines":["slow"]}',
+            created_at: Date.now(),
+          })
+          .execute();
         inserted();
         await gate;
       });
@@ -179,7 +196,9 @@ describe('event stream across PostgreSQL replicas', () => {
       await onA.until((events) => events.some((e) => e.data?.lines?.toString() === 'slow'));
       const ids = onA.events.map((e) => e.id);
       expect(new Set(ids).size).toBe(ids.length);
-      expect(ids.sort((x, y) => x - y)).toEqual((await t.store.db.selectFrom('run_events').select('id').orderBy('id').execute()).map((r) => Number(r.id)));
+      expect(ids.sort((x, y) => x - y)).toEqual(
+        (await t.store.db.selectFrom('run_events').select('id').orderBy('id').execute()).map((r) => Number(r.id)),
+      );
     } finally {
       onA.close();
     }

@@ -75,7 +75,13 @@ class RetryLater extends Error {
 describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }) => {
   let t: TestStore;
   let engine: FullRunEngine;
-  let entries: Array<{ kind: string; payload: WebhookEntryPayload; orderingKey?: string | null; dedupKey?: string | null; runId?: number | null }>;
+  let entries: Array<{
+    kind: string;
+    payload: WebhookEntryPayload;
+    orderingKey?: string | null;
+    dedupKey?: string | null;
+    runId?: number | null;
+  }>;
   let receiverA: Awaited<ReturnType<typeof startReceiver>>;
   let receiverB: Awaited<ReturnType<typeof startReceiver>>;
   let webhooks: EventWebhook[];
@@ -87,7 +93,11 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
     receiverA = await startReceiver('secret-of-endpoint-a');
     receiverB = await startReceiver('secret-of-endpoint-b');
     webhooks = [
-      { url: receiverA.url, secret: 'secret-of-endpoint-a', events: ['run.queued', 'run.started', 'run.progress', 'run.succeeded', 'run.cancelled'] },
+      {
+        url: receiverA.url,
+        secret: 'secret-of-endpoint-a',
+        events: ['run.queued', 'run.started', 'run.progress', 'run.succeeded', 'run.cancelled'],
+      },
       { url: receiverB.url, secret: 'secret-of-endpoint-b', events: ['run.succeeded', 'run.failed'] },
     ];
     entries = [];
@@ -107,7 +117,12 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
     await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'baton-1', callbackTokenHash: 'x' });
     await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w-1' });
     await engine.appendEvent(run.id, 'run:progress', { lines: ['working'] });
-    await engine.complete(run.id, { status: 'succeeded', summary: 'opened PR #12', usage: { inputTokens: 10, outputTokens: 5 }, costUsd: 0.01 });
+    await engine.complete(run.id, {
+      status: 'succeeded',
+      summary: 'opened PR #12',
+      usage: { inputTokens: 10, outputTokens: 5 },
+      costUsd: 0.01,
+    });
     return run;
   };
 
@@ -139,7 +154,14 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
     const succeeded = receiverA.received.at(-1)!.body;
     expect(succeeded).toMatchObject({
       event: 'run.succeeded',
-      run: { id: run.id, key: 'develop-acme-app-7', status: 'succeeded', summary: 'opened PR #12', costUsd: 0.01, workspaceName: 'baton-1' },
+      run: {
+        id: run.id,
+        key: 'develop-acme-app-7',
+        status: 'succeeded',
+        summary: 'opened PR #12',
+        costUsd: 0.01,
+        workspaceName: 'baton-1',
+      },
     });
     expect(receiverA.received[2]!.body.data).toEqual({ lines: ['working'] });
 
@@ -151,7 +173,11 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
     expect(again.verified).toBe(true);
 
     // A captured delivery replayed later is refused by the timestamp check.
-    expect(verifyWebhook('secret-of-endpoint-a', { signature: first.signature, timestamp: first.timestamp }, first.raw, { nowMs: Date.now() + 10 * 60_000 })).toEqual({
+    expect(
+      verifyWebhook('secret-of-endpoint-a', { signature: first.signature, timestamp: first.timestamp }, first.raw, {
+        nowMs: Date.now() + 10 * 60_000,
+      }),
+    ).toEqual({
       ok: false,
       reason: 'stale',
     });
@@ -196,7 +222,9 @@ describe('event webhook delivery answers', () => {
 
   it('fails permanently for an endpoint no longer configured, and retries an unreachable one', async () => {
     await expect(deliver({ payload: payload('http://127.0.0.1:1/gone'), attempts: 1 })).rejects.toBeInstanceOf(Permanent);
-    const unreachable = createWebhookDelivery({ webhooks: [{ url: 'http://127.0.0.1:1/x', secret: 'the-endpoint-secret!', events: ['run.failed'] }] });
+    const unreachable = createWebhookDelivery({
+      webhooks: [{ url: 'http://127.0.0.1:1/x', secret: 'the-endpoint-secret!', events: ['run.failed'] }],
+    });
     const err = await unreachable({ payload: payload('http://127.0.0.1:1/x'), attempts: 1 }).catch((e: unknown) => e as Error);
     expect(err).toBeInstanceOf(Error);
     expect((err as Error).message).toMatch(/POST to 127\.0\.0\.1:1 failed/);

@@ -17,7 +17,10 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
 
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-app-'));
-    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: `sqlite:${dir}/baton.db`, QUEUE_CONCURRENCY: '1', BATON_BOOTSTRAP_TOKEN: ADMIN }, dir);
+    const { config } = loadConfig(
+      { BATON_DATA_DIR: dir, DATABASE_URL: `sqlite:${dir}/baton.db`, QUEUE_CONCURRENCY: '1', BATON_BOOTSTRAP_TOKEN: ADMIN },
+      dir,
+    );
     provider = createMemoryProvider();
     app = createApp(config, { logger: silentLogger, provider });
   });
@@ -70,11 +73,20 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     expect(spec.callbackUrl).toMatch(new RegExp(`/api/runs/${run.id}/complete$`));
 
     expect((await app.hono.request('/queue')).status).toBe(401);
-    const queue = (await (await app.hono.request('/queue', { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as { activeWorkspaces: Record<string, unknown> };
+    const queue = (await (await app.hono.request('/queue', { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {
+      activeWorkspaces: Record<string, unknown>;
+    };
     expect(queue).toMatchObject({ pending: 0, active: 1, failed: 0, dead: 0, concurrency: 1, paused: false });
     expect(queue.activeWorkspaces['develop-acme-app-7']).toMatchObject({ workspaceName: running.workspaceName, runId: run.id });
 
-    const body = { status: 'succeeded', exitCode: 0, summary: 'Opened PR #12', usage: { inputTokens: 100, outputTokens: 20 }, costUsd: 0.12, durationMs: 4200 };
+    const body = {
+      status: 'succeeded',
+      exitCode: 0,
+      summary: 'Opened PR #12',
+      usage: { inputTokens: 100, outputTokens: 20 },
+      costUsd: 0.12,
+      durationMs: 4200,
+    };
     expect((await post(`/api/runs/${run.id}/complete`, body)).status).toBe(401);
     expect((await post(`/api/runs/${run.id}/complete`, body, 'forged')).status).toBe(401);
     expect((await app.engine.get(run.id))?.status).toBe('running');
@@ -105,7 +117,9 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { error: { message: string } }).error.message).toMatch(/invalid JSON/);
     const wrongStatus = await post(`/api/runs/${run.id}/complete`, { status: 'great' }, token);
-    expect(((await wrongStatus.json()) as { error: { message: string } }).error.message).toBe('status must be one of succeeded, failed, timed_out, got "great"');
+    expect(((await wrongStatus.json()) as { error: { message: string } }).error.message).toBe(
+      'status must be one of succeeded, failed, timed_out, got "great"',
+    );
     expect((await app.engine.get(run.id))?.status).toBe('running');
     expect((await post('/webhook/task-complete/no-such-workspace', { status: 'succeeded' }, token)).status).toBe(401);
   });
@@ -116,7 +130,10 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     provider = createMemoryProvider();
     provider.failNextCreates(5, new Error('coder is down'));
     let now = Date.now();
-    app = createApp({ ...config, queue: { ...config.queue, maxAttempts: 2, pollMs: 20 } }, { logger: silentLogger, provider, now: () => now });
+    app = createApp(
+      { ...config, queue: { ...config.queue, maxAttempts: 2, pollMs: 20 } },
+      { logger: silentLogger, provider, now: () => now },
+    );
     await app.start();
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 });
     const retrying = await until(async () => {

@@ -131,7 +131,10 @@ describe('ingress under fuzzed input', () => {
   it('answers random bytes, random content types and random signatures with 4xx', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.oneof(fc.uint8Array({ maxLength: 4096 }), fc.string({ unit: 'binary', maxLength: 512 }).map((s) => Buffer.from(s))),
+        fc.oneof(
+          fc.uint8Array({ maxLength: 4096 }),
+          fc.string({ unit: 'binary', maxLength: 512 }).map((s) => Buffer.from(s)),
+        ),
         fc.constantFrom(...PATHS),
         fc.constantFrom('application/json', 'application/x-www-form-urlencoded', 'text/plain', '', 'application/json; charset=utf-8'),
         fc.constantFrom('good', 'bad', 'none', 'garbage'),
@@ -150,10 +153,15 @@ describe('ingress under fuzzed input', () => {
 
   it('answers random JSON documents with 2xx/4xx', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.jsonValue({ maxDepth: 4 }), fc.constantFrom(...EVENTS), fc.constantFrom(...PATHS), async (value, [event, eventType], path) => {
-        const body = Buffer.from(JSON.stringify(value) ?? 'null');
-        await send(path, body, giteaHeaders(body, { event, eventType, secret: SECRET }));
-      }),
+      fc.asyncProperty(
+        fc.jsonValue({ maxDepth: 4 }),
+        fc.constantFrom(...EVENTS),
+        fc.constantFrom(...PATHS),
+        async (value, [event, eventType], path) => {
+          const body = Buffer.from(JSON.stringify(value) ?? 'null');
+          await send(path, body, giteaHeaders(body, { event, eventType, secret: SECRET }));
+        },
+      ),
       { numRuns: 300 },
     );
   });

@@ -11,7 +11,9 @@ import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js
  */
 const available = fs.existsSync(GITEA_PAYLOADS_DIR);
 if (!available) {
-  console.warn(`SKIPPING the Gitea reference payload suite: ${GITEA_PAYLOADS_DIR} does not exist (../shared is not checked out next to the repo; set BATON_REFERENCE_DIR to point at it).`);
+  console.warn(
+    `SKIPPING the Gitea reference payload suite: ${GITEA_PAYLOADS_DIR} does not exist (../shared is not checked out next to the repo; set BATON_REFERENCE_DIR to point at it).`,
+  );
 }
 
 type Expected = { stage: string; owner: string; repo: string; number: number } | { ignored: string };
@@ -23,11 +25,23 @@ const CASES: Record<string, [string, string, Expected]> = {
   'gitea-issues-closed.json': ['issues', 'issues', { ignored: 'closed issue' }],
   // Labels: [bug]; never seen before, so bug is new, but bug only matters when an issue is opened.
   'gitea-issues-label_updated.json': ['issues', 'issue_label', { ignored: 'no trigger matches' }],
-  'gitea-issue_comment-created.json': ['issue_comment', 'issue_comment', { stage: 'analyse', owner: 'example', repo: 'example', number: 1 }],
-  'gitea-issue_comment-edited.json': ['issue_comment', 'issue_comment', { stage: 'analyse', owner: 'gogits', repo: 'hello-world', number: 1 }],
+  'gitea-issue_comment-created.json': [
+    'issue_comment',
+    'issue_comment',
+    { stage: 'analyse', owner: 'example', repo: 'example', number: 1 },
+  ],
+  'gitea-issue_comment-edited.json': [
+    'issue_comment',
+    'issue_comment',
+    { stage: 'analyse', owner: 'gogits', repo: 'hello-world', number: 1 },
+  ],
   // A plain PR conversation comment: not an issue in analysis.
   'gitea-issue_comment-created-on-pull.json': ['issue_comment', 'pull_request_comment', { ignored: 'no trigger matches' }],
-  'gitea-pull_request-opened.json': ['pull_request', 'pull_request', { stage: 'review-code', owner: 'example', repo: 'example', number: 2 }],
+  'gitea-pull_request-opened.json': [
+    'pull_request',
+    'pull_request',
+    { stage: 'review-code', owner: 'example', repo: 'example', number: 2 },
+  ],
   'gitea-pull_request-edited.json': ['pull_request', 'pull_request', { ignored: 'no trigger matches' }],
   'gitea-pull_request-synchronized.json': [
     'pull_request',

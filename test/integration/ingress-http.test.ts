@@ -113,7 +113,9 @@ describe.each(STORE_KINDS)('ingress tables on $kind', ({ kind, create }) => {
     await t.store.migrate();
     let clock = 1_700_000_000_000;
     const state = createIngressState(t.store, () => clock);
-    const claims = await Promise.all(Array.from({ length: 20 }, () => state.claimDelivery('d-1', { event: 'issues', repository: 'acme/app' })));
+    const claims = await Promise.all(
+      Array.from({ length: 20 }, () => state.claimDelivery('d-1', { event: 'issues', repository: 'acme/app' })),
+    );
     expect(claims.filter(Boolean)).toHaveLength(1);
     await state.releaseDelivery('d-1');
     expect(await state.claimDelivery('d-1', { event: 'issues' })).toBe(true);

@@ -17,7 +17,13 @@ const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 let dataDir: string;
 const providers: WorkspaceProvider[] = [];
 const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) => {
-  const p = createLocalProvider({ dataDir, command: [process.execPath, FAKE_CLAUDE], env: { FAKE_CLAUDE_MODE: 'hang' }, stopGraceMs: 500, ...options });
+  const p = createLocalProvider({
+    dataDir,
+    command: [process.execPath, FAKE_CLAUDE],
+    env: { FAKE_CLAUDE_MODE: 'hang' },
+    stopGraceMs: 500,
+    ...options,
+  });
   providers.push(p);
   return p;
 };
@@ -38,7 +44,12 @@ describe('local workspace provider', () => {
   it('passes the run to the runner as env, logs its output and keeps secrets out of files', async () => {
     const script = 'require("fs").writeFileSync("env.json", JSON.stringify(process.env)); console.log("runner says hi")';
     const p = provider({ command: [process.execPath, '-e', script], env: { CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value' } });
-    const spec = { ...defaultSpec('env-check'), deployEnv: 'staging', build: 'heavy' as const, extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' } };
+    const spec = {
+      ...defaultSpec('env-check'),
+      deployEnv: 'staging',
+      build: 'heavy' as const,
+      extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' },
+    };
     await p.create(spec);
     const dir = path.join(dataDir, 'workspaces', 'env-check');
     await expect.poll(async () => (await p.get('env-check'))?.status, { timeout: 10_000 }).toBe('stopped');
@@ -90,7 +101,10 @@ describe('local workspace provider', () => {
     const dir = path.join(dataDir, 'workspaces', 'recycled');
     fs.mkdirSync(dir, { recursive: true });
     // This test process is alive, but was not started at the recorded time.
-    fs.writeFileSync(path.join(dir, 'runner.json'), JSON.stringify({ pid: process.pid, startedAt: Date.now(), startTicks: 1, runId: 1, stage: 'develop' }));
+    fs.writeFileSync(
+      path.join(dir, 'runner.json'),
+      JSON.stringify({ pid: process.pid, startedAt: Date.now(), startTicks: 1, runId: 1, stage: 'develop' }),
+    );
     const p = provider();
     expect((await p.get('recycled'))?.status).toBe(fs.existsSync('/proc/self/stat') ? 'stopped' : 'running');
     await p.stop('recycled'); // must not signal this process
@@ -101,7 +115,9 @@ describe('local workspace provider', () => {
     const p = provider({ env: { FAKE_CLAUDE_MODE: 'hang-ignore-term' }, stopGraceMs: 300 });
     await p.create(defaultSpec('stubborn'));
     // Give the fake time to install its SIGTERM handler.
-    await expect.poll(() => fs.readFileSync(path.join(dataDir, 'workspaces', 'stubborn', 'runner.log'), 'utf8'), { timeout: 10_000 }).toContain('"subtype":"init"');
+    await expect
+      .poll(() => fs.readFileSync(path.join(dataDir, 'workspaces', 'stubborn', 'runner.log'), 'utf8'), { timeout: 10_000 })
+      .toContain('"subtype":"init"');
     await p.stop('stubborn');
     expect((await p.get('stubborn'))?.status).toBe('stopping');
     await expect.poll(async () => (await p.get('stubborn'))?.status, { timeout: 10_000 }).toBe('stopped');
@@ -128,10 +144,26 @@ describe('local workspace provider', () => {
         command: [process.execPath, '--import', TSX, AGENT_CLI],
         env: {
           FAKE_CLAUDE_MODE: 'success',
-          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose', '{prompt}']),
+          BATON_AGENT_COMMAND: JSON.stringify([
+            process.execPath,
+            FAKE_CLAUDE,
+            '-p',
+            '--output-format',
+            'stream-json',
+            '--verbose',
+            '{prompt}',
+          ]),
         },
       });
-      await p.create({ ...defaultSpec('e2e'), runId: 5, stage: 'analyse', cloneUrl, repo: 'shop', callbackUrl: receiver.callbackUrl, callbackToken: token });
+      await p.create({
+        ...defaultSpec('e2e'),
+        runId: 5,
+        stage: 'analyse',
+        cloneUrl,
+        repo: 'shop',
+        callbackUrl: receiver.callbackUrl,
+        callbackToken: token,
+      });
       const body = await receiver.accepted();
       expect(body).toMatchObject({ status: 'succeeded', exitCode: 0 });
       expect(body.summary).toMatch(/^Finished the task for: /);

@@ -1,7 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULTS } from '../../src/config/index.js';
 import { createForgeAccounts } from '../../src/forge/index.js';
-import { createCommentHandler, createOutbox, enqueueOutbox, createStatusCommentHook, STATUS_COMMENT_EVENTS, type Outbox, type OutboxOptions } from '../../src/outbox/index.js';
+import {
+  createCommentHandler,
+  createOutbox,
+  enqueueOutbox,
+  createStatusCommentHook,
+  STATUS_COMMENT_EVENTS,
+  type Outbox,
+  type OutboxOptions,
+} from '../../src/outbox/index.js';
 import { createRunEngine, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
@@ -35,7 +43,10 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     for (const bot of ['claude-dev', 'claude-review']) gitea.addCollaborator('acme', 'app', bot, 'write');
     for (let i = 0; i < 5; i++) gitea.addIssue('acme', 'app', { title: `issue ${i + 1}`, author: 'alice' });
     accounts = createForgeAccounts(
-      { gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token: dev }, review: { username: 'claude-review', token: review } } },
+      {
+        gitea: { url: gitea.url },
+        bots: { dev: { username: 'claude-dev', token: dev }, review: { username: 'claude-review', token: review } },
+      },
       { timeoutMs: 2_000 },
     );
   });
@@ -106,10 +117,17 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
   it('does not repost a comment whose answer was lost; the retry finds it by its marker', async () => {
     const outbox = createOutbox({
       store: t.store,
-      handlers: { comment: createCommentHandler({ accounts: createForgeAccounts(
-        { gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token: gitea.addToken('claude-dev') }, review: { username: 'r' } } },
-        { timeoutMs: 100 },
-      ) }) },
+      handlers: {
+        comment: createCommentHandler({
+          accounts: createForgeAccounts(
+            {
+              gitea: { url: gitea.url },
+              bots: { dev: { username: 'claude-dev', token: gitea.addToken('claude-dev') }, review: { username: 'r' } },
+            },
+            { timeoutMs: 100 },
+          ),
+        }),
+      },
       backoffBaseMs: 600,
       random: () => 1,
       pollMs: 60_000,
@@ -206,15 +224,37 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     // with no explicit wake() and a 60 s poll.
     const hook = createStatusCommentHook({ accounts, outbox });
     const run: Run = {
-      id: 7, key: 'review-code-acme-app-3', stage: 'review-code', owner: 'acme', repo: 'app', number: 3, status: 'queued',
-      payload: { account: 'review' }, attempts: 0, maxAttempts: 3, runAt: 0, workspaceName: 'baton-7', workspaceId: null,
-      followup: false, lastError: null, exitCode: null, summary: null, usage: null, costUsd: null, durationMs: null,
-      createdAt: 0, updatedAt: 0, claimedAt: null, startedAt: null, finishedAt: null,
+      id: 7,
+      key: 'review-code-acme-app-3',
+      stage: 'review-code',
+      owner: 'acme',
+      repo: 'app',
+      number: 3,
+      status: 'queued',
+      payload: { account: 'review' },
+      attempts: 0,
+      maxAttempts: 3,
+      runAt: 0,
+      workspaceName: 'baton-7',
+      workspaceId: null,
+      followup: false,
+      lastError: null,
+      exitCode: null,
+      summary: null,
+      usage: null,
+      costUsd: null,
+      durationMs: null,
+      createdAt: 0,
+      updatedAt: 0,
+      claimedAt: null,
+      startedAt: null,
+      finishedAt: null,
     };
     gitea.failNext(1, { method: 'POST' });
     const events = ['run:queued', 'run:started', 'run:succeeded'];
     for (const [i, type] of events.entries()) {
-      const current = type === 'run:succeeded' ? { ...run, status: 'succeeded' as const, summary: 'LGTM', durationMs: 90_000, costUsd: 1.5 } : run;
+      const current =
+        type === 'run:succeeded' ? { ...run, status: 'succeeded' as const, summary: 'LGTM', durationMs: 90_000, costUsd: 1.5 } : run;
       await t.store.transaction((trx) =>
         hook(trx, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
       );
@@ -368,8 +408,16 @@ describe.skipIf(!available.postgres)('outbox replicas on postgres', () => {
       const { token } = gitea.addUser('claude-dev');
       gitea.addRepo('acme', 'app');
       gitea.addIssue('acme', 'app', { title: 'x', author: 'claude-dev' });
-      const accounts = createForgeAccounts({ gitea: { url: gitea.url }, bots: { dev: { username: 'claude-dev', token }, review: { username: 'r' } } });
-      const outbox = createOutbox({ store: other, handlers: { comment: createCommentHandler({ accounts }) }, pollMs: 60_000, wakeChannel: 'outbox_test' });
+      const accounts = createForgeAccounts({
+        gitea: { url: gitea.url },
+        bots: { dev: { username: 'claude-dev', token }, review: { username: 'r' } },
+      });
+      const outbox = createOutbox({
+        store: other,
+        handlers: { comment: createCommentHandler({ accounts }) },
+        pollMs: 60_000,
+        wakeChannel: 'outbox_test',
+      });
       await outbox.start();
       try {
         // Another replica commits a transition with its comment and its one NOTIFY.

@@ -128,7 +128,13 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'ws-7', callbackTokenHash: 'h' });
     await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'id' });
     expect(await engine.claim()).toEqual([]);
-    const outcome = { status: 'succeeded' as const, summary: 'PR opened', costUsd: 0.42, usage: { inputTokens: 10, outputTokens: 5 }, durationMs: 1234 };
+    const outcome = {
+      status: 'succeeded' as const,
+      summary: 'PR opened',
+      costUsd: 0.42,
+      usage: { inputTokens: 10, outputTokens: 5 },
+      durationMs: 1234,
+    };
     const first = await engine.complete(run.id, outcome);
     const again = await engine.complete(run.id, { status: 'failed', summary: 'late duplicate' });
     expect(first.changed).toBe(true);
@@ -204,7 +210,9 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     clock = Date.parse('2026-11-30T08:00:10Z'); // 09:00:10 in Berlin (UTC+1)
     const scheduler = createScheduler({
       engine,
-      schedules: [{ name: 'weekly', cron: '0 9 * * 1', timezone: 'Europe/Berlin', tasks: () => [task({ stage: 'maintenance', number: undefined })] }],
+      schedules: [
+        { name: 'weekly', cron: '0 9 * * 1', timezone: 'Europe/Berlin', tasks: () => [task({ stage: 'maintenance', number: undefined })] },
+      ],
       logger: silentLogger,
       now: () => clock,
     });
@@ -225,7 +233,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const limit = 3;
     const engines = [makeEngine({ concurrency: limit }), makeEngine({ concurrency: limit })];
     let seed = 42;
-    const rand = () => ((seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31);
+    const rand = () => (seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31) / 2 ** 31;
     const held: Array<{ id: number; lease: string; running: boolean }> = [];
     for (let step = 0; step < 120; step++) {
       const r = rand();

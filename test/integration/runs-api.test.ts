@@ -32,7 +32,10 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     if (!available[kind]) ctx.skip();
     t = await create();
     // Not started: the dispatcher stays off so the tests move runs through the engine themselves.
-    server = await startTestApp(t, { start: false, env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' } });
+    server = await startTestApp(t, {
+      start: false,
+      env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' },
+    });
     await t.store.migrate();
     await server.app.tokens.bootstrap(ADMIN_TOKEN);
   });
@@ -46,7 +49,13 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     await server.app.tokens.revoke('ci');
     const bodies = new Set<string>();
     for (const [method, path] of PROTECTED) {
-      const variants: Array<Record<string, string>> = [{}, bearer('baton_wrong'), bearer(other.token), { authorization: 'Basic abc' }, { cookie: 'baton_session=baton_wrong' }];
+      const variants: Array<Record<string, string>> = [
+        {},
+        bearer('baton_wrong'),
+        bearer(other.token),
+        { authorization: 'Basic abc' },
+        { cookie: 'baton_session=baton_wrong' },
+      ];
       for (const headers of variants) {
         const response = await call(method, path, headers);
         expect(response.status, `${method} ${path} ${JSON.stringify(headers)}`).toBe(401);
@@ -70,10 +79,17 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     const { engine } = server.app;
     const { run } = await engine.enqueue(task());
     const [claim] = await engine.claim();
-    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'baton-cb', callbackTokenHash: hashCallbackToken('callback-secret') });
+    await engine.recordWorkspace(run.id, claim!.leaseToken, {
+      workspaceName: 'baton-cb',
+      callbackTokenHash: hashCallbackToken('callback-secret'),
+    });
     await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
     const post = (path: string, token: string, body: unknown) =>
-      fetch(`${server.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...bearer(token) }, body: JSON.stringify(body) });
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer(token) },
+        body: JSON.stringify(body),
+      });
 
     // The run's callback token is enough; no API token is involved.
     expect((await post(`/api/runs/${run.id}/progress`, 'callback-secret', { lines: ['hi'] })).status).toBe(202);
@@ -86,7 +102,10 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     for (let n = 1; n <= 5; n++) await server.app.engine.enqueue(task({ number: n }));
     await server.app.engine.enqueue(task({ repo: 'other', number: 1, stage: 'review-code' }));
 
-    const first = (await (await call('GET', '/api/runs?limit=2&repo=acme/app')).json()) as { runs: Array<{ number: number }>; nextCursor: string | null };
+    const first = (await (await call('GET', '/api/runs?limit=2&repo=acme/app')).json()) as {
+      runs: Array<{ number: number }>;
+      nextCursor: string | null;
+    };
     expect(first.runs.map((r) => r.number)).toEqual([5, 4]);
     expect(first.nextCursor).not.toBeNull();
     const second = (await (await call('GET', `/api/runs?limit=2&repo=acme/app&cursor=${first.nextCursor}`)).json()) as typeof first;
@@ -95,7 +114,9 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(third.runs.map((r) => r.number)).toEqual([1]);
     expect(third.nextCursor).toBeNull();
 
-    const byStage = (await (await call('GET', '/api/runs?stage=review-code')).json()) as { runs: Array<{ repo: string; issueUrl: string }> };
+    const byStage = (await (await call('GET', '/api/runs?stage=review-code')).json()) as {
+      runs: Array<{ repo: string; issueUrl: string }>;
+    };
     expect(byStage.runs).toHaveLength(1);
     expect(byStage.runs[0]).toMatchObject({ repo: 'other', issueUrl: 'https://git.example.com/acme/other/issues/1' });
     const byIssue = (await (await call('GET', '/api/runs?repo=acme/app&number=3')).json()) as typeof first;
@@ -133,16 +154,30 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w-1' });
     await engine.appendEvent(run.id, 'run:progress', { lines: ['cloning', 'running agent'] });
     await engine.appendEvent(run.id, 'run:progress', { lines: ['done'], usage: { inputTokens: 10 } });
-    await engine.complete(run.id, { status: 'succeeded', summary: 'opened PR', usage: { inputTokens: 1000, outputTokens: 200 }, costUsd: 0.42 });
+    await engine.complete(run.id, {
+      status: 'succeeded',
+      summary: 'opened PR',
+      usage: { inputTokens: 1000, outputTokens: 200 },
+      costUsd: 0.42,
+    });
 
     const response = await call('GET', `/api/runs/${run.id}`);
     expect(response.status).toBe(200);
     const body = (await response.json()) as { run: Record<string, unknown>; timeline: Array<{ type: string }>; log: string };
-    expect(body.run).toMatchObject({ id: run.id, status: 'succeeded', summary: 'opened PR', tokens: 1200, costUsd: 0.42, workspaceName: 'baton-1' });
+    expect(body.run).toMatchObject({
+      id: run.id,
+      status: 'succeeded',
+      summary: 'opened PR',
+      tokens: 1200,
+      costUsd: 0.42,
+      workspaceName: 'baton-1',
+    });
     expect(body.timeline.map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:started', 'run:succeeded']);
     expect(body.log).toBe('cloning\nrunning agent\ndone');
 
-    const stats = (await (await call('GET', '/api/queue/stats')).json()) as { today: { tokens: number; costUsd: number; finished: number } };
+    const stats = (await (await call('GET', '/api/queue/stats')).json()) as {
+      today: { tokens: number; costUsd: number; finished: number };
+    };
     expect(stats.today).toMatchObject({ tokens: 1200, costUsd: 0.42, finished: 1 });
   });
 
@@ -155,7 +190,9 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     const { run } = await server.app.engine.enqueue(task());
     const retry = await call('POST', `/api/runs/${run.id}/retry`);
     expect(retry.status).toBe(409);
-    expect(((await retry.json()) as { error: { message: string } }).error.message).toMatch(/is queued; only failed, dead, timed_out or cancelled runs can be retried/);
+    expect(((await retry.json()) as { error: { message: string } }).error.message).toMatch(
+      /is queued; only failed, dead, timed_out or cancelled runs can be retried/,
+    );
   });
 
   it('cancels a live run, refuses a second cancel, and retries the cancelled run', async () => {

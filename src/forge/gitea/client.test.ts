@@ -18,7 +18,11 @@ describe('Gitea client failures', () => {
     await gitea.close();
   });
 
-  const failure = (promise: Promise<unknown>) => promise.then(() => expect.fail('expected a ForgeError'), (err: unknown) => err as ForgeError);
+  const failure = (promise: Promise<unknown>) =>
+    promise.then(
+      () => expect.fail('expected a ForgeError'),
+      (err: unknown) => err as ForgeError,
+    );
 
   it('sends the token as "Authorization: token …"', async () => {
     await createGiteaClient({ baseUrl: gitea.url, token }).getCurrentUser();
@@ -108,7 +112,11 @@ describe('Gitea client with a scripted fetch', () => {
   });
 
   it('reports a proxy’s HTML page as a protocol error, not a crash', async () => {
-    const client = createGiteaClient({ baseUrl: 'http://gitea.invalid', token: 't', fetch: scripted(new Response('<html>', { status: 200 })) });
+    const client = createGiteaClient({
+      baseUrl: 'http://gitea.invalid',
+      token: 't',
+      fetch: scripted(new Response('<html>', { status: 200 })),
+    });
     await expect(client.getCurrentUser()).rejects.toMatchObject({ kind: 'protocol', retryable: true });
   });
 

@@ -1,4 +1,13 @@
-import type { ForgeComment, ForgeIssue, ForgeLabel, ForgePullRequest, ForgeReview, ForgeUser, RepoPermission, ReviewState } from '../types.js';
+import type {
+  ForgeComment,
+  ForgeIssue,
+  ForgeLabel,
+  ForgePullRequest,
+  ForgeReview,
+  ForgeUser,
+  RepoPermission,
+  ReviewState,
+} from '../types.js';
 import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaPullReview, GiteaUser } from './wire.js';
 
 /**
@@ -6,7 +15,10 @@ import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaPullR
  * the 3-digit form. Everything becomes `#rrggbb` so comparisons and the dashboard see one form.
  */
 export function normalizeLabelColor(color: string | null | undefined): string {
-  const hex = String(color ?? '').trim().replace(/^#/, '').toLowerCase();
+  const hex = String(color ?? '')
+    .trim()
+    .replace(/^#/, '')
+    .toLowerCase();
   if (/^[0-9a-f]{6}$/.test(hex)) return `#${hex}`;
   if (/^[0-9a-f]{3}$/.test(hex)) return `#${[...hex].map((c) => c + c).join('')}`;
   return hex === '' ? '' : `#${hex}`;

@@ -119,7 +119,11 @@ describe('POST /webhook/gitea: routing to stages', () => {
   it('queues analyse for a human comment on an issue in analysis', async () => {
     const { post } = await harness();
     const body = readFixture('issue_comment-created.json');
-    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }));
+    const res = await post(
+      '/webhook/gitea',
+      body,
+      giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
+    );
     expect(res.body).toMatchObject({ queued: true, stage: 'analyse', reason: 'comment added by alice' });
   });
 
@@ -129,14 +133,22 @@ describe('POST /webhook/gitea: routing to stages', () => {
     payload.sender = { id: 7, login: 'claude-dev', username: 'claude-dev' };
     (payload.comment as Record<string, unknown>).user = payload.sender;
     const body = toBody(payload);
-    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }));
+    const res = await post(
+      '/webhook/gitea',
+      body,
+      giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
+    );
     expect(res).toEqual({ status: 202, body: { ok: true, queued: false, reason: 'bot sender' } });
   });
 
   it('queues review-code as the review bot for an opened PR', async () => {
     const { post, engine } = await harness();
     const body = readFixture('pull_request-opened.json');
-    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }));
+    const res = await post(
+      '/webhook/gitea',
+      body,
+      giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }),
+    );
     expect(res.body).toMatchObject({ queued: true, stage: 'review-code' });
     const run = await engine.get(res.body.runId as number);
     expect(run).toMatchObject({ number: 8, payload: { account: 'review', headRef: 'fix/7-draft-crash', isPull: true } });
@@ -147,7 +159,11 @@ describe('POST /webhook/gitea: routing to stages', () => {
     const payload = fixtureJson('pull_request-opened.json');
     payload.action = 'synchronized';
     const body = toBody(payload);
-    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request_sync', secret: SECRET }));
+    const res = await post(
+      '/webhook/gitea',
+      body,
+      giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request_sync', secret: SECRET }),
+    );
     expect(res.body).toMatchObject({ queued: true, stage: 'review-code', reason: 'new commits on pull request #8 by bob' });
   });
 
@@ -279,7 +295,10 @@ describe('POST /webhook/gitea: security', () => {
   it('does not accept the global secret for a repository with its own, nor its secret for another', async () => {
     const { post } = await harness({ webhooks: { repositories: { 'acme/app': { secret: 'repo-secret' } } } });
     const globalSigned = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
-    expect(await post('/webhook/gitea', body, globalSigned)).toEqual({ status: 401, body: { ok: false, error: 'invalid signature for acme/app' } });
+    expect(await post('/webhook/gitea', body, globalSigned)).toEqual({
+      status: 401,
+      body: { ok: false, error: 'invalid signature for acme/app' },
+    });
     const other = fixtureJson('issues-opened.json');
     (other.repository as Record<string, unknown>).name = 'other';
     const otherBody = toBody(other);
@@ -295,7 +314,9 @@ describe('POST /webhook/gitea: security', () => {
     expect(res).toEqual({ status: 403, body: { ok: false, error: 'repository acme/app is not in webhooks.allow' } });
     await h!.cleanup();
     const allowed = await harness({ webhooks: { allow: ['ACME/*'] } });
-    expect((await allowed.post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status).toBe(202);
+    expect(
+      (await allowed.post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status,
+    ).toBe(202);
   });
 
   it('answers 413 for a body over the limit, even without Content-Length', async () => {
@@ -317,12 +338,19 @@ describe('POST /webhook/gitea: security', () => {
 
   it('honours a smaller webhooks.maxBodyBytes', async () => {
     const { post } = await harness({ webhooks: { maxBodyBytes: 100 } });
-    expect((await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status).toBe(413);
+    expect((await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }))).status).toBe(
+      413,
+    );
   });
 
   it('acts on a delivery once: the same X-Gitea-Delivery again is answered 200 duplicate delivery', async () => {
     const { post, engine } = await harness();
-    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'd6b7a6a8-0000-4000-8000-000000000001' });
+    const headers = giteaHeaders(body, {
+      event: 'issues',
+      eventType: 'issues',
+      secret: SECRET,
+      delivery: 'd6b7a6a8-0000-4000-8000-000000000001',
+    });
     const first = await post('/webhook/gitea', body, headers);
     expect(first.status).toBe(202);
     const second = await post('/webhook/gitea', body, headers);
@@ -425,9 +453,17 @@ describe('mounting', () => {
     parent.onError((_err, c) => c.json({ parent: true }, 500));
     parent.route('/', app);
     const body = readFixture('issues-opened.json');
-    const ok = await parent.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    const ok = await parent.request('/webhook/gitea', {
+      method: 'POST',
+      body: new Uint8Array(body),
+      headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+    });
     expect(ok.status).toBe(202);
-    const bad = await parent.request('/webhook/gitea', { method: 'POST', body: '{', headers: giteaHeaders(Buffer.from('{'), { event: 'issues', eventType: 'issues', secret: SECRET }) });
+    const bad = await parent.request('/webhook/gitea', {
+      method: 'POST',
+      body: '{',
+      headers: giteaHeaders(Buffer.from('{'), { event: 'issues', eventType: 'issues', secret: SECRET }),
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ ok: false, error: expect.stringMatching(/^invalid JSON/) });
   });
@@ -452,7 +488,8 @@ describe('logging', () => {
       ['warn', 'log-2', 'issues', 401, 'invalid signature'],
     ]);
     const text = JSON.stringify(lines);
-    for (const secret of [SECRET, 'repo-only-secret', good['X-Gitea-Signature']!, bad['X-Gitea-Signature']!]) expect(text).not.toContain(secret);
+    for (const secret of [SECRET, 'repo-only-secret', good['X-Gitea-Signature']!, bad['X-Gitea-Signature']!])
+      expect(text).not.toContain(secret);
   });
 });
 
@@ -485,12 +522,18 @@ describe('POST /webhook/gitea: bad input', () => {
 
   it('answers 400 for an empty body, binary garbage and a missing event header', async () => {
     const { post } = await harness();
-    expect((await post('/webhook/gitea', '', headers(''))).body).toEqual({ ok: false, error: 'empty body: expected a JSON webhook payload' });
+    expect((await post('/webhook/gitea', '', headers(''))).body).toEqual({
+      ok: false,
+      error: 'empty body: expected a JSON webhook payload',
+    });
     const garbage = new Uint8Array([0xff, 0xfe, 0x00, 0x81, 0x7b]);
     expect((await post('/webhook/gitea', garbage, headers(garbage))).body).toEqual({ ok: false, error: 'body is not valid UTF-8 text' });
     const body = readFixture('issues-opened.json');
     const noEvent = { 'Content-Type': 'application/json', 'X-Gitea-Signature': signBody(body, SECRET) };
-    expect((await post('/webhook/gitea', body, noEvent)).body).toEqual({ ok: false, error: 'missing X-Gitea-Event header (or X-Forgejo-Event)' });
+    expect((await post('/webhook/gitea', body, noEvent)).body).toEqual({
+      ok: false,
+      error: 'missing X-Gitea-Event header (or X-Forgejo-Event)',
+    });
   });
 
   it('answers 415 for a wrong or missing content type', async () => {
@@ -516,7 +559,10 @@ describe('legacy paths', () => {
 
   it('gitea-issue-triage acts on opened issues only', async () => {
     await harness();
-    expect((await send('/webhook/gitea-issue-triage', 'issues-opened.json', 'issues', 'issues')).body).toMatchObject({ queued: true, stage: 'analyse' });
+    expect((await send('/webhook/gitea-issue-triage', 'issues-opened.json', 'issues', 'issues')).body).toMatchObject({
+      queued: true,
+      stage: 'analyse',
+    });
     expect((await send('/webhook/gitea-issue-triage', 'pull_request-opened.json', 'pull_request', 'pull_request')).body).toEqual({
       ok: true,
       queued: false,
@@ -536,9 +582,11 @@ describe('legacy paths', () => {
 
   it('gitea-issue-comment acts on comments', async () => {
     await harness();
-    expect((await send('/webhook/gitea-issue-comment', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body).toMatchObject({
-      stage: 'analyse',
-    });
+    expect((await send('/webhook/gitea-issue-comment', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body).toMatchObject(
+      {
+        stage: 'analyse',
+      },
+    );
     expect((await send('/webhook/gitea-issue-comment', 'issues-opened.json', 'issues', 'issues')).body.reason).toBe(
       'issue_opened events are not handled by /webhook/gitea-issue-comment',
     );
@@ -550,12 +598,18 @@ describe('legacy paths', () => {
       stage: 'review-code',
     });
     expect(
-      (await send('/webhook/gitea-pr-review', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected')).body
-        .reason,
+      (await send('/webhook/gitea-pr-review', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected'))
+        .body.reason,
     ).toBe('review events are not handled by /webhook/gitea-pr-review');
     expect(
-      (await send('/webhook/gitea-pr-review-rework', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected'))
-        .body,
+      (
+        await send(
+          '/webhook/gitea-pr-review-rework',
+          'pull_request_review-rejected.json',
+          'pull_request_rejected',
+          'pull_request_review_rejected',
+        )
+      ).body,
     ).toMatchObject({ stage: 'rework-pr' });
   });
 

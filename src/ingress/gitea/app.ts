@@ -73,7 +73,9 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     throw new Error('webhooks.requireWritePermission is true but no permission lookup (forge client) was given to the ingress');
   }
   const permissionOf =
-    webhooks.requireWritePermission && deps.permissionOf ? createPermissionCache(deps.permissionOf, webhooks.permissionCacheMs, now) : undefined;
+    webhooks.requireWritePermission && deps.permissionOf
+      ? createPermissionCache(deps.permissionOf, webhooks.permissionCacheMs, now)
+      : undefined;
   const state = createIngressState(deps.store, now);
   const secrets = secretTable(deps.secret, webhooks);
 
@@ -147,14 +149,18 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     } catch (err) {
       // An event baton does not handle may be repository-less (org or package events); when no
       // per-repository secret could apply, the global check above already vouched for it.
-      if ('unsupported' in classified && secrets.byRepo.size === 0) return ignored(`unsupported event "${classified.unsupported.slice(0, 80)}"`);
+      if ('unsupported' in classified && secrets.byRepo.size === 0)
+        return ignored(`unsupported event "${classified.unsupported.slice(0, 80)}"`);
       throw err;
     }
     const { owner, repo } = repository;
     const full = `${owner}/${repo}`.toLowerCase();
     const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
     if (required !== undefined && !matched.has(required)) {
-      throw new WebhookError(401, headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`);
+      throw new WebhookError(
+        401,
+        headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`,
+      );
     }
     if (!isAllowed(webhooks.allow, owner, repo)) throw new WebhookError(403, `repository ${owner}/${repo} is not in webhooks.allow`);
 
@@ -184,7 +190,9 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     // Only events whose rules compare labels read or write the label memory: it keeps the other
     // deliveries (comments, pushes to a PR, reviews) to the dedup row and the enqueue.
     const issue: IssueRef | undefined =
-      event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind) ? { owner: event.owner, repo: event.repo, number: event.number } : undefined;
+      event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
+        ? { owner: event.owner, repo: event.repo, number: event.number }
+        : undefined;
     const previous = issue ? await state.labelsSeen(webhookRoute.scope, issue) : null;
     let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
     if (Array.isArray(result)) {

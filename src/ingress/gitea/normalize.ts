@@ -58,7 +58,13 @@ export function classify(headers: { event?: string; eventType?: string }, payloa
   // Review events named by the coarse header only (X-Gitea-Event): pull_request_comment here is a
   // review comment, not a conversation comment.
   const review = reviewStateOf(name);
-  if (review && (name.startsWith('pull_request_review_') || name === 'pull_request_approved' || name === 'pull_request_rejected' || name === 'pull_request_comment')) {
+  if (
+    review &&
+    (name.startsWith('pull_request_review_') ||
+      name === 'pull_request_approved' ||
+      name === 'pull_request_rejected' ||
+      name === 'pull_request_comment')
+  ) {
     return { kind: 'review', event: name, review };
   }
   if (name === 'release') return { kind: 'release', event: name };
@@ -125,7 +131,7 @@ export function toForgeEvent(
     if (kind === 'issue_comment' || kind === 'pr_comment') {
       const comment = object(payload, 'comment', 'comment');
       const body = comment.body === undefined || comment.body === null ? '' : string(comment, 'body', 'comment.body');
-      const author = isObject(comment.user) ? optionalString(comment.user.login) ?? optionalString(comment.user.username) : undefined;
+      const author = isObject(comment.user) ? (optionalString(comment.user.login) ?? optionalString(comment.user.username)) : undefined;
       event.comment = { body, author: author ?? sender };
       if (typeof comment.id === 'number') event.comment.id = comment.id;
     }

@@ -8,16 +8,7 @@ export interface CoderResponse {
 }
 
 export type CoderBuildStatus =
-  | 'pending'
-  | 'starting'
-  | 'running'
-  | 'stopping'
-  | 'stopped'
-  | 'failed'
-  | 'canceling'
-  | 'canceled'
-  | 'deleting'
-  | 'deleted';
+  'pending' | 'starting' | 'running' | 'stopping' | 'stopped' | 'failed' | 'canceling' | 'canceled' | 'deleting' | 'deleted';
 
 export type CoderTransition = 'start' | 'stop' | 'delete';
 

@@ -21,7 +21,8 @@ function clientWith(answers: Array<Response | Error>, seen: Request[] = []) {
   });
 }
 
-const json = (status: number, body: unknown) => new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
+const json = (status: number, body: unknown) =>
+  new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
 
 describe('coder client', () => {
   it('sends the session token header to /api/v2 paths', async () => {

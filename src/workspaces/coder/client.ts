@@ -126,7 +126,11 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
         return { status: response.status, body: body as T };
       }
       if (response.status === 401 || response.status === 403) {
-        const error = new CoderPermanentError(response.status, label, redactResponse(body, (t) => redact(t, opts.secrets)));
+        const error = new CoderPermanentError(
+          response.status,
+          label,
+          redactResponse(body, (t) => redact(t, opts.secrets)),
+        );
         options.onAuthFailure?.(error);
         throw error;
       }
@@ -142,8 +146,7 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
   const enc = encodeURIComponent;
 
   return {
-    createWorkspace: (user, body, secrets) =>
-      request(`POST`, `/users/${enc(user)}/workspaces`, { body, accept: [409], secrets }),
+    createWorkspace: (user, body, secrets) => request(`POST`, `/users/${enc(user)}/workspaces`, { body, accept: [409], secrets }),
     async getWorkspaceByName(user, name) {
       const answer = await request<CoderWorkspace>('GET', `/users/${enc(user)}/workspace/${enc(name)}`, { accept: [404] });
       return answer.status === 404 ? null : answer.body;
@@ -156,8 +159,7 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
       const params = new URLSearchParams({ q, limit: String(limit), offset: String(offset) });
       return (await request<CoderWorkspaceList>('GET', `/workspaces?${params}`)).body;
     },
-    createBuild: (workspaceId, body) =>
-      request('POST', `/workspaces/${enc(workspaceId)}/builds`, { body, accept: [404, 409, 410] }),
+    createBuild: (workspaceId, body) => request('POST', `/workspaces/${enc(workspaceId)}/builds`, { body, accept: [404, 409, 410] }),
     async cancelBuild(buildId) {
       // 403: the template does not let users cancel jobs; that says nothing about the token.
       const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [403, 404, 410, 412] });

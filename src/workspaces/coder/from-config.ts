@@ -33,7 +33,8 @@ export function createCoderProviderFromConfig(
       }
     }
   }
-  if (!templateVersionId) problems.required('CODER_TEMPLATE_ID', config.coder.templateId, 'when WORKSPACE_PROVIDER=coder (the template UUID)');
+  if (!templateVersionId)
+    problems.required('CODER_TEMPLATE_ID', config.coder.templateId, 'when WORKSPACE_PROVIDER=coder (the template UUID)');
   problems.throwIfAny();
   return createCoderProvider({
     url: config.coder.url as string,

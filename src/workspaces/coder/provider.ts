@@ -300,7 +300,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   async function list(): Promise<Workspace[]> {
     const pageSize = 100;
     const seen = new Map<string, Workspace>();
-    for (let offset = 0; ; ) {
+    for (let offset = 0; ;) {
       const page = await client.listWorkspaces({ q: `owner:${user}`, limit: pageSize, offset });
       for (const ws of page.workspaces) {
         if (!namePattern.test(ws.name) || !isManaged(ws) || ws.latest_build.status === 'deleted') continue;
@@ -359,4 +359,3 @@ function alreadyHeading(ws: CoderWorkspace, transition: 'stop' | 'delete'): bool
   if (current === 'stop' && (ACTIVE_JOB.has(job.status) || status === 'stopped')) return true;
   return status === 'failed' || status === 'canceled' || status === 'canceling';
 }
-

@@ -202,9 +202,12 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     });
     if (spawnError || child.pid === undefined) {
       fs.rmSync(dir, { recursive: true, force: true });
-      throw new PermanentWorkspaceError(`the local runner command ${JSON.stringify(options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`, {
-        cause: spawnError,
-      });
+      throw new PermanentWorkspaceError(
+        `the local runner command ${JSON.stringify(options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
+        {
+          cause: spawnError,
+        },
+      );
     }
     const pid = child.pid;
     child.once('exit', (code, signal) => {

@@ -137,7 +137,15 @@ switch (mode) {
     process.stdout.write('this is not json\n');
     process.stdout.write('{"truncated": \n');
     emit({ type: 'rate_limit_event', rate_limit_info: { status: 'allowed' }, session_id: session });
-    emit({ type: 'system', subtype: 'api_retry', attempt: 1, max_retries: 10, retry_delay_ms: 500, error_status: 529, error: 'overloaded_error' });
+    emit({
+      type: 'system',
+      subtype: 'api_retry',
+      attempt: 1,
+      max_retries: 10,
+      retry_delay_ms: 500,
+      error_status: 529,
+      error: 'overloaded_error',
+    });
     emit({ type: 'some_future_type', payload: { x: 1 } });
     emit([1, 2, 3]);
     assistant('msg_1', [{ type: 'text', text: 'Done despite the noise.' }], usage(10, 5));
@@ -146,7 +154,15 @@ switch (mode) {
   case 'legacy-success':
     init();
     assistant('msg_1', [{ type: 'text', text: 'Old CLI.' }], usage(10, 5));
-    emit({ type: 'result', subtype: 'success', total_cost: 0.5, duration_ms: 10, result: 'Legacy done.', usage: usage(11, 7, 3, 2), session_id: session });
+    emit({
+      type: 'result',
+      subtype: 'success',
+      total_cost: 0.5,
+      duration_ms: 10,
+      result: 'Legacy done.',
+      usage: usage(11, 7, 3, 2),
+      session_id: session,
+    });
     break;
   case 'error_during_execution':
   case 'error_max_turns':
@@ -173,19 +189,42 @@ switch (mode) {
     break;
   case 'api-error':
     init();
-    result({ subtype: 'success', is_error: true, api_error_status: 529, result: 'API Error: Repeated 529 Overloaded errors', total_cost_usd: 0, modelUsage: {}, stop_reason: null });
+    result({
+      subtype: 'success',
+      is_error: true,
+      api_error_status: 529,
+      result: 'API Error: Repeated 529 Overloaded errors',
+      total_cost_usd: 0,
+      modelUsage: {},
+      stop_reason: null,
+    });
     process.exitCode = 1;
     break;
   case 'not-logged-in':
     init();
     emit({
       type: 'assistant',
-      message: { id: 'msg_login', type: 'message', role: 'assistant', model: '<synthetic>', content: [{ type: 'text', text: 'Not logged in · Please run /login' }], usage: usage(0, 0) },
+      message: {
+        id: 'msg_login',
+        type: 'message',
+        role: 'assistant',
+        model: '<synthetic>',
+        content: [{ type: 'text', text: 'Not logged in · Please run /login' }],
+        usage: usage(0, 0),
+      },
       error: 'authentication_failed',
       parent_tool_use_id: null,
       session_id: session,
     });
-    result({ subtype: 'success', is_error: true, result: 'Not logged in · Please run /login', total_cost_usd: 0, modelUsage: {}, usage: usage(0, 0), num_turns: 1 });
+    result({
+      subtype: 'success',
+      is_error: true,
+      result: 'Not logged in · Please run /login',
+      total_cost_usd: 0,
+      modelUsage: {},
+      usage: usage(0, 0),
+      num_turns: 1,
+    });
     process.exitCode = 1;
     break;
   case 'garbage':

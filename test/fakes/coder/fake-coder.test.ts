@@ -87,12 +87,7 @@ describe('fake Coder: create', () => {
     expect((await create('acme-app-42')).status).toBe(201);
   });
 
-  it.each([
-    ['Bad Name'],
-    ['a'.repeat(33)],
-    ['new'],
-    ['trailing-'],
-  ])('rejects the name %j with a 400 validation body', async (name) => {
+  it.each([['Bad Name'], ['a'.repeat(33)], ['new'], ['trailing-']])('rejects the name %j with a 400 validation body', async (name) => {
     const res = await create(name);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({

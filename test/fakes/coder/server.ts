@@ -338,7 +338,10 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       if (!template) {
         return {
           status: 400,
-          body: { message: `Template "${templateId}" doesn't exist.`, validations: [{ field: 'template_id', detail: 'template not found' }] },
+          body: {
+            message: `Template "${templateId}" doesn't exist.`,
+            validations: [{ field: 'template_id', detail: 'template not found' }],
+          },
         };
       }
     } else {
@@ -362,7 +365,10 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
             ? 'time until shutdown must be less than 30 days'
             : null;
       if (problem) {
-        return { status: 400, body: { message: 'Invalid Workspace Time to Shutdown.', validations: [{ field: 'ttl_ms', detail: problem }] } };
+        return {
+          status: 400,
+          body: { message: 'Invalid Workspace Time to Shutdown.', validations: [{ field: 'ttl_ms', detail: problem }] },
+        };
       }
     }
     if (findByName(owner, name)) {
@@ -451,7 +457,13 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     const limit = Number(url.searchParams.get('limit') ?? 0);
     const offset = Number(url.searchParams.get('offset') ?? 0);
     if (!Number.isInteger(limit) || limit < 0 || !Number.isInteger(offset) || offset < 0) {
-      return { status: 400, body: { message: 'Query parameters have invalid values.', validations: [{ field: 'limit', detail: 'must be a non-negative integer' }] } };
+      return {
+        status: 400,
+        body: {
+          message: 'Query parameters have invalid values.',
+          validations: [{ field: 'limit', detail: 'must be a non-negative integer' }],
+        },
+      };
     }
     const page = rows.slice(offset, limit > 0 ? offset + limit : undefined);
     return { status: 200, body: { workspaces: page.map(renderWorkspace), count: rows.length } };
@@ -478,7 +490,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       if (ws.deleted && !(method === 'GET' && !m[2] && includeDeleted)) {
         return {
           status: 410,
-          body: { message: `Workspace "${ws.id}" was deleted, you can view this workspace by specifying '?deleted=true' and trying again.` },
+          body: {
+            message: `Workspace "${ws.id}" was deleted, you can view this workspace by specifying '?deleted=true' and trying again.`,
+          },
         };
       }
       if (method === 'GET' && !m[2]) return { status: 200, body: renderWorkspace(ws) };

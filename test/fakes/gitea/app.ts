@@ -36,7 +36,8 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     const userId = lookupToken(state.tokens, found.token);
     let user = userId === undefined ? undefined : state.users.get(userId);
     // Basic auth with a token as the password must name the token's owner.
-    if (user && found.scheme === 'basic' && found.login !== undefined && found.login.toLowerCase() !== user.login.toLowerCase()) user = undefined;
+    if (user && found.scheme === 'basic' && found.login !== undefined && found.login.toLowerCase() !== user.login.toLowerCase())
+      user = undefined;
     if (!user) return apiError(c, 401, 'user does not exist or token is invalid');
     c.set('user', user);
     c.set('authScheme', found.scheme);
@@ -129,13 +130,16 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     if (repo.archived) return apiError(c, 423, 'repo is archived');
     if (!canWrite(c)) return apiError(c, 403, 'user does not have write access to issues');
     const raw = await jsonBody(c);
-    const requested = raw && typeof raw === 'object' && Array.isArray((raw as { labels?: unknown }).labels) ? (raw as { labels: unknown[] }).labels : [];
+    const requested =
+      raw && typeof raw === 'object' && Array.isArray((raw as { labels?: unknown }).labels) ? (raw as { labels: unknown[] }).labels : [];
     // Newer Gitea accepts ids or names (`[]any`); unknown ones are ignored, as in prepareForReplaceOrAdd.
     const ids = new Set<number>();
     for (const item of requested) {
       const label = state
         .repoLabels(repo.id)
-        .find((l) => (typeof item === 'number' ? l.id === item : typeof item === 'string' ? l.name === item || String(l.id) === item : false));
+        .find((l) =>
+          typeof item === 'number' ? l.id === item : typeof item === 'string' ? l.name === item || String(l.id) === item : false,
+        );
       if (label) ids.add(label.id);
     }
     const next = mode === 'replace' ? [] : [...issue.labelIds];
@@ -206,7 +210,11 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     // routers/api/v1/repo/collaborators.go GetRepoPermissions: only site admins, repository
     // admins and the user themself may ask.
     if (!doer.isAdmin && doer.login.toLowerCase() !== name.toLowerCase() && state.permission(doer, repo) !== 'admin') {
-      return apiError(c, 403, 'Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own');
+      return apiError(
+        c,
+        403,
+        'Only admins can query all permissions, repo admins can query all repo permissions, collaborators can query only their own',
+      );
     }
     const user = state.userByLogin(name);
     if (!user) return notFound(c, [`user redirect does not exist [name: ${name.toLowerCase()}]`]);

@@ -70,7 +70,10 @@ describe('fake Gitea HTTP contract', () => {
   });
 
   it('creates a comment with 201, edits it with 200 and lists it', async () => {
-    const created = await api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'hello' }) });
+    const created = await api(`/repos/acme/app/issues/${issueNumber}/comments`, {
+      method: 'POST',
+      body: JSON.stringify({ body: 'hello' }),
+    });
     expect(created.status).toBe(201);
     const comment = (await created.json()) as { id: number; body: string; user: { login: string }; html_url: string };
     expect(comment).toMatchObject({ body: 'hello', user: { login: 'claude-dev' } });
@@ -104,7 +107,10 @@ describe('fake Gitea HTTP contract', () => {
     const added = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'POST', body: JSON.stringify({ labels: [bug.id] }) });
     expect(added.status).toBe(200);
     expect(((await added.json()) as { name: string }[]).map((l) => l.name)).toEqual(['bug']);
-    const byName = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'POST', body: JSON.stringify({ labels: ['agent:running'] }) });
+    const byName = await api(`/repos/acme/app/issues/${issueNumber}/labels`, {
+      method: 'POST',
+      body: JSON.stringify({ labels: ['agent:running'] }),
+    });
     expect(((await byName.json()) as { name: string }[]).map((l) => l.name)).toEqual(['agent:running', 'bug']);
 
     const removed = await api(`/repos/acme/app/issues/${issueNumber}/labels/${bug.id}`, { method: 'DELETE' });
@@ -112,7 +118,10 @@ describe('fake Gitea HTTP contract', () => {
     expect(await removed.text()).toBe('');
     expect((await api(`/repos/acme/app/issues/${issueNumber}/labels/9999`, { method: 'DELETE' })).status).toBe(422);
 
-    const replaced = await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'PUT', body: JSON.stringify({ labels: ['bug'] }) });
+    const replaced = await api(`/repos/acme/app/issues/${issueNumber}/labels`, {
+      method: 'PUT',
+      body: JSON.stringify({ labels: ['bug'] }),
+    });
     expect(((await replaced.json()) as { name: string }[]).map((l) => l.name)).toEqual(['bug']);
     expect((await api(`/repos/acme/app/issues/${issueNumber}/labels`, { method: 'DELETE' })).status).toBe(204);
     expect(await (await api(`/repos/acme/app/issues/${issueNumber}/labels`)).json()).toEqual([]);

@@ -67,11 +67,24 @@ export interface FakeGitea {
   setArchived(owner: string, name: string, archived: boolean): void;
   addCollaborator(owner: string, name: string, login: string, permission: Permission): void;
   addLabel(owner: string, name: string, label: { name: string; color?: string; description?: string; exclusive?: boolean }): LabelRecord;
-  addIssue(owner: string, name: string, issue: { title: string; author: string; body?: string; labels?: string[]; state?: 'open' | 'closed' }): IssueRecord;
+  addIssue(
+    owner: string,
+    name: string,
+    issue: { title: string; author: string; body?: string; labels?: string[]; state?: 'open' | 'closed' },
+  ): IssueRecord;
   addPullRequest(
     owner: string,
     name: string,
-    pr: { title: string; author: string; body?: string; head?: string; base?: string; headSha?: string; draft?: boolean; labels?: string[] },
+    pr: {
+      title: string;
+      author: string;
+      body?: string;
+      head?: string;
+      base?: string;
+      headSha?: string;
+      draft?: boolean;
+      labels?: string[];
+    },
   ): IssueRecord;
   addComment(owner: string, name: string, number: number, comment: { author: string; body: string }): CommentRecord;
   addReview(owner: string, name: string, number: number, review: { author: string; state: ReviewState; body?: string }): ReviewRecord;
@@ -181,10 +194,21 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
     state.tokens.set(token, user(login).id);
     return token;
   };
-  const addIssueRecord = (owner: string, name: string, fields: Omit<IssueRecord, 'id' | 'repoId' | 'number' | 'createdAt' | 'updatedAt'>) => {
+  const addIssueRecord = (
+    owner: string,
+    name: string,
+    fields: Omit<IssueRecord, 'id' | 'repoId' | 'number' | 'createdAt' | 'updatedAt'>,
+  ) => {
     const repo = repoOf(owner, name);
     const now = state.timestamp();
-    const issue: IssueRecord = { ...fields, id: state.nextId('issue'), repoId: repo.id, number: repo.nextIndex++, createdAt: now, updatedAt: now };
+    const issue: IssueRecord = {
+      ...fields,
+      id: state.nextId('issue'),
+      repoId: repo.id,
+      number: repo.nextIndex++,
+      createdAt: now,
+      updatedAt: now,
+    };
     state.issues.set(issue.id, issue);
     return issue;
   };

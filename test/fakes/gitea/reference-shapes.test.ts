@@ -13,10 +13,13 @@ const referenceDir = process.env.BATON_REFERENCE_DIR ?? path.resolve(REPO_ROOT, 
 const payloadDir = path.join(referenceDir, 'gitea', 'payloads');
 const available = fs.existsSync(payloadDir);
 if (!available) {
-  console.warn(`[fake Gitea] ${payloadDir} is missing: SKIPPING the comparison of fake responses with real Gitea payloads (set BATON_REFERENCE_DIR).`);
+  console.warn(
+    `[fake Gitea] ${payloadDir} is missing: SKIPPING the comparison of fake responses with real Gitea payloads (set BATON_REFERENCE_DIR).`,
+  );
 }
 
-const payload = (file: string) => JSON.parse(fs.readFileSync(path.join(payloadDir, file), 'utf8')) as Record<string, Record<string, unknown>>;
+const payload = (file: string) =>
+  JSON.parse(fs.readFileSync(path.join(payloadDir, file), 'utf8')) as Record<string, Record<string, unknown>>;
 const keys = (value: unknown) => Object.keys(value as Record<string, unknown>).sort();
 
 describe.skipIf(!available)('fake Gitea responses have the fields of real Gitea objects', () => {
@@ -34,7 +37,8 @@ describe.skipIf(!available)('fake Gitea responses have the fields of real Gitea 
     issueNumber = gitea.addIssue('acme', 'app', { title: 't', author: 'claude-dev', labels: ['bug'] }).number;
     pullNumber = gitea.addPullRequest('acme', 'app', { title: 'p', author: 'claude-dev' }).number;
     commentId = gitea.addComment('acme', 'app', issueNumber, { author: 'claude-dev', body: 'b' }).id;
-    get = async (p) => (await (await fetch(`${gitea.url}/api/v1${p}`, { headers: { authorization: `token ${token}` } })).json()) as Record<string, unknown>;
+    get = async (p) =>
+      (await (await fetch(`${gitea.url}/api/v1${p}`, { headers: { authorization: `token ${token}` } })).json()) as Record<string, unknown>;
   });
   afterAll(async () => {
     await gitea?.close();

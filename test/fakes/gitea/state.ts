@@ -95,7 +95,9 @@ export class FakeGiteaState {
   constructor(private readonly now: () => Date = () => new Date()) {}
 
   timestamp(): string {
-    return this.now().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    return this.now()
+      .toISOString()
+      .replace(/\.\d{3}Z$/, 'Z');
   }
 
   nextId(kind: keyof FakeGiteaState['ids']): number {
