@@ -1,0 +1,52 @@
+// Shared pieces of the dashboard: DOM building, the API client, notices and formatting.
+
+export const FINAL = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'dead']);
+
+export const $ = (sel, root = document) => root.querySelector(sel);
+
+/** `el('a', { href, onclick }, 'text', child)`: attributes, `on*` listeners, then children. */
+export function el(tag, attrs = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs)) {
+    if (value === undefined || value === null) continue;
+    if (key === 'class') node.className = value;
+    else if (key.startsWith('on')) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value);
+  }
+  for (const child of children) if (child !== null && child !== undefined) node.append(child);
+  return node;
+}
+
+/** JSON from baton's API with the session cookie; a 401 means the session ended: back to the login page. */
+export async function api(path, options = {}) {
+  const response = await fetch(path, { credentials: 'same-origin', headers: { accept: 'application/json' }, ...options });
+  if (response.status === 401) {
+    location.reload();
+    throw new Error('session expired');
+  }
+  const body = await response.json().catch(() => ({}));
+  if (!response.ok) throw new Error(body?.error?.message ?? `HTTP ${response.status}`);
+  return body;
+}
+
+export function notice(text) {
+  const box = $('#notice');
+  box.textContent = text;
+  box.hidden = !text;
+}
+
+export function formatElapsed(run) {
+  const start = run.startedAt ?? run.claimedAt ?? run.createdAt;
+  const end = run.finishedAt ?? Date.now();
+  let s = Math.max(0, Math.round((end - start) / 1000));
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  return h ? `${h}h ${m}m` : m ? `${m}m ${s}s` : `${s}s`;
+}
+
+export const formatCost = (usd) => (usd === null || usd === undefined ? '–' : `$${Number(usd).toFixed(usd < 1 ? 4 : 2)}`);
+export const formatTokens = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
+
+export const issueLabel = (run) => (run.number === null ? `${run.owner}/${run.repo}` : `${run.owner}/${run.repo}#${run.number}`);
