@@ -236,3 +236,4 @@ function once(fn: () => Promise<void>): () => Promise<void> {
   let pending: Promise<void> | undefined;
   return () => (pending ??= fn());
 }
+export { databaseSection, type DatabaseSettings } from './config-section.js';
