@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { ConfigError, describeConfig, loadConfig, type LoadedConfig } from '../config/index.js';
+import { ConfigError, formatConfig, loadConfig, type LoadedConfig } from '../config/index.js';
 import { ApiError } from './api-client.js';
 import { UsageError } from './args.js';
 import { processIo, type CommandIo } from './io.js';
@@ -14,7 +14,8 @@ Commands:
   agent            Run one stage inside a workspace (see baton agent --help)
   init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
-  config check     Print the resolved configuration (secrets masked) and exit 1 if it is invalid
+  config check     Check the configuration as serve would; print it as baton.yaml (secrets
+                   masked, each key with its environment variable) or exit 1 listing every problem
   token create --name NAME | list | revoke ID_OR_NAME
                    Manage API tokens (works on the database directly)
   runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--cursor C]
@@ -63,7 +64,7 @@ const commands: Record<string, Command> = {
     const loaded = loadOrReport();
     // Imported on demand: `baton --help` should not pay for loading the whole server.
     const { runServe } = await import('./serve.js');
-    return loaded ? runServe(loaded.config, loaded.warnings) : 1;
+    return loaded ? runServe(loaded) : 1;
   },
   agent: async (argv) => {
     const { runAgentCommand } = await import('./agent.js');
@@ -94,17 +95,12 @@ const commands: Record<string, Command> = {
       console.error(`unknown subcommand "config ${argv[0] ?? ''}"; did you mean "baton config check"?`);
       return 2;
     }
+    // The same pass as `serve`: what passes here starts, what fails here is refused there.
     const loaded = loadOrReport();
     if (!loaded) return 1;
-    // The pipeline, webhooks and comments sections belong to their modules; check them too.
-    const { resolveModuleSettings } = await import('../http/settings.js');
-    const { problems } = resolveModuleSettings(loaded.config);
-    if (problems.length > 0) {
-      console.error(new ConfigError(problems).message);
-      return 1;
-    }
+    for (const notice of loaded.notices) console.error(`notice: ${notice}`);
     for (const warning of loaded.warnings) console.error(`warning: ${warning}`);
-    console.log(JSON.stringify(describeConfig(loaded.config), null, 2));
+    console.log(formatConfig(loaded));
     return 0;
   },
   token: async (argv) => {

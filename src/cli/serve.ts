@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { describeConfig, type Config } from '../config/index.js';
+import { describeConfig, type LoadedConfig } from '../config/index.js';
 import { createApp } from '../http/index.js';
 import { createLogger } from '../log/index.js';
 
@@ -9,10 +9,12 @@ import { createLogger } from '../log/index.js';
  * then starts the app. SIGTERM/SIGINT: stop accepting, stop claiming, finish in-flight
  * transitions, close the store, exit 0.
  */
-export async function runServe(config: Config, warnings: string[]): Promise<number> {
+export async function runServe(loaded: LoadedConfig): Promise<number> {
+  const { config } = loaded;
   const logger = createLogger({ level: config.logLevel });
-  for (const warning of warnings) logger.warn(warning);
-  logger.info({ config: describeConfig(config) }, 'configuration');
+  for (const notice of loaded.notices) logger.info(notice);
+  for (const warning of loaded.warnings) logger.warn(warning);
+  logger.info({ config: describeConfig(loaded) }, 'configuration');
   const app = createApp(config, { logger });
 
   const server = serve({ fetch: app.hono.fetch, port: config.port, hostname: config.host });

@@ -1,26 +1,15 @@
-/** Every default in one place. */
+import { checkSection } from '../config-schema/index.js';
+import { queueSection } from '../runs/index.js';
+import type { QueueConfig } from './types.js';
+
+/** The queue settings with nothing configured, for code that builds a run engine on its own (tests, benchmarks). */
+export function defaultQueueConfig(): QueueConfig {
+  return checkSection(queueSection, 'queue', undefined, undefined).value;
+}
+
+/** For callers that spread the defaults: `{ ...DEFAULTS.queue, concurrency: 4 }`. */
 export const DEFAULTS = {
-  port: 3000,
-  host: '0.0.0.0',
-  logLevel: 'info',
-  dataDir: './data',
-  databaseUrl: 'sqlite:./data/baton.db',
-  sqliteSynchronous: 'NORMAL',
-  workspaceProvider: 'local',
-  botDevUsername: 'claude-dev',
-  botReviewUsername: 'claude-review',
-  queue: {
-    concurrency: 2,
-    perRepositoryConcurrency: 0,
-    maxAttempts: 3,
-    backoffBaseMs: 5_000,
-    backoffMaxMs: 10 * 60_000,
-    leaseMs: 60_000,
-    pollMs: 5_000,
-    retentionDays: 30,
+  get queue(): QueueConfig {
+    return defaultQueueConfig();
   },
-  cleanup: { concurrency: 5, maxAttempts: 5, backoffBaseMs: 10_000 },
-  staleWorkspaceMinutes: 120,
-  sweepMinutes: 10,
-  schedules: { timezone: 'UTC', maintenance: '0 9 * * 1' },
-} as const;
+};

@@ -1,6 +1,7 @@
-export { loadConfig, FILE_SECTIONS, AGENT_PASSTHROUGH_ENV, type Env, type LoadedConfig } from './load.js';
-export { ConfigError, Problems, show } from './problems.js';
-export { describeConfig, maskUrlPassword } from './describe.js';
-export { DEFAULTS } from './defaults.js';
+export { loadConfig, AGENT_PASSTHROUGH_ENV, type Env, type LoadedConfig } from './load.js';
+export { ConfigError } from './problems.js';
+export { describeConfig, formatConfig } from './describe.js';
+export { DEFAULTS, defaultQueueConfig } from './defaults.js';
+export { SECTIONS } from './sections.js';
 export type * from './types.js';
-export { WEBHOOK_EVENTS } from './operator.js';
+export { show, maskUrlCredentials } from '../config-schema/index.js';

@@ -1,3 +1,6 @@
+import type { DepsOf, ResolvedOf } from '../config-schema/index.js';
+import type { SECTIONS } from './sections.js';
+
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type WorkspaceProviderName = 'local' | 'coder';
 
@@ -37,36 +40,44 @@ export interface CleanupConfig {
   backoffBaseMs: number;
 }
 
-export interface Config {
+/** The top-level settings config/ owns (see ./root-section.ts), resolved. */
+export interface RootSettings {
   port: number;
   host: string;
   logLevel: LogLevel;
-  /** Root for the SQLite file, local workspaces and logs. */
+  /** Absolute; root for the default SQLite file, local workspaces and logs. */
   dataDir: string;
-  database: { url: string; sqliteSynchronous: 'NORMAL' | 'FULL' };
+  /** Given, or inferred: `coder` when CODER_URL and CODER_TOKEN are set, else `local`. */
   workspaceProvider: WorkspaceProviderName;
   /** Base URL at which workspaces reach this server. */
   callbackUrl: string;
-  queue: QueueConfig;
-  cleanup: CleanupConfig;
   staleWorkspaceMinutes: number;
   /** How often stale runs are timed out and workspaces reconciled. */
   sweepMinutes: number;
-  schedules: { timezone: string; maintenance: string };
-  maintenanceRepos: MaintenanceRepo[];
-  gitea: { url?: string; webhookSecret?: string };
-  bots: { dev: BotAccount; review: BotAccount };
-  coder: { url?: string; token?: string; templateId?: string };
-  claude: { oauthToken?: string };
-  api: ApiConfig;
-  events: EventsConfig;
-  /** Runner settings passed through from baton's environment to local workspaces (BATON_INSTALL_COMMAND, …). */
-  agentEnv: Record<string, string>;
-  /** Path of the baton.yaml that was read, if any. */
-  configFile?: string;
-  /** The parsed baton.yaml; sections owned by other modules are validated there. */
-  file: Record<string, unknown>;
 }
+
+type Sections = typeof SECTIONS;
+
+/**
+ * The one resolved, frozen configuration: the root settings plus every section of ./sections.ts
+ * as its module resolved it (`config.queue`, `config.pipeline`, `config.coder`, …).
+ */
+export type Config = Readonly<
+  RootSettings & { [K in keyof Sections]: ResolvedOf<Sections[K]> } & {
+    /** Runner settings passed through from baton's environment to local workspaces (BATON_INSTALL_COMMAND, …). */
+    agentEnv: Record<string, string>;
+    /** Path of the baton.yaml that was read, if any. */
+    configFile?: string;
+  }
+>;
+
+/**
+ * Compile-time check that the configuration gives each section what its resolve asks for
+ * (`deps`): a section that needs something the config does not have fails to type-check here.
+ */
+type DepsMet = { [K in keyof Sections]: Config extends DepsOf<Sections[K]> ? true : false }[keyof Sections];
+type MustBeTrue<T extends true> = T;
+export type SectionDepsAreMet = MustBeTrue<false extends DepsMet ? false : true>;
 
 export interface ApiConfig {
   /** `GET /queue` without a token. @default false */

@@ -11,3 +11,4 @@ export {
   verifyWebhook,
   type VerifyResult,
 } from './signature.js';
+export { eventsSection, WEBHOOK_EVENTS } from './config-section.js';

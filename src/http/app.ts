@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono } from 'hono';
-import { ConfigError, type Config } from '../config/index.js';
+import type { Config } from '../config/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
@@ -49,7 +49,6 @@ import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes } from './routes-runs.js';
-import { resolveModuleSettings } from './settings.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -91,8 +90,6 @@ export interface App {
 export function createApp(config: Config, deps: AppDeps): App {
   const { logger } = deps;
   const now = deps.now ?? Date.now;
-  const settings = resolveModuleSettings(config);
-  if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
   const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
@@ -139,7 +136,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
   engine.addHook(
     createStatusCommentHook({
-      templates: settings.commentTemplates,
+      templates: config.comments,
       accounts,
       outbox,
       secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
@@ -166,7 +163,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     outboxBacklog: async () => (await outbox.counts()).pending,
   });
 
-  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, settings.pipeline), logger, now });
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, config.pipeline), logger, now });
   const sweeper = createSweeper({
     engine,
     logger,
@@ -175,7 +172,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     now,
     onSweep: async () => {
       if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
-      await pruneDeliveries(store, settings.webhooks.deliveryRetentionDays, now);
+      await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
     },
   });
@@ -229,8 +226,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     createGiteaIngress({
       engine,
       store,
-      pipeline: settings.pipeline,
-      webhooks: settings.webhooks,
+      pipeline: config.pipeline,
+      webhooks: config.webhooks,
       secret: config.gitea.webhookSecret,
       permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
       logger,
@@ -380,13 +377,13 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
 }
 
 function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
-  if (config.maintenanceRepos.length === 0) return [];
+  if (config.maintenance.repos.length === 0) return [];
   return [
     {
       name: 'maintenance',
       cron: config.schedules.maintenance,
       timezone: config.schedules.timezone,
-      tasks: () => maintenanceRequests(config.maintenanceRepos, pipeline),
+      tasks: () => maintenanceRequests(config.maintenance.repos, pipeline),
     },
   ];
 }

@@ -1,6 +1,11 @@
-import { describe, expect, it } from 'vitest';
-import { resolveIngressConfig } from './resolve-config.js';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import { isAllowed, parseWebhooksConfig } from './webhooks-config.js';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-webhooks-config-'));
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 describe('parseWebhooksConfig', () => {
   it('gives the defaults when absent', () => {
@@ -18,13 +23,14 @@ describe('parseWebhooksConfig', () => {
   });
 
   it('reads every key', () => {
+    fs.writeFileSync(path.join(dir, 'acme-app'), 's3cret\n');
     const { webhooks, problems } = parseWebhooksConfig({
       allow: ['Acme/*', 'tools/app'],
       requireWritePermission: true,
       permissionCacheSeconds: 30,
       maxBodyBytes: 1024,
       deliveryRetentionDays: 2,
-      repositories: { 'Acme/App': { secret: 's3cret' } },
+      repositories: { 'Acme/App': { secretFile: path.join(dir, 'acme-app') } },
     });
     expect(problems).toEqual([]);
     expect(webhooks).toEqual({
@@ -40,19 +46,19 @@ describe('parseWebhooksConfig', () => {
   it('names each bad key and never echoes a secret', () => {
     const { problems } = parseWebhooksConfig({
       allow: ['acme'],
-      requireWritePermission: 'yes',
+      requireWritePermission: 'maybe',
       maxBodyBytes: -1,
       repositories: { 'acme/app': { secret: 12345678, token: 'x' }, acme: {} },
       extra: 1,
     });
     expect(problems).toEqual([
-      'webhooks.extra is not a known key (known: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, repositories)',
-      'webhooks.allow[0] must look like owner/repo or owner/* , got "acme"',
-      'webhooks.requireWritePermission must be true or false, got "yes"',
-      'webhooks.maxBodyBytes must be a number >= 1, got "-1"',
-      'webhooks.repositories["acme/app"].token is not a known key (known: secret)',
-      'webhooks.repositories["acme/app"].secret must be a non-empty string',
-      'webhooks.repositories["acme"]: the key must be an owner/repo name, got "acme"',
+      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, repositories)',
+      'webhooks.allow[0] must look like owner/repo or owner/*, got "acme"',
+      'webhooks.requireWritePermission must be true or false, got "maybe"',
+      'webhooks.maxBodyBytes must be a whole number >= 1, got "-1"',
+      'baton.yaml: unknown key "webhooks.repositories["acme/app"].token" (known keys: secretFile)',
+      'webhooks.repositories["acme/app"].secret must not be written in baton.yaml: it is a secret. Put it in a file and set webhooks.repositories["acme/app"].secretFile to the file\'s path.',
+      'webhooks.repositories: the key "acme" must be an owner/repo name',
     ]);
     expect(problems.join('\n')).not.toContain('12345678');
   });
@@ -63,20 +69,5 @@ describe('parseWebhooksConfig', () => {
     expect(isAllowed(['acme/*'], 'acme-evil', 'app')).toBe(false);
     expect(isAllowed(['acme/app'], 'acme', 'app2')).toBe(false);
     expect(isAllowed(['*/app'], 'tools', 'app')).toBe(true);
-  });
-});
-
-describe('resolveIngressConfig', () => {
-  it('collects the problems of both sections', () => {
-    const result = resolveIngressConfig({
-      file: { pipeline: { stages: { develop: { account: 'x' } } }, webhooks: { allow: 'acme' } },
-      bots: { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } },
-      gitea: { webhookSecret: 'abc' },
-    });
-    expect(result.secret).toBe('abc');
-    expect(result.problems).toEqual([
-      'pipeline.stages.develop.account must be one of dev, review, got "x"',
-      'webhooks.allow[0] must look like owner/repo or owner/* , got "acme"',
-    ]);
   });
 });

@@ -1,4 +1,4 @@
-import { show } from '../config/index.js';
+import { bool, checkSection, int, invalid, list, mapping, number, record, secret, section, text } from '../config-schema/index.js';
 
 /** Defaults of the `webhooks:` section. */
 export const WEBHOOK_DEFAULTS = {
@@ -25,10 +25,10 @@ export interface WebhooksConfig {
   repositories: Record<string, { secret?: string }>;
 }
 
-const KEYS = ['allow', 'requireWritePermission', 'permissionCacheSeconds', 'maxBodyBytes', 'deliveryRetentionDays', 'repositories'];
+const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
 
 /**
- * Reads the `webhooks:` section of baton.yaml.
+ * `webhooks:` in baton.yaml:
  *
  * ```yaml
  * webhooks:
@@ -38,87 +38,54 @@ const KEYS = ['allow', 'requireWritePermission', 'permissionCacheSeconds', 'maxB
  *   maxBodyBytes: 5242880
  *   deliveryRetentionDays: 7
  *   repositories:
- *     acme/app: { secret: "…" }
+ *     acme/app: { secretFile: /run/secrets/acme-app-webhook }
  * ```
  */
-export function parseWebhooksConfig(section: unknown): { webhooks: WebhooksConfig; problems: string[] } {
-  const problems: string[] = [];
-  const webhooks: WebhooksConfig = {
-    allow: [],
-    requireWritePermission: false,
-    permissionCacheMs: WEBHOOK_DEFAULTS.permissionCacheMs,
-    maxBodyBytes: WEBHOOK_DEFAULTS.maxBodyBytes,
-    deliveryRetentionDays: WEBHOOK_DEFAULTS.deliveryRetentionDays,
-    repositories: {},
-  };
-  if (section === undefined || section === null) return { webhooks, problems };
-  if (typeof section !== 'object' || Array.isArray(section)) {
-    problems.push(`webhooks must be a mapping, got ${show(section)}`);
-    return { webhooks, problems };
-  }
-  const s = section as Record<string, unknown>;
-  for (const key of Object.keys(s)) {
-    if (!KEYS.includes(key)) problems.push(`webhooks.${key} is not a known key (known: ${KEYS.join(', ')})`);
-  }
+export const webhooksSection = section(
+  mapping({
+    allow: list(
+      text({
+        doc: 'an owner/repo pattern',
+        check: (pattern) => (OWNER_REPO.test(pattern) ? undefined : invalid('must look like owner/repo or owner/*')),
+      }),
+      { doc: 'owner/repo patterns (* matches within one segment) a delivery must match; empty = any' },
+    ),
+    requireWritePermission: bool({ default: false, doc: 'only senders with write permission on the repository trigger stages' }),
+    permissionCacheSeconds: number({
+      min: 0,
+      default: WEBHOOK_DEFAULTS.permissionCacheMs / 1000,
+      doc: 'how long a permission answer is reused',
+    }),
+    maxBodyBytes: int({ min: 1, default: WEBHOOK_DEFAULTS.maxBodyBytes, doc: 'larger bodies are refused with 413 before anything else' }),
+    deliveryRetentionDays: number({
+      min: 0,
+      default: WEBHOOK_DEFAULTS.deliveryRetentionDays,
+      doc: 'delivery ids are remembered this long',
+    }),
+    repositories: record(mapping({ secret: secret({ doc: 'this repository’s webhook secret; replaces WEBHOOK_SECRET for it' }) }), {
+      doc: 'owner/repo to { secretFile }',
+      key: (name) => (OWNER_REPO.test(name) && !name.includes('*') ? undefined : invalid('must be an owner/repo name')),
+    }),
+  }),
+  (v): WebhooksConfig => ({
+    allow: (v.allow ?? []).map((pattern) => pattern.toLowerCase()),
+    requireWritePermission: v.requireWritePermission,
+    permissionCacheMs: Math.round(v.permissionCacheSeconds * 1000),
+    maxBodyBytes: v.maxBodyBytes,
+    deliveryRetentionDays: v.deliveryRetentionDays,
+    repositories: Object.fromEntries(
+      Object.entries(v.repositories).map(([name, entry]) => [
+        name.toLowerCase(),
+        entry.secret === undefined ? {} : { secret: entry.secret },
+      ]),
+    ),
+  }),
+);
 
-  if (s.allow !== undefined && s.allow !== null) {
-    const list = typeof s.allow === 'string' ? s.allow.split(',') : s.allow;
-    if (!Array.isArray(list)) problems.push(`webhooks.allow must be a list of "owner/repo" patterns, got ${show(s.allow)}`);
-    else {
-      list.forEach((item, i) => {
-        const text = typeof item === 'string' ? item.trim() : '';
-        if (!/^[^/\s]+\/[^/\s]+$/.test(text)) {
-          problems.push(`webhooks.allow[${i}] must look like owner/repo or owner/* , got ${show(item)}`);
-        } else webhooks.allow.push(text.toLowerCase());
-      });
-    }
-  }
-  if (s.requireWritePermission !== undefined) {
-    if (typeof s.requireWritePermission === 'boolean') webhooks.requireWritePermission = s.requireWritePermission;
-    else problems.push(`webhooks.requireWritePermission must be true or false, got ${show(s.requireWritePermission)}`);
-  }
-  const number = (key: string, min: number): number | undefined => {
-    const raw = s[key];
-    if (raw === undefined) return undefined;
-    if (typeof raw !== 'number' || !Number.isFinite(raw) || raw < min) {
-      problems.push(`webhooks.${key} must be a number >= ${min}, got ${show(raw)}`);
-      return undefined;
-    }
-    return raw;
-  };
-  const cache = number('permissionCacheSeconds', 0);
-  if (cache !== undefined) webhooks.permissionCacheMs = Math.round(cache * 1000);
-  const maxBody = number('maxBodyBytes', 1);
-  if (maxBody !== undefined) webhooks.maxBodyBytes = Math.floor(maxBody);
-  const retention = number('deliveryRetentionDays', 0);
-  if (retention !== undefined) webhooks.deliveryRetentionDays = retention;
-
-  if (s.repositories !== undefined && s.repositories !== null) {
-    if (typeof s.repositories !== 'object' || Array.isArray(s.repositories)) {
-      problems.push(`webhooks.repositories must be a mapping of "owner/repo" to { secret }, got ${show(s.repositories)}`);
-    } else {
-      for (const [name, value] of Object.entries(s.repositories)) {
-        const key = `webhooks.repositories["${name}"]`;
-        if (!/^[^/\s*]+\/[^/\s*]+$/.test(name)) {
-          problems.push(`${key}: the key must be an owner/repo name, got ${show(name)}`);
-          continue;
-        }
-        if (!value || typeof value !== 'object' || Array.isArray(value)) {
-          problems.push(`${key} must be a mapping like { secret: "…" }`);
-          continue;
-        }
-        const entry = value as Record<string, unknown>;
-        for (const k of Object.keys(entry)) if (k !== 'secret') problems.push(`${key}.${k} is not a known key (known: secret)`);
-        // Never echo the value: it is a secret.
-        if (entry.secret !== undefined && (typeof entry.secret !== 'string' || entry.secret === '')) {
-          problems.push(`${key}.secret must be a non-empty string`);
-          continue;
-        }
-        webhooks.repositories[name.toLowerCase()] = entry.secret === undefined ? {} : { secret: entry.secret as string };
-      }
-    }
-  }
-  return { webhooks, problems };
+/** The `webhooks:` settings from a raw section on its own (tests, benchmarks). */
+export function parseWebhooksConfig(raw: unknown): { webhooks: WebhooksConfig; problems: string[] } {
+  const { value, problems } = checkSection(webhooksSection, 'webhooks', raw, undefined);
+  return { webhooks: value, problems };
 }
 
 /** True when `owner/repo` matches one of the patterns (or there are none). Case-insensitive. */

@@ -18,7 +18,7 @@ describe('parseCommentTemplates', () => {
   it('names an unknown template and lists the known ones', () => {
     const { problems } = parseCommentTemplates({ finished: 'x' });
     expect(problems).toEqual([
-      expect.stringMatching(/^comments\.finished is not a known comment template \(known: queued, started, succeeded/),
+      'baton.yaml: unknown key "comments.finished" (known keys: queued, started, succeeded, failed, timed_out, cancelled, dead)',
     ]);
   });
 
@@ -32,7 +32,9 @@ describe('parseCommentTemplates', () => {
   });
 
   it('refuses to switch off a final comment', () => {
-    expect(parseCommentTemplates({ dead: '  ' }).problems).toEqual(['comments.dead must not be empty: baton always posts a final comment']);
+    expect(parseCommentTemplates({ dead: '  ' }).problems).toEqual([
+      'comments.dead must not be empty: baton always posts a final comment, got "  "',
+    ]);
   });
 
   it('names unknown placeholders', () => {
@@ -42,7 +44,7 @@ describe('parseCommentTemplates', () => {
   });
 
   it('rejects a section that is not a mapping', () => {
-    expect(parseCommentTemplates('hello').problems[0]).toMatch(/^baton\.yaml: comments must be a mapping/);
+    expect(parseCommentTemplates('hello').problems[0]).toBe('comments must be a mapping of settings, got "hello"');
     expect(parseCommentTemplates(['a']).problems).toHaveLength(1);
   });
 

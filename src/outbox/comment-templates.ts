@@ -1,4 +1,4 @@
-import { show } from '../config/index.js';
+import { checkSection, invalid, leaf, mapping, section } from '../config-schema/index.js';
 
 /**
  * Status comment texts. `baton.yaml` may override any of them under `comments:`; each is Markdown
@@ -58,47 +58,45 @@ export const DEFAULT_COMMENT_TEMPLATES: CommentTemplates = Object.freeze({
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_]+)\s*\}\}/g;
 
-/**
- * Validates the `comments:` section of baton.yaml. Every problem names its key; on problems the
- * defaults stand in for the bad entries so the caller can decide whether to fail the start.
- * An empty text switches a non-final comment (`queued`, `started`) off.
- */
-export function parseCommentTemplates(fileSection: unknown): { templates: CommentTemplates; problems: string[] } {
-  const problems: string[] = [];
-  const templates: Record<CommentTemplateName, string> = { ...DEFAULT_COMMENT_TEMPLATES };
-  if (fileSection === undefined || fileSection === null) return { templates: Object.freeze(templates), problems };
-  if (typeof fileSection !== 'object' || Array.isArray(fileSection)) {
-    problems.push(
-      `baton.yaml: comments must be a mapping of template name to text (${COMMENT_TEMPLATE_NAMES.join(', ')}), got ${show(fileSection)}`,
-    );
-    return { templates: Object.freeze(templates), problems };
-  }
-  for (const [key, value] of Object.entries(fileSection as Record<string, unknown>)) {
-    if (!(COMMENT_TEMPLATE_NAMES as readonly string[]).includes(key)) {
-      problems.push(`comments.${key} is not a known comment template (known: ${COMMENT_TEMPLATE_NAMES.join(', ')})`);
-      continue;
-    }
-    const name = key as CommentTemplateName;
-    if (typeof value !== 'string') {
-      problems.push(`comments.${key} must be a string (Markdown with {{placeholders}}), got ${show(value)}`);
-      continue;
-    }
-    if (value.trim() === '' && FINAL_TEMPLATE_NAMES.includes(name)) {
-      problems.push(`comments.${key} must not be empty: baton always posts a final comment`);
-      continue;
-    }
-    const unknown = [...value.matchAll(PLACEHOLDER)]
-      .map((m) => m[1]!)
-      .filter((p) => !(COMMENT_PLACEHOLDERS as readonly string[]).includes(p));
-    if (unknown.length > 0) {
-      problems.push(
-        `comments.${key} uses unknown placeholder ${[...new Set(unknown)].map((p) => `{{${p}}}`).join(', ')} (known: ${COMMENT_PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')})`,
+const template = (name: CommentTemplateName) =>
+  leaf<string, string>({
+    default: DEFAULT_COMMENT_TEMPLATES[name],
+    doc: FINAL_TEMPLATE_NAMES.includes(name)
+      ? `the ${name} comment (Markdown with {{placeholders}})`
+      : `the ${name} comment (Markdown with {{placeholders}}); empty turns it off`,
+    parse: (raw) => {
+      if (typeof raw !== 'string') return invalid('must be a string (Markdown with {{placeholders}})');
+      if (raw.trim() === '' && FINAL_TEMPLATE_NAMES.includes(name)) return invalid('must not be empty: baton always posts a final comment');
+      const unknown = [...new Set([...raw.matchAll(PLACEHOLDER)].map((m) => m[1]!))].filter(
+        (p) => !(COMMENT_PLACEHOLDERS as readonly string[]).includes(p),
       );
-      continue;
-    }
-    templates[name] = value;
-  }
-  return { templates: Object.freeze(templates), problems };
+      if (unknown.length > 0) {
+        return invalid(
+          `uses unknown placeholder ${unknown.map((p) => `{{${p}}}`).join(', ')} (known: ${COMMENT_PLACEHOLDERS.map((p) => `{{${p}}}`).join(', ')})`,
+        );
+      }
+      return raw;
+    },
+  });
+
+/** `comments:` in baton.yaml: the status comment texts. */
+export const commentsSection = section(
+  mapping({
+    queued: template('queued'),
+    started: template('started'),
+    succeeded: template('succeeded'),
+    failed: template('failed'),
+    timed_out: template('timed_out'),
+    cancelled: template('cancelled'),
+    dead: template('dead'),
+  }),
+  (v): CommentTemplates => Object.freeze({ ...v }),
+);
+
+/** The templates from a raw `comments:` value on its own (tests); bad entries keep their defaults. */
+export function parseCommentTemplates(raw: unknown): { templates: CommentTemplates; problems: string[] } {
+  const { value, problems } = checkSection(commentsSection, 'comments', raw, undefined);
+  return { templates: value, problems };
 }
 
 /** Fills placeholders; leaves no run of blank lines behind where a value was empty. */

@@ -8,6 +8,7 @@ export {
   COMMENT_PLACEHOLDERS,
   DEFAULT_COMMENT_TEMPLATES,
   parseCommentTemplates,
+  commentsSection,
   renderCommentTemplate,
   type CommentTemplateName,
   type CommentTemplates,

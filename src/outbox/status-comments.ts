@@ -33,7 +33,7 @@ const MAX_BODY_LENGTH = 60_000;
 const MASK = '********';
 
 export interface StatusCommentHookOptions {
-  /** From `parseCommentTemplates(config.file.comments)`. @default DEFAULT_COMMENT_TEMPLATES */
+  /** From `config.comments` (baton.yaml's `comments:`). @default DEFAULT_COMMENT_TEMPLATES */
   templates?: CommentTemplates;
   /** Forge clients by bot name; with none configured no comments are queued. */
   accounts: ForgeAccounts;

@@ -1,5 +1,5 @@
 export * from './types.js';
 export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_KINDS } from './route.js';
-export { parsePipelineConfig } from './parse-config.js';
+export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
 export { STAGE, DEFAULT_LABELS, DEFAULT_DEPLOY, defaultStages, defaultPipeline, type LabelRole } from './stages.js';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { TaskRequest } from '../runs/index.js';
 import { defaultPipeline } from './stages.js';
 import { maintenanceRequests } from './maintenance.js';
-import { parsePipelineConfig } from './parse-config.js';
+import { parsePipelineConfig } from './config-section.js';
 import { route } from './route.js';
 import type { ForgeEvent, RouteResult } from './types.js';
 

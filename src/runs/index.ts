@@ -7,3 +7,4 @@ export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
 export { createScheduler, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
+export { queueSection, cleanupSection } from './config-section.js';

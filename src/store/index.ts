@@ -1,5 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
+import { maskUrlCredentials } from '../config-schema/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { applyMigrations, listPendingMigrations, type MigrationResult } from './migrate.js';
 import { createPgClient, createPgPool, createPostgresKysely } from './postgres.js';
@@ -59,7 +60,7 @@ export interface Store {
 
 export function createStore(options: StoreOptions): Store {
   const target = parseDatabaseUrl(options.url);
-  if ('error' in target) throw new Error(`DATABASE_URL ${target.error}, got "${options.url}"`);
+  if ('error' in target) throw new Error(`DATABASE_URL ${target.error}, got "${maskUrlCredentials(options.url)}"`);
   return target.kind === 'sqlite'
     ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL')
     : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize });
@@ -236,3 +237,4 @@ function once(fn: () => Promise<void>): () => Promise<void> {
   let pending: Promise<void> | undefined;
   return () => (pending ??= fn());
 }
+export { databaseSection, type DatabaseSettings } from './config-section.js';

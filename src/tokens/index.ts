@@ -8,3 +8,4 @@ export {
   type TokenStore,
   type TokenStoreOptions,
 } from './token-store.js';
+export { apiSection } from './config-section.js';

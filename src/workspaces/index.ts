@@ -4,3 +4,4 @@ export { createLocalProvider, runnerEnv, type LocalProviderOptions } from './loc
 export * from './coder/index.js';
 export { teardownWorkspace, TeardownIncompleteError, type TeardownOptions, type TeardownResult } from './teardown.js';
 export { reconcile, type ReconcileAction, type ReconcileItem, type ReconcileOptions, type ReconcileRuns } from './reconcile.js';
+export { claudeSection } from './config-section.js';

@@ -48,6 +48,8 @@ describe('baton serve with the coder provider survives kill -9', () => {
         CODER_URL: coder.url,
         CODER_TOKEN: coder.token,
         CODER_TEMPLATE_ID: coder.template.id,
+        // Required with Coder; these fake workspaces never call back.
+        CALLBACK_URL: 'http://127.0.0.1:1',
         DATABASE_URL: `sqlite:${path.join(dir, 'baton.db')}`,
         BATON_DATA_DIR: dir,
         BATON_CONFIG: path.join(dir, 'baton.yaml'),

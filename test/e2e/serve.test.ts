@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import YAML from 'yaml';
 import { runBaton, startServe, type ServeHandle } from '../helpers/baton-bin.js';
 
 describe('the baton CLI', () => {
@@ -48,7 +49,7 @@ describe('the baton CLI', () => {
     });
     expect(result.code).toBe(0);
     expect(result.stdout).not.toMatch(/sekret/);
-    expect(JSON.parse(result.stdout)).toMatchObject({ gitea: { url: 'https://git.example' }, bots: { dev: { token: '********' } } });
+    expect(YAML.parse(result.stdout)).toMatchObject({ gitea: { url: 'https://git.example' }, bots: { dev: { token: '********' } } });
     expect(result.stderr).toMatch(/REDIS_URL is set but baton no longer uses Redis/);
   });
 

@@ -31,6 +31,8 @@ describe('baton app with WORKSPACE_PROVIDER=coder', () => {
         CODER_URL: coder.url,
         CODER_TOKEN: token,
         CODER_TEMPLATE_ID: coder.template.id,
+        // Required with Coder; these fake workspaces never call back.
+        CALLBACK_URL: 'http://127.0.0.1:1',
       },
       dir,
     );

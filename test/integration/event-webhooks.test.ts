@@ -1,5 +1,8 @@
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type EventWebhook } from '../../src/config/index.js';
 import {
@@ -238,8 +241,12 @@ describe.each(STORE_KINDS)('event webhooks through the app and its outbox on $ki
     // The receiver fails its first two answers: the outbox must retry, without reordering.
     const answers = [503, 500];
     const receiver = await startReceiver('app-level-secret-0123', () => answers.shift() ?? 204);
+    // baton.yaml names a file that holds the secret; it never holds the secret itself.
+    const secretDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-hook-secret-'));
+    const secretFile = path.join(secretDir, 'hook-secret');
+    fs.writeFileSync(secretFile, 'app-level-secret-0123\n', { mode: 0o600 });
     const server = await startTestApp(t, {
-      file: `events:\n  webhooks:\n    - url: ${receiver.url}\n      secret: app-level-secret-0123\n      events: [run.queued, run.started, run.progress, run.succeeded]\n`,
+      file: `events:\n  webhooks:\n    - url: ${receiver.url}\n      secretFile: ${secretFile}\n      events: [run.queued, run.started, run.progress, run.succeeded]\n`,
       deps: { outbox: { backoffBaseMs: 20, backoffMaxMs: 100, pollMs: 50 } },
     });
     try {
@@ -265,6 +272,7 @@ describe.each(STORE_KINDS)('event webhooks through the app and its outbox on $ki
       expect(metrics).toMatch(/baton_outbox_backlog 0/);
     } finally {
       await server.close();
+      fs.rmSync(secretDir, { recursive: true, force: true });
       await receiver.close();
       await t.cleanup();
     }

@@ -1,4 +1,7 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { fixtureJson, giteaHeaders, readFixture, toBody } from '../../../test/helpers/gitea-webhook.js';
 import { createIngressHarness, type IngressHarness } from '../../../test/helpers/ingress.js';
 import { signBody } from '../signature.js';
@@ -10,6 +13,15 @@ afterEach(async () => {
   await h?.cleanup();
   h = undefined;
 });
+
+// Per-repository secrets come from files (baton.yaml never holds a secret), as an operator gives them.
+const secretsDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-ingress-secrets-'));
+afterAll(() => fs.rmSync(secretsDir, { recursive: true, force: true }));
+function secretFile(value: string): string {
+  const file = path.join(secretsDir, `${value}.txt`);
+  fs.writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  return file;
+}
 
 async function harness(options: Parameters<typeof createIngressHarness>[0] = {}): Promise<IngressHarness> {
   h = await createIngressHarness({ secret: SECRET, ...options });
@@ -280,7 +292,10 @@ describe('POST /webhook/gitea: security', () => {
   });
 
   it('uses a per-repository secret for that repository only', async () => {
-    const { post } = await harness({ secret: undefined, webhooks: { repositories: { 'Acme/App': { secret: 'repo-secret' } } } });
+    const { post } = await harness({
+      secret: undefined,
+      webhooks: { repositories: { 'Acme/App': { secretFile: secretFile('repo-secret') } } },
+    });
     const other = fixtureJson('issues-opened.json');
     (other.repository as Record<string, unknown>).name = 'other';
     const otherBody = toBody(other);
@@ -293,7 +308,7 @@ describe('POST /webhook/gitea: security', () => {
   });
 
   it('does not accept the global secret for a repository with its own, nor its secret for another', async () => {
-    const { post } = await harness({ webhooks: { repositories: { 'acme/app': { secret: 'repo-secret' } } } });
+    const { post } = await harness({ webhooks: { repositories: { 'acme/app': { secretFile: secretFile('repo-secret') } } } });
     const globalSigned = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
     expect(await post('/webhook/gitea', body, globalSigned)).toEqual({
       status: 401,
@@ -477,7 +492,7 @@ describe('logging', () => {
       warn: (details: Record<string, unknown>, message: string) => lines.push({ level: 'warn', details, message }),
       error: (details: Record<string, unknown>, message: string) => lines.push({ level: 'error', details, message }),
     };
-    const { post } = await harness({ logger, webhooks: { repositories: { 'acme/app': { secret: 'repo-only-secret' } } } });
+    const { post } = await harness({ logger, webhooks: { repositories: { 'acme/app': { secretFile: secretFile('repo-only-secret') } } } });
     const body = readFixture('issues-opened.json');
     const good = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'repo-only-secret', delivery: 'log-1' });
     await post('/webhook/gitea', body, good);

@@ -28,3 +28,4 @@ export {
   type ProviderHealth,
 } from './provider.js';
 export { createCoderProviderFromConfig } from './from-config.js';
+export { coderSection, type CoderSettings } from './config-section.js';

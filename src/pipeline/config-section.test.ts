@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parsePipelineConfig } from './parse-config.js';
+import { parsePipelineConfig } from './config-section.js';
 import { defaultStages } from './stages.js';
 
 const bots = { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } };
@@ -33,32 +33,32 @@ describe('parsePipelineConfig', () => {
           develop: { account: 'x', build: 'medium', onDuplicate: 'ignore', triggers: 'labeled' },
           docs: { account: 'dev' },
           Bad_Name: { triggers: [] },
-          test: { triggers: [{ event: 'opened' }, { event: 'labeled' }, 'x', { label: 'ok', allowBots: 'yes' }] },
+          test: { triggers: [{ event: 'opened' }, { event: 'labeled' }, 'x', { label: 'ok', allowBots: 'maybe' }] },
         },
         'ignore-users': 42,
       },
       bots,
     );
     expect(problems).toEqual([
-      'pipeline.colour is not a known key (known: ignore-users, ignoreUsers, labels, deploy, stages)',
-      'pipeline.ignore-users must be a list of names, got "42"',
-      'pipeline.labels.ready-for-lunch is not a known label role (known: bug, release, ready-for-architecture, ready-for-development, ready-for-testing, ready-for-deployment)',
-      'pipeline.labels.bug must be a label name, got ""',
-      'pipeline.stages.develop.account must be one of dev, review, got "x"',
+      'baton.yaml: unknown key "pipeline.colour" (known keys: ignore-users, ignoreUsers, labels, deploy, stages)',
+      'pipeline.ignore-users must be a list, got "42"',
+      'baton.yaml: unknown key "pipeline.labels.ready-for-lunch" (known keys: bug, release, ready-for-architecture, ready-for-development, ready-for-testing, ready-for-deployment)',
+      'pipeline.labels.bug must be a non-empty string, got ""',
       'pipeline.stages.develop.build must be one of light, heavy, got "medium"',
       'pipeline.stages.develop.onDuplicate must be one of followup, drop, got "ignore"',
-      'pipeline.stages.develop.triggers must be a list of triggers, got "labeled"',
-      'pipeline.stages.docs.triggers is required for a new stage (e.g. [{ event: labeled, label: docs }])',
-      'pipeline.stages.Bad_Name: stage names must be lower-case letters, digits and dashes (they name .claude/commands/<stage>.md), got "Bad_Name"',
+      'pipeline.stages.develop.triggers must be a list, got "labeled"',
+      'pipeline.stages: the key "Bad_Name" is not a stage name: lower-case letters, digits and dashes (it names .claude/commands/<stage>.md)',
       expect.stringMatching(/^pipeline\.stages\.test\.triggers\[0\]\.event must be one of issue_opened, labeled, .*, got "opened"$/),
       'pipeline.stages.test.triggers[1].label is required when event is labeled',
-      'pipeline.stages.test.triggers[2] must be a mapping like { event: labeled, label: ready-for-development }, got "x"',
-      'pipeline.stages.test.triggers[3].allowBots must be true or false, got "yes"',
+      'pipeline.stages.test.triggers[2] must be a mapping of settings, got "x"',
+      'pipeline.stages.test.triggers[3].allowBots must be true or false, got "maybe"',
+      'pipeline.stages.develop.account must be one of dev, review, got "x"',
+      'pipeline.stages.docs.triggers is required for a new stage (e.g. [{ event: labeled, label: docs }])',
     ]);
   });
 
   it('rejects a section that is not a mapping', () => {
-    expect(parsePipelineConfig(['x'], bots).problems).toEqual(['pipeline must be a mapping, got "["x"]"']);
+    expect(parsePipelineConfig(['x'], bots).problems).toEqual(['pipeline must be a mapping of settings, got "["x"]"']);
   });
 
   it('removes a stage with false, null or enabled: false', () => {

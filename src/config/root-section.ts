@@ -1,0 +1,36 @@
+import { httpUrl, int, mapping, number, oneOf, text } from '../config-schema/index.js';
+import type { LogLevel, WorkspaceProviderName } from './types.js';
+
+const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+const PROVIDERS: readonly WorkspaceProviderName[] = ['local', 'coder'];
+
+/**
+ * The top-level keys of baton.yaml that are not sections: config/ owns them. Sections are
+ * declared by their modules and listed in ./sections.ts.
+ */
+export const rootNode = mapping({
+  port: int({ env: 'PORT', min: 0, max: 65535, default: 3000, doc: 'HTTP port' }),
+  host: text({ env: 'HOST', default: '0.0.0.0', doc: 'interface to listen on' }),
+  logLevel: oneOf(LOG_LEVELS, { env: 'LOG_LEVEL', default: 'info', doc: 'fatal, error, warn, info, debug, trace or silent' }),
+  dataDir: text({ env: 'BATON_DATA_DIR', default: './data', doc: 'local workspaces, logs and the default SQLite database' }),
+  workspaceProvider: oneOf(PROVIDERS, {
+    env: 'WORKSPACE_PROVIDER',
+    doc: 'local (child processes on this machine) or coder; default coder when CODER_URL and CODER_TOKEN are set, else local',
+  }),
+  callbackUrl: httpUrl({
+    env: 'CALLBACK_URL',
+    doc: 'base URL at which workspaces reach baton; required with coder; default http://127.0.0.1:PORT',
+  }),
+  staleWorkspaceMinutes: int({
+    env: 'STALE_WORKSPACE_MINUTES',
+    min: 1,
+    default: 120,
+    doc: 'a running run without a callback for this long ends timed_out',
+  }),
+  sweepMinutes: number({
+    env: 'SWEEP_MINUTES',
+    min: 0.05,
+    default: 10,
+    doc: 'how often stale runs are timed out and workspaces reconciled',
+  }),
+});

@@ -1,0 +1,36 @@
+import { botsSection, giteaSection } from '../forge/index.js';
+import { eventsSection } from '../event-webhooks/index.js';
+import { webhooksSection } from '../ingress/index.js';
+import { commentsSection } from '../outbox/index.js';
+import { maintenanceSection, pipelineSection, schedulesSection } from '../pipeline/index.js';
+import { cleanupSection, queueSection } from '../runs/index.js';
+import { databaseSection } from '../store/index.js';
+import { apiSection } from '../tokens/index.js';
+import { claudeSection, coderSection } from '../workspaces/index.js';
+
+/**
+ * Every section of baton.yaml, by its key, each declared by the module that owns it. Adding a
+ * setting is a change in that module's section only; a new section is one line here. Either way
+ * it is strict, read from the environment where it names a variable, checked in the one pass of
+ * loadConfig (so `serve` and `config check` agree), typed in Config and printed by
+ * `baton config check`.
+ *
+ * Order matters: a section is resolved after the sections it depends on (bots after gitea,
+ * pipeline after bots). ./types.ts checks at compile time that each gets what it asks for.
+ */
+export const SECTIONS = {
+  database: databaseSection,
+  queue: queueSection,
+  cleanup: cleanupSection,
+  schedules: schedulesSection,
+  maintenance: maintenanceSection,
+  gitea: giteaSection,
+  bots: botsSection,
+  coder: coderSection,
+  claude: claudeSection,
+  api: apiSection,
+  events: eventsSection,
+  pipeline: pipelineSection,
+  webhooks: webhooksSection,
+  comments: commentsSection,
+} as const;

@@ -1,0 +1,52 @@
+import { httpUrl, mapping, secret, section, text, type ResolveContext } from '../config-schema/index.js';
+import type { BotAccount } from '../config/index.js';
+
+export interface GiteaSettings {
+  /** Gitea or Forgejo base URL; without it baton posts nothing to the forge. */
+  url?: string;
+  /** HMAC secret of the forge's webhooks. */
+  webhookSecret?: string;
+}
+
+/** `gitea:` in baton.yaml. */
+export const giteaSection = section(
+  mapping({
+    url: httpUrl({ env: 'GITEA_URL', sensitive: 'credentials', doc: 'Gitea or Forgejo base URL' }),
+    webhookSecret: secret({ env: 'WEBHOOK_SECRET', doc: 'HMAC secret of the forge webhooks; when set, unsigned deliveries get 401' }),
+  }),
+  (v, ctx): GiteaSettings => {
+    if (!v.url) {
+      ctx.warn(
+        'GITEA_URL is not set: baton will never post a status comment or check a permission on the forge. ' +
+          'Set GITEA_URL (with GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN) to the Gitea or Forgejo base URL.',
+      );
+    }
+    return { url: v.url, webhookSecret: v.webhookSecret };
+  },
+);
+
+const bot = (name: 'dev' | 'review', username: string, does: string) =>
+  mapping({
+    username: text({ env: `BOT_${name.toUpperCase()}_USERNAME`, default: username, doc: `login of the ${name} bot (${does})` }),
+    token: secret({ env: `GITEA_${name.toUpperCase()}_TOKEN`, doc: `forge token of the ${name} bot account` }),
+  });
+
+/** `bots:` in baton.yaml: the accounts baton acts as. Their own events never trigger a stage. */
+export const botsSection = section(
+  mapping({
+    dev: bot('dev', 'claude-dev', 'every stage but review-code and test'),
+    review: bot('review', 'claude-review', 'review-code and test'),
+  }),
+  (v, ctx: ResolveContext<{ gitea: GiteaSettings }>): { dev: BotAccount; review: BotAccount } => {
+    if (ctx.deps.gitea.url) {
+      for (const name of ['dev', 'review'] as const) {
+        if (!v[name].token)
+          ctx.problem(`${ctx.name(`${name}.token`)} is required when GITEA_URL is set (token of the ${name} bot account)`);
+      }
+    }
+    return {
+      dev: { username: v.dev.username, token: v.dev.token },
+      review: { username: v.review.username, token: v.review.token },
+    };
+  },
+);

@@ -1,0 +1,221 @@
+import { Cron } from 'croner';
+import {
+  bool,
+  checkSection,
+  invalid,
+  join,
+  leaf,
+  list,
+  mapping,
+  oneOf,
+  orFalse,
+  record,
+  section,
+  show,
+  text,
+  type ResolveContext,
+} from '../config-schema/index.js';
+import type { MaintenanceRepo } from '../config/index.js';
+import { DEFAULT_DEPLOY, DEFAULT_LABELS, defaultStages } from './stages.js';
+import { TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
+
+const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+const names = (doc: string) => list(text({ doc: 'a name' }), { doc });
+const label = (role: keyof typeof DEFAULT_LABELS) => text({ default: DEFAULT_LABELS[role], doc: `name of the ${role} label` });
+
+const trigger = mapping(
+  {
+    event: oneOf(TRIGGER_EVENTS, { doc: 'what starts the stage; `{ label: x }` alone means labeled' }),
+    label: text({ doc: 'labeled: the label newly present; issue_opened: a label the new issue carries' }),
+    withoutLabels: names('labels the issue must not carry'),
+    inAnalysis: bool({ doc: 'the issue must be in analysis (open, none of the later stages’ labels)' }),
+    allowBots: bool({ doc: 'events of the bot accounts may trigger it too' }),
+  },
+  {
+    check: (t, key) => {
+      if (t.event === undefined && t.label === undefined) return [`${key}.event is required (one of ${TRIGGER_EVENTS.join(', ')})`];
+      if ((t.event ?? 'labeled') === 'labeled' && t.label === undefined) return [`${key}.label is required when event is labeled`];
+      return [];
+    },
+  },
+);
+
+const stage = orFalse(
+  mapping({
+    account: text({ doc: 'bot account that acts for the stage (a key of bots: dev, review)' }),
+    build: oneOf(['light', 'heavy'], { doc: 'heavy stages run the install and build commands first' }),
+    onDuplicate: oneOf(['followup', 'drop'], { doc: 'a trigger while the run is live asks for one follow-up run, or is dropped' }),
+    triggers: list(trigger, { doc: 'what starts the stage' }),
+    deploys: bool({ doc: 'the stage deploys: its runs carry the deploy:ENV label’s environment' }),
+    enabled: bool({ doc: 'false removes the stage' }),
+  }),
+);
+
+/**
+ * `pipeline:` in baton.yaml, over the default SDLC table:
+ *
+ * ```yaml
+ * pipeline:
+ *   ignore-users: [renovate]
+ *   labels: { ready-for-development: dev-ready }   # rename a default label
+ *   deploy: { labelPrefix: "deploy:", defaultEnv: staging }
+ *   stages:
+ *     develop: { account: review, onDuplicate: drop }
+ *     analyse: false                                 # remove a stage
+ *     docs:                                          # add a stage
+ *       account: dev
+ *       build: light
+ *       triggers: [{ event: labeled, label: docs }]
+ * ```
+ */
+export const pipelineSection = section(
+  mapping({
+    'ignore-users': names('logins whose events never trigger anything (besides the bot accounts)'),
+    ignoreUsers: names('the same as ignore-users'),
+    labels: mapping({
+      bug: label('bug'),
+      release: label('release'),
+      'ready-for-architecture': label('ready-for-architecture'),
+      'ready-for-development': label('ready-for-development'),
+      'ready-for-testing': label('ready-for-testing'),
+      'ready-for-deployment': label('ready-for-deployment'),
+    }),
+    deploy: mapping({
+      labelPrefix: text({ default: DEFAULT_DEPLOY.labelPrefix, doc: 'a label PREFIX+ENV picks the environment of a deploying stage' }),
+      defaultEnv: text({ default: DEFAULT_DEPLOY.defaultEnv, doc: 'the environment when no such label is set' }),
+    }),
+    stages: record(stage, {
+      doc: 'stage name to its settings, or false to remove it',
+      key: (name) =>
+        STAGE_NAME.test(name)
+          ? undefined
+          : invalid('is not a stage name: lower-case letters, digits and dashes (it names .claude/commands/<stage>.md)'),
+    }),
+  }),
+  (v, ctx: ResolveContext<{ bots: Readonly<Record<string, { username: string }>> }>): Pipeline => {
+    const { bots } = ctx.deps;
+    const accountNames = Object.keys(bots);
+    const stages = defaultStages(v.labels);
+    for (const [name, raw] of Object.entries(v.stages)) {
+      const key = join('pipeline.stages', name);
+      const index = stages.findIndex((s) => s.name === name);
+      if (raw === false || raw.enabled === false) {
+        if (index >= 0) stages.splice(index, 1);
+        continue;
+      }
+      const base = stages[index];
+      const next: StageDefinition = base
+        ? { ...base, triggers: [...base.triggers] }
+        : { name, account: 'dev', build: 'heavy', onDuplicate: 'followup', triggers: [] };
+      if (raw.account !== undefined) {
+        if (accountNames.includes(raw.account)) next.account = raw.account;
+        else ctx.problem(`${key}.account must be one of ${accountNames.join(', ')}, got ${show(raw.account)}`);
+      }
+      if (raw.build !== undefined) next.build = raw.build;
+      if (raw.onDuplicate !== undefined) next.onDuplicate = raw.onDuplicate;
+      if (raw.deploys !== undefined) next.deploys = raw.deploys;
+      if (raw.triggers !== undefined) next.triggers = raw.triggers.map(toTrigger);
+      else if (!base) {
+        ctx.problem(`${key}.triggers is required for a new stage (e.g. [{ event: labeled, label: ${name} }])`);
+        continue;
+      }
+      if (base) stages[index] = next;
+      else stages.push(next);
+    }
+    return {
+      stages,
+      botUsers: accountNames.map((name) => bots[name]!.username.toLowerCase()).filter(Boolean),
+      ignoreUsers: (v['ignore-users'] ?? v.ignoreUsers ?? []).map((u) => u.toLowerCase()),
+      accounts: Object.fromEntries(accountNames.map((name) => [name, bots[name]!.username])),
+      deploy: { ...v.deploy },
+    };
+  },
+);
+
+function toTrigger(t: {
+  event?: Trigger['event'];
+  label?: string;
+  withoutLabels?: string[];
+  inAnalysis?: boolean;
+  allowBots?: boolean;
+}): Trigger {
+  // `{ label: x }` alone reads naturally as "when label x is added".
+  const result: Trigger = { event: t.event ?? 'labeled' };
+  if (t.label !== undefined) result.label = t.label;
+  if (t.withoutLabels !== undefined) result.withoutLabels = t.withoutLabels;
+  if (t.inAnalysis !== undefined) result.inAnalysis = t.inAnalysis;
+  if (t.allowBots !== undefined) result.allowBots = t.allowBots;
+  return result;
+}
+
+/**
+ * The pipeline from a raw `pipeline:` value, on its own (tests, benchmarks). `problems` is empty
+ * when the section is fine; the pipeline is usable either way (bad entries keep their defaults).
+ */
+export function parsePipelineConfig(
+  raw: unknown,
+  bots: Readonly<Record<string, { username: string }>>,
+): { pipeline: Pipeline; problems: string[] } {
+  const { value, problems } = checkSection(pipelineSection, 'pipeline', raw, { bots });
+  return { pipeline: value, problems };
+}
+
+/** `schedules:` in baton.yaml. */
+export const schedulesSection = section(
+  mapping({
+    timezone: text({
+      env: 'SCHEDULE_TIMEZONE',
+      default: 'UTC',
+      doc: 'IANA time zone of the cron schedules',
+      check: (zone) => (isTimeZone(zone) ? undefined : invalid('must be an IANA time zone like Europe/Berlin')),
+    }),
+    maintenance: text({
+      default: '0 9 * * 1',
+      doc: 'when the maintenance stage runs for every maintenance.repos entry (cron; Monday 09:00)',
+      check: (expression) => (isCron(expression) ? undefined : invalid('must be a cron expression like "0 9 * * 1"')),
+    }),
+  }),
+);
+
+/** `maintenance:` in baton.yaml. */
+export const maintenanceSection = section(
+  mapping({
+    repos: list(
+      leaf<MaintenanceRepo>({
+        doc: '"org/repo=clone_url" or { repo: org/repo, cloneUrl }',
+        parse: (raw) => {
+          const entry = typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? (raw as Record<string, unknown>) : undefined;
+          const textForm = entry
+            ? Object.keys(entry).sort().join() === 'cloneUrl,repo'
+              ? `${String(entry.repo)}=${String(entry.cloneUrl)}`
+              : ''
+            : raw;
+          const match = typeof textForm === 'string' ? /^([^/=\s]+)\/([^/=\s]+)=(\S+)$/.exec(textForm.trim()) : null;
+          if (!match) return invalid('must look like org/repo=clone_url (or { repo: org/repo, cloneUrl })');
+          return { owner: match[1]!, repo: match[2]!, cloneUrl: match[3]! };
+        },
+      }),
+      { env: 'MAINTENANCE_REPOS', doc: 'repositories that get the scheduled maintenance stage: org/repo=clone_url,…' },
+    ),
+  }),
+  (v): { repos: MaintenanceRepo[] } => ({ repos: v.repos ?? [] }),
+);
+
+function isTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function isCron(expression: string): boolean {
+  try {
+    new Cron(expression, { paused: true }).stop();
+    return true;
+  } catch {
+    return false;
+  }
+}

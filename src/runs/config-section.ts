@@ -1,0 +1,43 @@
+import { int, mapping, number, section } from '../config-schema/index.js';
+import type { CleanupConfig, QueueConfig } from '../config/index.js';
+
+const ms = (seconds: number) => Math.round(seconds * 1000);
+
+/** `queue:` in baton.yaml: how many runs at once, retries and leases. */
+export const queueSection = section(
+  mapping({
+    concurrency: int({ env: 'QUEUE_CONCURRENCY', min: 1, default: 2, doc: 'live workspaces (provisioning + running) at once' }),
+    perRepository: int({
+      env: 'QUEUE_PER_REPOSITORY_CONCURRENCY',
+      min: 0,
+      default: 0,
+      doc: 'live workspaces per repository; 0 = no limit',
+    }),
+    maxAttempts: int({ min: 1, default: 3, doc: 'provisioning attempts before a run is dead' }),
+    backoffBaseSeconds: number({ min: 0, default: 5, doc: 'first retry delay; doubles per attempt, with jitter' }),
+    backoffMaxSeconds: number({ min: 0, default: 600, doc: 'longest retry delay' }),
+    leaseSeconds: number({ min: 1, default: 60, doc: 'a provisioning claim not heartbeated for this long goes back to the queue' }),
+    pollSeconds: number({ min: 0.01, default: 5, doc: 'fallback poll; new work wakes the dispatcher at once' }),
+    retentionDays: number({ min: 0, default: 30, doc: 'finished runs older than this are deleted' }),
+  }),
+  (v): QueueConfig => ({
+    concurrency: v.concurrency,
+    perRepositoryConcurrency: v.perRepository,
+    maxAttempts: v.maxAttempts,
+    backoffBaseMs: ms(v.backoffBaseSeconds),
+    backoffMaxMs: ms(v.backoffMaxSeconds),
+    leaseMs: ms(v.leaseSeconds),
+    pollMs: ms(v.pollSeconds),
+    retentionDays: v.retentionDays,
+  }),
+);
+
+/** `cleanup:` in baton.yaml: workspace teardowns. */
+export const cleanupSection = section(
+  mapping({
+    concurrency: int({ env: 'CLEANUP_CONCURRENCY', min: 1, default: 5, doc: 'workspace teardowns at once' }),
+    maxAttempts: int({ min: 1, default: 5, doc: 'teardown attempts' }),
+    backoffBaseSeconds: number({ min: 0, default: 10, doc: 'first teardown retry delay' }),
+  }),
+  (v): CleanupConfig => ({ concurrency: v.concurrency, maxAttempts: v.maxAttempts, backoffBaseMs: ms(v.backoffBaseSeconds) }),
+);
