@@ -211,6 +211,28 @@ describe('coder provider: get, list, stop, delete', () => {
     expect(coder.requests.filter((r) => r.path === '/api/v2/workspaces').every((r) => r.query.includes('owner%3Abaton'))).toBe(true);
   });
 
+  it('resolves coder.user given as a user id to its username, once, since owner: takes usernames only', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { user: coder.user.id });
+    coder.seedWorkspace({ name: 'bt-alices', owner: 'alice' });
+    await provider.create(specFor('bt-mine'));
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect(coder.requests.filter((r) => r.path === `/api/v2/users/${coder.user.id}`)).toHaveLength(1);
+    const lists = coder.requests.filter((r) => r.path === '/api/v2/workspaces');
+    expect(lists.map((r) => new URLSearchParams(r.query).get('q'))).toEqual(['owner:baton', 'owner:baton']);
+  });
+
+  it('names coder.user when a user id is unknown to Coder, instead of listing nothing', async () => {
+    await provider.close?.();
+    const unknown = '0b1d3c5e-0000-4000-8000-000000000000';
+    provider = fastProvider(coder, { user: unknown });
+    const error = await provider.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toBe(`coder.user "${unknown}" is not a user Coder knows (GET /api/v2/users/${unknown})`);
+    expect(coder.requests.some((r) => r.path === '/api/v2/workspaces')).toBe(false);
+  });
+
   it('stops and deletes with builds, never an HTTP DELETE, and treats gone as done', async () => {
     await provider.create(specFor('bt-w'));
     await provider.waitUntilRunning('bt-w');

@@ -18,7 +18,10 @@ export interface CoderProviderOptions {
   templateVersionId?: string;
   /** A template version preset (`template_version_preset_id`), used together with one of the above. */
   presetId?: string;
-  /** Whose workspaces: username, user id or `me` (the token's user). @default 'me' */
+  /**
+   * Whose workspaces: username, user id or `me` (the token's user). A user id is resolved to its
+   * username once, because Coder's `owner:` search filter takes usernames only. @default 'me'
+   */
   user?: string;
   /** Sent to every workspace as rich parameters, after baton's own; a spec's `extra` wins over these. */
   extraParameters?: Record<string, string>;
@@ -109,6 +112,7 @@ export function toWorkspace(ws: CoderWorkspace): Workspace {
 }
 
 const ACTIVE_JOB = new Set(['pending', 'running', 'canceling']);
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Create attempts per call; each 409 round either adopts, waits, or deletes first. */
 const MAX_CONFLICT_ROUNDS = 6;
 
@@ -153,6 +157,30 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     if (user !== 'me' && ws.owner_name !== user && ws.owner_id !== user) return false;
     if (knownTemplateIds.has(ws.template_id)) return true;
     return options.templateVersionId !== undefined && ws.latest_build.template_version_id === options.templateVersionId;
+  };
+
+  /**
+   * The value for the `owner:` search filter. Coder matches `owner:` against usernames only
+   * (`queries/workspaces.sql`): `owner:<uuid>` silently lists nothing, which would make every
+   * reconcile see no workspaces at all. So a user id is resolved to its username first, once.
+   */
+  let ownerFilter: Promise<string> | undefined;
+  const resolveOwnerFilter = (): Promise<string> => {
+    if (!UUID_PATTERN.test(user)) return Promise.resolve(user);
+    ownerFilter ??= client.getUser(user).then(
+      (found) => {
+        if (!found) {
+          throw new PermanentWorkspaceError(`coder.user ${JSON.stringify(user)} is not a user Coder knows (GET /api/v2/users/${user})`);
+        }
+        return found.username;
+      },
+      (error: unknown) => {
+        // Not cached: a Coder outage must not pin the failure; the next call asks again.
+        ownerFilter = undefined;
+        throw error;
+      },
+    );
+    return ownerFilter;
   };
 
   const lookup = async (name: string): Promise<CoderWorkspace | null> => {
@@ -300,8 +328,9 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   async function list(): Promise<Workspace[]> {
     const pageSize = 100;
     const seen = new Map<string, Workspace>();
+    const owner = await resolveOwnerFilter();
     for (let offset = 0; ;) {
-      const page = await client.listWorkspaces({ q: `owner:${user}`, limit: pageSize, offset });
+      const page = await client.listWorkspaces({ q: `owner:${owner}`, limit: pageSize, offset });
       for (const ws of page.workspaces) {
         if (!namePattern.test(ws.name) || !isManaged(ws) || ws.latest_build.status === 'deleted') continue;
         seen.set(ws.id, toWorkspace(ws));
