@@ -190,6 +190,8 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   };
 
   function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
+    // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
+    const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
     const own: Record<string, string | number | undefined> = {
       task_type: spec.stage,
       issue_number: spec.number,
@@ -203,6 +205,11 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       callback_token: spec.callbackToken,
       deploy_env: spec.deployEnv,
       run_id: spec.runId,
+      // The runner's limits, as the local provider passes them (BATON_MAX_DURATION_MS,
+      // BATON_TOKEN_CAP): the template hands them on to `baton agent`. No cap: not sent.
+      max_duration_ms: maxDurationMs,
+      token_cap: spec.tokenCap,
+      stage_build: spec.build,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));
@@ -215,7 +222,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       ...(options.templateVersionId ? { template_version_id: options.templateVersionId } : { template_id: options.templateId }),
       ...(options.presetId ? { template_version_preset_id: options.presetId } : {}),
       rich_parameter_values: richParameters,
-      ttl_ms: ttlForRun(spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000),
+      ttl_ms: ttlForRun(maxDurationMs),
       automatic_updates: 'never',
     };
   }
