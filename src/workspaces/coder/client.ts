@@ -170,10 +170,10 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
     async cancelBuild(buildId) {
       // coderd/workspacebuilds.go `patchCancelWorkspaceBuild`: its only 400 answers are "Job has
       // already completed!" and "Job has already been marked as canceled!" (older releases
-      // answered 412, today only sent for a failed `?expect_status=`): both mean there is nothing to cancel,
-      // e.g. the build finished between our last read and this call, or a retried PATCH whose
-      // first answer was lost. 403: the template does not let users cancel jobs; that says
-      // nothing about the token.
+      // answered 412, which today only a failed `?expect_status=` gets). Both mean there is
+      // nothing to cancel: the build finished between our last read and this call, or this is a
+      // retried PATCH whose first answer was lost. 403: the template does not let users cancel
+      // jobs; that says nothing about the token.
       const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [400, 403, 404, 410, 412] });
       return answer.status >= 200 && answer.status < 300;
     },

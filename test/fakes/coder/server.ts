@@ -19,7 +19,8 @@ import {
 /**
  * A fake Coder (REST API v2) on 127.0.0.1, following reference/coder/API.md: session-token auth,
  * workspace create/lookup/list, builds that move through their statuses on a timer, 409/410
- * bodies, the substring `name:` filter, pagination; plus fault injection for tests.
+ * bodies, the substring `name:` filter, `owner:` by username only, pagination, build cancels
+ * with coderd's 400s, `GET /users/{user}`; plus fault injection for tests.
  */
 
 export interface FakeCoderOptions {
