@@ -6,6 +6,8 @@
 # deletes the workspace after the callback (or after its stale-run sweep).
 #
 # The parameter names are a contract with baton's Coder provider: keep them exactly as they are.
+# kubernetes/main.tf is the same template for a Kubernetes cluster; everything from the variables
+# shared by both down to the `coder_app` is identical in the two files (a test keeps it so).
 
 terraform {
   required_providers {
@@ -36,7 +38,7 @@ variable "baton_npm_spec" {
 }
 
 variable "max_run_hours" {
-  description = "Backstop: `baton agent` is killed after this many hours even if baton never tears the workspace down. Keep it above the agent's own limit (BATON_MAX_DURATION_MS, 90 min by default)."
+  description = "Backstop: `baton agent` is killed after this many hours (or the run's max_duration_ms plus 15 minutes, whichever is longer) even if baton never tears the workspace down."
   type        = number
   default     = 3
 }
@@ -64,6 +66,13 @@ data "coder_workspace" "me" {}
 data "coder_workspace_owner" "me" {}
 
 # ---- The run, as sent by baton (rich_parameter_values). None are mutable: a workspace is one run.
+#
+# A parameter without a default carries no `validation` block: `coder templates push` plans the
+# template with no parameter values, and terraform-provider-coder checks a validation regex
+# against the empty string then (provider/parameter.go, `Parameter.Valid`: "always apply this
+# validation, regardless if the param is set or not"; coder/terraform-provider-coder#144,
+# coder/coder#12686), so a regex such as "^https?://" makes every push fail. baton validates
+# what it sends, and `baton agent` refuses a malformed CALLBACK_URL or an empty TASK_TYPE.
 
 data "coder_parameter" "task_type" {
   name         = "task_type"
@@ -71,10 +80,6 @@ data "coder_parameter" "task_type" {
   description  = "Pipeline stage to run: analyse, architect, develop, review-code, rework-pr, test, devops, fix-bug, release, maintenance (or a custom stage with a command file)."
   type         = "string"
   mutable      = false
-  validation {
-    regex = "^[a-z0-9][a-z0-9_-]*$"
-    error = "task_type must be a stage name such as develop"
-  }
 }
 
 data "coder_parameter" "issue_number" {
@@ -139,10 +144,6 @@ data "coder_parameter" "callback_url" {
   description  = "Full URL, e.g. https://baton.example.com/api/runs/42/complete; progress goes to …/progress."
   type         = "string"
   mutable      = false
-  validation {
-    regex = "^https?://"
-    error = "callback_url must be an http(s) URL"
-  }
 }
 
 data "coder_parameter" "callback_token" {
@@ -166,6 +167,36 @@ data "coder_parameter" "run_id" {
   name         = "run_id"
   display_name = "baton run id"
   type         = "string"
+  mutable      = false
+}
+
+# ---- The run's limits, as the local provider passes them. Optional, so a workspace created by an
+# older baton still starts; empty means the runner's own default.
+
+data "coder_parameter" "max_duration_ms" {
+  name         = "max_duration_ms"
+  display_name = "Longest run (ms)"
+  description  = "BATON_MAX_DURATION_MS of `baton agent`: the agent is stopped and the run fails after this long. Empty: 90 minutes."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "token_cap" {
+  name         = "token_cap"
+  display_name = "Token cap"
+  description  = "BATON_TOKEN_CAP of `baton agent`: the agent is stopped once it used this many tokens. Empty or 0: no cap."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "stage_build" {
+  name         = "stage_build"
+  display_name = "Stage build"
+  description  = "heavy: install_command and build_command run before the agent; light: they do not. Empty: the built-in stage table decides."
+  type         = "string"
+  default      = ""
   mutable      = false
 }
 
@@ -197,22 +228,37 @@ resource "coder_agent" "main" {
     BATON_AGENT_LOG_PORT    = tostring(local.log_port)
     BATON_INSTALL_COMMAND   = var.install_command
     BATON_BUILD_COMMAND     = var.build_command
+    BATON_MAX_DURATION_MS   = data.coder_parameter.max_duration_ms.value
+    BATON_TOKEN_CAP         = data.coder_parameter.token_cap.value
+    BATON_STAGE_BUILD       = data.coder_parameter.stage_build.value
   }
 
   # The script starts the runner in the background and exits: the workspace counts as started
   # while the agent works, and baton learns the outcome from the callback, not from this script.
+  # .baton/runner.exit records the runner's exit code for the status shown in Coder.
   startup_script = <<-EOT
     set -eu
-    mkdir -p "${local.workdir}/.baton"
+    state="${local.workdir}/.baton"
+    mkdir -p "$state"
+    if [ -e "$state/runner.out" ]; then
+      echo "baton agent already ran in this workspace; a workspace is one run, not starting it again"
+      exit 0
+    fi
     if ! command -v baton >/dev/null 2>&1; then
       echo "baton is not in the image; installing ${var.baton_npm_spec}"
       npm install --global --prefix "$HOME/.local" "${var.baton_npm_spec}"
       export PATH="$HOME/.local/bin:$PATH"
     fi
     # `timeout` is the backstop should baton never tear this workspace down: SIGTERM makes the
-    # runner stop the agent and still report the run as failed; SIGKILL a minute later.
-    nohup timeout --kill-after=60s ${var.max_run_hours * 3600}s baton agent \
-      > "${local.workdir}/.baton/runner.out" 2>&1 &
+    # runner stop the agent and still report the run as failed; SIGKILL a minute later. It gives
+    # the run its own limit plus 15 minutes, and never less than max_run_hours.
+    backstop=$(( ${var.max_run_hours} * 3600 ))
+    case "$${BATON_MAX_DURATION_MS:-}" in
+      '' | *[!0-9]*) ;;
+      *) limit=$(( BATON_MAX_DURATION_MS / 1000 + 900 )); [ "$limit" -gt "$backstop" ] && backstop=$limit ;;
+    esac
+    nohup sh -c 'timeout --kill-after=60s "$1" baton agent; echo $? > "$2"' runner "$${backstop}s" "$state/runner.exit" \
+      > "$state/runner.out" 2>&1 &
     echo "baton agent started for run ${data.coder_parameter.run_id.value} (${data.coder_parameter.task_type.value}); log on port ${local.log_port}"
   EOT
 
@@ -222,6 +268,26 @@ resource "coder_agent" "main" {
     script       = "echo \"$TASK_TYPE #$ISSUE_NUMBER\""
     interval     = 3600
     timeout      = 1
+  }
+
+  # running, with the number of log lines so far; then complete (or failed, with the exit code).
+  metadata {
+    display_name = "Run"
+    key          = "run"
+    script       = <<-EOT
+      state="${local.workdir}/.baton"
+      lines=$(cat "$state/agent.log" 2>/dev/null | wc -l)
+      if [ -s "$state/runner.exit" ]; then
+        code=$(cat "$state/runner.exit")
+        if [ "$code" = 0 ]; then echo "complete, $lines log lines"; else echo "failed (exit $code), $lines log lines"; fi
+      elif [ -e "$state/runner.out" ]; then
+        echo "running, $lines log lines"
+      else
+        echo "starting"
+      fi
+    EOT
+    interval     = 10
+    timeout      = 5
   }
 }
 
@@ -267,6 +333,29 @@ resource "docker_container" "workspace" {
   }
   labels {
     label = "baton.run_id"
+    value = data.coder_parameter.run_id.value
+  }
+}
+
+# What the workspace page shows about its container: which run it is.
+resource "coder_metadata" "run" {
+  count       = data.coder_workspace.me.start_count
+  resource_id = docker_container.workspace[0].id
+
+  item {
+    key   = "stage"
+    value = data.coder_parameter.task_type.value
+  }
+  item {
+    key   = "repository"
+    value = "${data.coder_parameter.gitea_org.value}/${data.coder_parameter.gitea_repo.value}"
+  }
+  item {
+    key   = "issue or PR"
+    value = data.coder_parameter.issue_number.value
+  }
+  item {
+    key   = "baton run"
     value = data.coder_parameter.run_id.value
   }
 }

@@ -46,8 +46,13 @@ export interface WorkspaceSpec {
   callbackUrl: string;
   /** Per-run secret the workspace presents on its callback; only its hash is stored. */
   callbackToken: string;
-  /** Longest the run may take; providers with autostop must outlast it. */
+  /** Longest the run may take (the runner's `BATON_MAX_DURATION_MS`); providers with autostop must outlast it. */
   maxDurationMs?: number;
+  /**
+   * Most tokens the agent may use before the runner stops it (`BATON_TOKEN_CAP`). Undefined: no
+   * cap is sent and the runner's own default (none) applies.
+   */
+  tokenCap?: number;
   /** Extra provider parameters from configuration. */
   extra?: Record<string, string>;
 }

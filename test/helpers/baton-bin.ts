@@ -17,11 +17,11 @@ export interface BatonRun {
   stderr: string;
 }
 
-/** Runs `baton <args>` to completion. */
-export function runBaton(args: string[], options: { env?: Record<string, string>; cwd?: string } = {}): Promise<BatonRun> {
+/** Runs `baton <args>` to completion (`bin`: another copy of bin/baton.js, e.g. a production install). */
+export function runBaton(args: string[], options: { env?: Record<string, string>; cwd?: string; bin?: string } = {}): Promise<BatonRun> {
   assertBuilt();
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BATON_BIN, ...args], {
+    const child = spawn(process.execPath, [options.bin ?? BATON_BIN, ...args], {
       cwd: options.cwd ?? REPO_ROOT,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -43,10 +43,10 @@ export interface ServeHandle {
 }
 
 /** Starts `baton serve` on a free port and waits until /health answers. */
-export async function startServe(env: Record<string, string>, cwd: string): Promise<ServeHandle> {
+export async function startServe(env: Record<string, string>, cwd: string, bin = BATON_BIN): Promise<ServeHandle> {
   assertBuilt();
   const port = await freePort();
-  const child = spawn(process.execPath, [BATON_BIN, 'serve'], {
+  const child = spawn(process.execPath, [bin, 'serve'], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

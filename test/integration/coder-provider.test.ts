@@ -24,7 +24,7 @@ const builds = () => coder.requests.filter((r) => r.method === 'POST' && r.path.
 
 describe('coder provider: create', () => {
   it('creates from the template with every rich parameter and a ttl that outlasts the run', async () => {
-    const ws = await provider.create(specFor('bt-develop-acme-app-42', { extra: { region: 'eu' } }));
+    const ws = await provider.create(specFor('bt-develop-acme-app-42', { extra: { region: 'eu' }, tokenCap: 500_000, build: 'heavy' }));
     expect(ws).toMatchObject({ name: 'bt-develop-acme-app-42', status: 'pending' });
     const seen = coder.workspace('bt-develop-acme-app-42');
     expect(seen?.templateId).toBe(coder.template.id);
@@ -41,12 +41,25 @@ describe('coder provider: create', () => {
       callback_token: 'callback-secret-7',
       deploy_env: 'staging',
       run_id: '7',
+      max_duration_ms: String(2 * HOUR),
+      token_cap: '500000',
+      stage_build: 'heavy',
       region: 'eu',
     });
     expect(seen?.ttlMs).toBeGreaterThan(2 * HOUR);
     expect(coder.requests.every((r) => r.authenticated)).toBe(true);
     const running = await provider.waitUntilRunning('bt-develop-acme-app-42');
     expect(running.status).toBe('running');
+  });
+
+  it('sends no token cap when the run has none, and the duration the TTL is computed from', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { defaultMaxDurationMs: 3 * HOUR });
+    await provider.create(specFor('bt-w', { maxDurationMs: undefined, tokenCap: undefined }));
+    const seen = coder.workspace('bt-w');
+    expect(seen?.richParameters).not.toHaveProperty('token_cap');
+    expect(seen?.richParameters.max_duration_ms).toBe(String(3 * HOUR));
+    expect(seen?.ttlMs).toBe(ttlForRun(3 * HOUR));
   });
 
   it('is idempotent by name: a second create returns the same workspace', async () => {
@@ -209,6 +222,28 @@ describe('coder provider: get, list, stop, delete', () => {
     expect(await provider.get('bt-alices')).toBeNull();
     expect(coder.requests.some((r) => r.path === '/api/v2/users/baton/workspaces')).toBe(true);
     expect(coder.requests.filter((r) => r.path === '/api/v2/workspaces').every((r) => r.query.includes('owner%3Abaton'))).toBe(true);
+  });
+
+  it('resolves coder.user given as a user id to its username, once, since owner: takes usernames only', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { user: coder.user.id });
+    coder.seedWorkspace({ name: 'bt-alices', owner: 'alice' });
+    await provider.create(specFor('bt-mine'));
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect((await provider.list()).map((w) => w.name)).toEqual(['bt-mine']);
+    expect(coder.requests.filter((r) => r.path === `/api/v2/users/${coder.user.id}`)).toHaveLength(1);
+    const lists = coder.requests.filter((r) => r.path === '/api/v2/workspaces');
+    expect(lists.map((r) => new URLSearchParams(r.query).get('q'))).toEqual(['owner:baton', 'owner:baton']);
+  });
+
+  it('names coder.user when a user id is unknown to Coder, instead of listing nothing', async () => {
+    await provider.close?.();
+    const unknown = '0b1d3c5e-0000-4000-8000-000000000000';
+    provider = fastProvider(coder, { user: unknown });
+    const error = await provider.list().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect((error as Error).message).toBe(`coder.user "${unknown}" is not a user Coder knows (GET /api/v2/users/${unknown})`);
+    expect(coder.requests.some((r) => r.path === '/api/v2/workspaces')).toBe(false);
   });
 
   it('stops and deletes with builds, never an HTTP DELETE, and treats gone as done', async () => {

@@ -7,6 +7,7 @@ import {
   type CoderProvider,
 } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { until } from '../helpers/until.js';
 import { fastProvider, specFor } from './coder-support.js';
 
 let coder: FakeCoder;
@@ -21,6 +22,7 @@ afterEach(async () => {
 });
 
 const fast = { pollMs: 2, waitStoppedMs: 2_000, waitGoneMs: 2_000 };
+const isCancel = (r: { method: string; path: string }) => r.method === 'PATCH' && r.path.endsWith('/cancel');
 
 async function statusById(id: string) {
   const res = await fetch(`${coder.url}/api/v2/workspaces/${id}`, { headers: { 'Coder-Session-Token': coder.token } });
@@ -77,6 +79,46 @@ describe('teardownWorkspace with the coder provider', () => {
     expect((error as Error).message).toMatch(/a stop build is still active \(stopping\)/);
     expect(provider.health()).toEqual({ ok: true });
     expect(coder.workspace('bt-w')?.deleted).toBe(false);
+  });
+
+  it('goes on when the cancel finds the stuck build already finished (400 "Job has already completed!")', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { activeBuildWaitMs: 40 });
+    coder.seedWorkspace({ name: 'bt-w', status: 'running' });
+    coder.faults.stickNextBuilds(1, 'stop');
+    const cancel = coder.faults.pauseNext({ match: isCancel });
+    const teardown = teardownWorkspace(provider, 'bt-w', { ...fast, waitStoppedMs: 50 });
+    await Promise.race([cancel.reached, teardown]);
+    // The stop finishes between baton's last read and Coder handling the cancel.
+    coder.faults.releaseStuckBuilds();
+    await until(() => coder.workspace('bt-w')?.status === 'stopped', 'the stuck stop to finish');
+    cancel.release();
+    expect(await teardown).toMatchObject({ outcome: 'deleted' });
+    expect(coder.requests.filter(isCancel).map((r) => r.status)).toEqual([400]);
+    expect(coder.workspace('bt-w')).toMatchObject({ deleted: true, transitions: ['start', 'stop', 'delete'] });
+  });
+
+  it('goes on when a retried cancel, whose first answer was lost, gets 400 "already been marked as canceled"', async () => {
+    await provider.close?.();
+    provider = fastProvider(coder, { activeBuildWaitMs: 40 });
+    coder.seedWorkspace({ name: 'bt-w', status: 'running' });
+    coder.faults.stickNextBuilds(1, 'stop');
+    const first = coder.faults.pauseNext({ match: isCancel });
+    const retry = coder.faults.pauseNext({ match: isCancel });
+    coder.faults.dropNext(1, { afterHandling: true, match: isCancel });
+    const teardown = teardownWorkspace(provider, 'bt-w', { ...fast, waitStoppedMs: 50 });
+    await Promise.race([first.reached, teardown]);
+    // Keep the job in `canceling` (its provisioner has not confirmed) while the retry arrives.
+    coder.faults.holdBuilds(true);
+    first.release();
+    await retry.reached;
+    retry.release();
+    await until(() => coder.requests.filter(isCancel).at(-1)?.status === 400, 'the retried cancel to be answered');
+    expect(coder.workspace('bt-w')?.status).toBe('canceling');
+    coder.faults.holdBuilds(false);
+    expect(await teardown).toMatchObject({ outcome: 'deleted' });
+    expect(coder.requests.filter(isCancel).map((r) => r.status)).toEqual(['dropped', 400]);
+    expect(coder.workspace('bt-w')).toMatchObject({ deleted: true, transitions: ['start', 'stop', 'delete'] });
   });
 
   it('reports an incomplete teardown when the delete does not finish in time', async () => {

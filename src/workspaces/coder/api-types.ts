@@ -38,6 +38,12 @@ export interface CoderWorkspace {
   latest_build: CoderWorkspaceBuild;
 }
 
+/** The part of `codersdk.User` baton reads (`GET /users/{user}`). */
+export interface CoderUser {
+  id: string;
+  username: string;
+}
+
 export interface CoderWorkspaceList {
   workspaces: CoderWorkspace[];
   count: number;

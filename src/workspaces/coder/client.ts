@@ -2,6 +2,7 @@ import type {
   CoderCreateBuildRequest,
   CoderCreateWorkspaceRequest,
   CoderResponse,
+  CoderUser,
   CoderWorkspace,
   CoderWorkspaceBuild,
   CoderWorkspaceList,
@@ -59,8 +60,14 @@ export interface CoderClient {
   listWorkspaces(query: { q: string; limit: number; offset: number }): Promise<CoderWorkspaceList>;
   /** 201 → the build; 409 (a build is already active) and 404/410 (gone) are returned, not thrown. */
   createBuild(workspaceId: string, request: CoderCreateBuildRequest): Promise<Answer<CoderWorkspaceBuild | CoderResponse>>;
-  /** Asks Coder to cancel a running build job; false when it had already finished (412) or is gone. */
+  /**
+   * Asks Coder to cancel a running build job. False when there is nothing to cancel: the job has
+   * already completed or was already marked as canceled (400), the build is gone (404/410), or
+   * the template does not let users cancel jobs (403).
+   */
   cancelBuild(buildId: string): Promise<boolean>;
+  /** A user by id, username or `me`; null when Coder knows no such user (400, or 404 on older servers). */
+  getUser(user: string): Promise<CoderUser | null>;
 }
 
 const RETRYABLE_STATUS = (status: number) => status >= 500 || status === 429;
@@ -161,9 +168,20 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
     },
     createBuild: (workspaceId, body) => request('POST', `/workspaces/${enc(workspaceId)}/builds`, { body, accept: [404, 409, 410] }),
     async cancelBuild(buildId) {
-      // 403: the template does not let users cancel jobs; that says nothing about the token.
-      const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [403, 404, 410, 412] });
+      // coderd/workspacebuilds.go `patchCancelWorkspaceBuild`: its only 400 answers are "Job has
+      // already completed!" and "Job has already been marked as canceled!" (older releases
+      // answered 412, which today only a failed `?expect_status=` gets). Both mean there is
+      // nothing to cancel: the build finished between our last read and this call, or this is a
+      // retried PATCH whose first answer was lost. 403: the template does not let users cancel
+      // jobs; that says nothing about the token.
+      const answer = await request('PATCH', `/workspacebuilds/${enc(buildId)}/cancel`, { accept: [400, 403, 404, 410, 412] });
       return answer.status >= 200 && answer.status < 300;
+    },
+    async getUser(user) {
+      // coderd/httpmw/userparam.go: an unknown id or username is a 400 `"user" must be an
+      // existing uuid or username.` (the same answer for garbage, so nothing leaks).
+      const answer = await request<CoderUser>('GET', `/users/${enc(user)}`, { accept: [400, 404] });
+      return answer.status === 400 || answer.status === 404 ? null : answer.body;
     },
   };
 }

@@ -18,7 +18,10 @@ export interface CoderProviderOptions {
   templateVersionId?: string;
   /** A template version preset (`template_version_preset_id`), used together with one of the above. */
   presetId?: string;
-  /** Whose workspaces: username, user id or `me` (the token's user). @default 'me' */
+  /**
+   * Whose workspaces: username, user id or `me` (the token's user). A user id is resolved to its
+   * username once, because Coder's `owner:` search filter takes usernames only. @default 'me'
+   */
   user?: string;
   /** Sent to every workspace as rich parameters, after baton's own; a spec's `extra` wins over these. */
   extraParameters?: Record<string, string>;
@@ -109,6 +112,7 @@ export function toWorkspace(ws: CoderWorkspace): Workspace {
 }
 
 const ACTIVE_JOB = new Set(['pending', 'running', 'canceling']);
+const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /** Create attempts per call; each 409 round either adopts, waits, or deletes first. */
 const MAX_CONFLICT_ROUNDS = 6;
 
@@ -155,6 +159,30 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     return options.templateVersionId !== undefined && ws.latest_build.template_version_id === options.templateVersionId;
   };
 
+  /**
+   * The value for the `owner:` search filter. Coder matches `owner:` against usernames only
+   * (`queries/workspaces.sql`): `owner:<uuid>` silently lists nothing, which would make every
+   * reconcile see no workspaces at all. So a user id is resolved to its username first, once.
+   */
+  let ownerFilter: Promise<string> | undefined;
+  const resolveOwnerFilter = (): Promise<string> => {
+    if (!UUID_PATTERN.test(user)) return Promise.resolve(user);
+    ownerFilter ??= client.getUser(user).then(
+      (found) => {
+        if (!found) {
+          throw new PermanentWorkspaceError(`coder.user ${JSON.stringify(user)} is not a user Coder knows (GET /api/v2/users/${user})`);
+        }
+        return found.username;
+      },
+      (error: unknown) => {
+        // Not cached: a Coder outage must not pin the failure; the next call asks again.
+        ownerFilter = undefined;
+        throw error;
+      },
+    );
+    return ownerFilter;
+  };
+
   const lookup = async (name: string): Promise<CoderWorkspace | null> => {
     const ws = await client.getWorkspaceByName(user, name);
     if (!ws || ws.latest_build.status === 'deleted' || !isManaged(ws)) return null;
@@ -162,6 +190,8 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   };
 
   function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
+    // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
+    const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
     const own: Record<string, string | number | undefined> = {
       task_type: spec.stage,
       issue_number: spec.number,
@@ -175,6 +205,11 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       callback_token: spec.callbackToken,
       deploy_env: spec.deployEnv,
       run_id: spec.runId,
+      // The runner's limits, as the local provider passes them (BATON_MAX_DURATION_MS,
+      // BATON_TOKEN_CAP): the template hands them on to `baton agent`. No cap: not sent.
+      max_duration_ms: maxDurationMs,
+      token_cap: spec.tokenCap,
+      stage_build: spec.build,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));
@@ -187,7 +222,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       ...(options.templateVersionId ? { template_version_id: options.templateVersionId } : { template_id: options.templateId }),
       ...(options.presetId ? { template_version_preset_id: options.presetId } : {}),
       rich_parameter_values: richParameters,
-      ttl_ms: ttlForRun(spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000),
+      ttl_ms: ttlForRun(maxDurationMs),
       automatic_updates: 'never',
     };
   }
@@ -300,8 +335,9 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   async function list(): Promise<Workspace[]> {
     const pageSize = 100;
     const seen = new Map<string, Workspace>();
+    const owner = await resolveOwnerFilter();
     for (let offset = 0; ;) {
-      const page = await client.listWorkspaces({ q: `owner:${user}`, limit: pageSize, offset });
+      const page = await client.listWorkspaces({ q: `owner:${owner}`, limit: pageSize, offset });
       for (const ws of page.workspaces) {
         if (!namePattern.test(ws.name) || !isManaged(ws) || ws.latest_build.status === 'deleted') continue;
         seen.set(ws.id, toWorkspace(ws));

@@ -164,6 +164,29 @@ describe('fake Coder: lookup and list', () => {
     const names = [...page1.body.workspaces, ...page2.body.workspaces].map((w: { name: string }) => w.name);
     expect(new Set(names).size).toBe(4);
   });
+
+  it('matches owner: against usernames only, so owner:<user id> lists nothing', async () => {
+    const alice = coder.addUser('alice');
+    coder.seedWorkspace({ name: 'alices', owner: 'alice' });
+    expect((await call('GET', '/workspaces?q=owner:alice')).body.count).toBe(1);
+    expect((await call('GET', '/workspaces?q=owner:ALICE')).body.count).toBe(1);
+    expect((await call('GET', `/workspaces?q=owner:${alice.id}`)).body).toEqual({ workspaces: [], count: 0 });
+  });
+
+  it('answers GET /users/{user} by id, username or me, and 400 for an unknown user', async () => {
+    const alice = coder.addUser('alice');
+    expect((await call('GET', `/users/${alice.id}`)).body).toMatchObject({ id: alice.id, username: 'alice', status: 'active' });
+    expect((await call('GET', '/users/alice')).body.id).toBe(alice.id);
+    expect((await call('GET', '/users/me')).body.username).toBe(coder.user.username);
+    const unknown = await call('GET', '/users/0b1d3c5e-0000-4000-8000-000000000000');
+    expect(unknown).toEqual({
+      status: 400,
+      body: {
+        message: '"user" must be an existing uuid or username.',
+        detail: 'queried user="0b1d3c5e-0000-4000-8000-000000000000"',
+      },
+    });
+  });
 });
 
 describe('fake Coder: builds', () => {
@@ -195,9 +218,32 @@ describe('fake Coder: builds', () => {
     await new Promise((r) => setTimeout(r, 20));
     const current = await call('GET', `/workspaces/${ws.id}`);
     expect(current.body.latest_build).toMatchObject({ status: 'stopping', job: { status: 'running' } });
-    expect((await call('PATCH', `/workspacebuilds/${current.body.latest_build.id}/cancel`)).status).toBe(200);
+    const cancel = () => call('PATCH', `/workspacebuilds/${current.body.latest_build.id}/cancel`);
+    coder.faults.holdBuilds(true);
+    expect(await cancel()).toEqual({ status: 200, body: { message: 'Job has been marked as canceled...' } });
+    expect((await call('GET', `/workspaces/${ws.id}`)).body.latest_build).toMatchObject({
+      status: 'canceling',
+      job: { status: 'canceling' },
+    });
+    expect(await cancel()).toEqual({ status: 400, body: { message: 'Job has already been marked as canceled!' } });
+    coder.faults.holdBuilds(false);
     await waitStatus(ws.id, 'canceled');
-    expect((await call('PATCH', `/workspacebuilds/${current.body.latest_build.id}/cancel`)).status).toBe(412);
+    expect(await cancel()).toEqual({ status: 400, body: { message: 'Job has already completed!' } });
+  });
+
+  it('cancels a pending build at once and answers 400 for a build that already finished', async () => {
+    coder.faults.holdBuilds(true);
+    const pending = await create('w1');
+    const cancel = (id: string) => call('PATCH', `/workspacebuilds/${id}/cancel`);
+    expect((await cancel(pending.body.latest_build.id)).status).toBe(200);
+    expect((await call('GET', `/workspaces/${pending.body.id}`)).body.latest_build).toMatchObject({
+      status: 'canceled',
+      job: { status: 'canceled' },
+    });
+    coder.faults.holdBuilds(false);
+    const done = coder.seedWorkspace({ name: 'w2', status: 'running' });
+    const current = await call('GET', `/workspaces/${done.id}`);
+    expect(await cancel(current.body.latest_build.id)).toEqual({ status: 400, body: { message: 'Job has already completed!' } });
   });
 
   it('can fail the start build of a create', async () => {

@@ -164,6 +164,25 @@ export function renderBuild(ws: FakeWorkspaceRecord, build: FakeBuild) {
   };
 }
 
+/** `codersdk.User` as `GET /users/{user}` answers it (docs/reference/api/users.md). */
+export function renderUser(user: FakeUser) {
+  return {
+    avatar_url: '',
+    created_at: '2024-01-01T00:00:00Z',
+    email: `${user.username}@example.com`,
+    id: user.id,
+    last_seen_at: '2024-01-01T00:00:00Z',
+    login_type: 'password',
+    name: '',
+    organization_ids: [ORGANIZATION_ID],
+    roles: [],
+    status: 'active',
+    theme_preference: '',
+    updated_at: '2024-01-01T00:00:00Z',
+    username: user.username,
+  };
+}
+
 export function renderWorkspace(ws: FakeWorkspaceRecord) {
   const build = latestBuild(ws);
   return {

@@ -6,6 +6,7 @@ import {
   latestBuild,
   newBuild,
   renderBuild,
+  renderUser,
   renderWorkspace,
   workspaceStatus,
   type FakeBuild,
@@ -18,7 +19,8 @@ import {
 /**
  * A fake Coder (REST API v2) on 127.0.0.1, following reference/coder/API.md: session-token auth,
  * workspace create/lookup/list, builds that move through their statuses on a timer, 409/410
- * bodies, the substring `name:` filter, pagination; plus fault injection for tests.
+ * bodies, the substring `name:` filter, `owner:` by username only, pagination, build cancels
+ * with coderd's 400s, `GET /users/{user}`; plus fault injection for tests.
  */
 
 export interface FakeCoderOptions {
@@ -97,17 +99,26 @@ export interface FakeCoder {
     dropNext(count: number, options?: { afterHandling?: boolean; match?: Match }): void;
     /** The next `count` matching requests are answered only after `ms`. */
     delayNext(count: number, ms: number, options?: { match?: Match }): void;
+    /**
+     * The next matching request waits, unhandled, until `release()`: `reached` resolves when it
+     * arrives, so a test can change the world between a client's decision and Coder's answer.
+     */
+    pauseNext(options?: { match?: Match }): { reached: Promise<void>; release(): void };
     /** The next `count` builds of this transition end `failed` (e.g. a create whose start fails). */
     failNextBuilds(count: number, transition: Transition, error?: string): void;
     /** The next `count` builds of this transition stay `running` until cancelled. */
     stickNextBuilds(count: number, transition: Transition): void;
     /** While held, build jobs do not advance. */
     holdBuilds(held: boolean): void;
+    /** Stuck builds (see `stickNextBuilds`) finish on the next step, as if the provisioner came back. */
+    releaseStuckBuilds(): void;
   };
   close(): Promise<void>;
 }
 
 const NOT_FOUND = { message: 'Resource not found or you do not have access to this resource' };
+
+type Answer = { status: number; body?: unknown };
 
 interface Fault<T> {
   remaining: number;
@@ -163,6 +174,7 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
   const failFaults: Fault<{ status: number; body: unknown }>[] = [];
   const dropFaults: Fault<{ afterHandling: boolean }>[] = [];
   const delayFaults: Fault<{ ms: number }>[] = [];
+  const pauseFaults: Fault<{ arrived: () => void; released: Promise<void> }>[] = [];
   const buildFaults: { remaining: number; transition: Transition; kind: 'fail' | 'stick'; error: string }[] = [];
   let held = false;
 
@@ -182,10 +194,17 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
   const me = addUser(options.username ?? 'baton');
   const defaultTemplate = addTemplate('baton-agent');
 
+  const findByUsername = (username: string) => [...users.values()].find((u) => u.username.toLowerCase() === username.toLowerCase());
+  /** The `{user}` path parameter (coderd/httpmw/userparam.go): `me`, a user id, or a username. */
   const findUser = (param: string, caller: FakeUser): FakeUser | undefined => {
     if (param === 'me') return caller;
-    return users.get(param) ?? [...users.values()].find((u) => u.username.toLowerCase() === param.toLowerCase());
+    return users.get(param) ?? findByUsername(param);
   };
+  /** codersdk.Response of userparam.go for an unknown user: the same for garbage, so nothing leaks. */
+  const unknownUser = (param: string): Answer => ({
+    status: 400,
+    body: { message: '"user" must be an existing uuid or username.', detail: `queried user=${JSON.stringify(param)}` },
+  });
   const findByName = (owner: FakeUser, name: string, includeDeleted = false) =>
     [...workspaces.values()]
       .filter((w) => w.owner.id === owner.id && w.name.toLowerCase() === name.toLowerCase() && (includeDeleted || !w.deleted))
@@ -300,8 +319,6 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     return timingSafeEqual(createHash('sha256').update(presented).digest(), tokenDigest);
   };
 
-  type Answer = { status: number; body?: unknown };
-
   const validationFailed = (validations: { field: string; detail: string }[]): Answer => ({
     status: 400,
     body: { message: 'Validation failed.', validations },
@@ -310,7 +327,7 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
 
   function createWorkspace(caller: FakeUser, ownerParam: string, raw: unknown): Answer {
     const owner = findUser(ownerParam, caller);
-    if (!owner) return { status: 400, body: { message: `"${ownerParam}" must be an existing uuid or username.` } };
+    if (!owner) return unknownUser(ownerParam);
     if (!raw || typeof raw !== 'object' || Array.isArray(raw)) {
       return { status: 400, body: { message: 'Request body must be valid JSON.', detail: 'expected a JSON object' } };
     }
@@ -429,7 +446,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     for (const [key, value] of pairs) {
       switch (key) {
         case 'owner': {
-          const owner = findUser(value, caller);
+          // queries/workspaces.sql compares `owner:` with usernames only (`me` is replaced by the
+          // caller's username first): a user id matches nobody and the list is empty.
+          const owner = value === 'me' ? caller : findByUsername(value);
           rows = owner ? rows.filter((w) => w.owner.id === owner.id) : [];
           break;
         }
@@ -476,9 +495,15 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     if (method === 'POST' && (m = /^\/api\/v2\/users\/([^/]+)\/workspaces$/.exec(path))) {
       return createWorkspace(caller, decodeURIComponent(m[1] as string), body);
     }
+    if (method === 'GET' && (m = /^\/api\/v2\/users\/([^/]+)$/.exec(path))) {
+      const param = decodeURIComponent(m[1] as string);
+      const user = findUser(param, caller);
+      return user ? { status: 200, body: renderUser(user) } : unknownUser(param);
+    }
     if (method === 'GET' && (m = /^\/api\/v2\/users\/([^/]+)\/workspace\/([^/]+)$/.exec(path))) {
-      const owner = findUser(decodeURIComponent(m[1] as string), caller);
-      if (!owner) return { status: 400, body: { message: `"${m[1]}" must be an existing uuid or username.` } };
+      const param = decodeURIComponent(m[1] as string);
+      const owner = findUser(param, caller);
+      if (!owner) return unknownUser(param);
       const ws = findByName(owner, decodeURIComponent(m[2] as string), includeDeleted);
       return ws ? { status: 200, body: renderWorkspace(ws) } : { status: 404, body: NOT_FOUND };
     }
@@ -503,11 +528,19 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       const ws = [...workspaces.values()].find((w) => w.builds.some((b) => b.id === id));
       const build = ws?.builds.find((b) => b.id === id);
       if (!ws || !build) return { status: 404, body: NOT_FOUND };
-      if (build.jobStatus !== 'pending' && build.jobStatus !== 'running') {
-        return { status: 412, body: { message: 'Job has already completed or been canceled.' } };
+      // coderd/workspacebuilds.go `patchCancelWorkspaceBuild`, checked in this order.
+      if (build.completedAt !== null) return { status: 400, body: { message: 'Job has already completed!' } };
+      if (build.canceledAt !== null) return { status: 400, body: { message: 'Job has already been marked as canceled!' } };
+      const t = now();
+      build.canceledAt = build.updatedAt = t;
+      if (build.startedAt === null) {
+        // No provisioner picked it up yet: Coder marks it completed at once (`canceled`).
+        build.completedAt = t;
+        build.jobStatus = 'canceled';
+      } else {
+        // A running job only learns of it from its provisioner: `canceling` until then.
+        build.jobStatus = 'canceling';
       }
-      build.jobStatus = 'canceling';
-      build.canceledAt = build.updatedAt = now();
       return { status: 200, body: { message: 'Job has been marked as canceled...' } };
     }
     return { status: 404, body: { message: 'Route not found.' } };
@@ -546,6 +579,11 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     // A request Coder has received is handled even if its client has gone (killed, timed out):
     // that is how a create can succeed while its caller never hears about it.
     if (latency > 0) await sleep(latency);
+    const pause = takeFault(pauseFaults, key);
+    if (pause) {
+      pause.data.arrived();
+      await pause.data.released;
+    }
 
     const drop = takeFault(dropFaults, key);
     if (drop && !drop.data.afterHandling) {
@@ -603,6 +641,14 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     delayNext(count, ms, { match } = {}) {
       delayFaults.push({ remaining: count, match, data: { ms } });
     },
+    pauseNext({ match } = {}) {
+      let arrived = () => {};
+      let release = () => {};
+      const reached = new Promise<void>((resolve) => (arrived = resolve));
+      const released = new Promise<void>((resolve) => (release = resolve));
+      pauseFaults.push({ remaining: 1, match, data: { arrived, released } });
+      return { reached, release };
+    },
     failNextBuilds(count, transition, error = 'terraform apply failed (injected)') {
       buildFaults.push({ remaining: count, transition, kind: 'fail', error });
     },
@@ -611,6 +657,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     },
     holdBuilds(value) {
       held = value;
+    },
+    releaseStuckBuilds() {
+      for (const ws of workspaces.values()) for (const build of ws.builds) build.stuck = false;
     },
   };
 

@@ -1,0 +1,438 @@
+# Coder template for baton workspaces on Kubernetes: one short-lived pod per pipeline run, its home
+# an emptyDir that lives and dies with the pod (the original orchestrator ran its workspaces this
+# way on k3s).
+#
+# baton (WORKSPACE_PROVIDER=coder) creates a workspace from this template for each run and passes
+# the run as the rich parameters below; the startup script runs `baton agent`, which clones the
+# repository, runs the stage prompt with Claude Code and posts the completion callback. baton
+# deletes the workspace after the callback (or after its stale-run sweep).
+#
+# The parameter names are a contract with baton's Coder provider: keep them exactly as they are.
+# ../main.tf is the same template for Docker; everything from the variables shared by both down
+# to the `coder_app` is identical in the two files (a test keeps it so).
+
+terraform {
+  required_providers {
+    coder = {
+      source  = "coder/coder"
+      version = ">= 2.0.0"
+    }
+    kubernetes = {
+      source  = "hashicorp/kubernetes"
+      version = "~> 2.23"
+    }
+  }
+}
+
+variable "use_kubeconfig" {
+  description = "true: use ~/.kube/config of the Coder provisioner (Coder runs outside the cluster). false: the provisioner's in-cluster service account."
+  type        = bool
+  default     = false
+}
+
+variable "namespace" {
+  description = "Namespace of the workspace pods (it must exist; Coder's service account needs to manage pods there)."
+  type        = string
+  default     = "coder-workspaces"
+}
+
+variable "cpu" {
+  description = "CPU limit of the workspace pod, in cores."
+  type        = number
+  default     = 2
+}
+
+variable "home_size_gb" {
+  description = "Size limit of the pod's emptyDir home (the clone, node_modules, build output). Exceeding it evicts the pod."
+  type        = number
+  default     = 10
+}
+
+provider "coder" {}
+provider "kubernetes" {
+  config_path = var.use_kubeconfig ? "~/.kube/config" : null
+}
+
+variable "image" {
+  description = "Workspace image built from deploy/coder/Dockerfile (Node 20, git, curl, Claude Code, baton)."
+  type        = string
+  default     = "baton-workspace:latest"
+}
+
+variable "baton_npm_spec" {
+  description = "Installed with npm when the image has no `baton` command (an npm spec or tarball URL)."
+  type        = string
+  default     = "baton"
+}
+
+variable "max_run_hours" {
+  description = "Backstop: `baton agent` is killed after this many hours (or the run's max_duration_ms plus 15 minutes, whichever is longer) even if baton never tears the workspace down."
+  type        = number
+  default     = 3
+}
+
+variable "install_command" {
+  description = "Run before the agent on heavy stages (develop, review-code, rework-pr, test, devops, fix-bug), e.g. \"npm ci\". Empty: none."
+  type        = string
+  default     = ""
+}
+
+variable "build_command" {
+  description = "Run after install_command on heavy stages, e.g. \"npm run build\". Empty: none."
+  type        = string
+  default     = ""
+}
+
+variable "memory_mb" {
+  description = "Memory limit of the workspace container."
+  type        = number
+  default     = 4096
+}
+
+data "coder_provisioner" "me" {}
+data "coder_workspace" "me" {}
+data "coder_workspace_owner" "me" {}
+
+# ---- The run, as sent by baton (rich_parameter_values). None are mutable: a workspace is one run.
+#
+# A parameter without a default carries no `validation` block: `coder templates push` plans the
+# template with no parameter values, and terraform-provider-coder checks a validation regex
+# against the empty string then (provider/parameter.go, `Parameter.Valid`: "always apply this
+# validation, regardless if the param is set or not"; coder/terraform-provider-coder#144,
+# coder/coder#12686), so a regex such as "^https?://" makes every push fail. baton validates
+# what it sends, and `baton agent` refuses a malformed CALLBACK_URL or an empty TASK_TYPE.
+
+data "coder_parameter" "task_type" {
+  name         = "task_type"
+  display_name = "Stage"
+  description  = "Pipeline stage to run: analyse, architect, develop, review-code, rework-pr, test, devops, fix-bug, release, maintenance (or a custom stage with a command file)."
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "issue_number" {
+  name         = "issue_number"
+  display_name = "Issue or PR number"
+  description  = "Empty for repository-wide stages such as maintenance."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_url" {
+  name         = "gitea_url"
+  display_name = "Forge URL"
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_org" {
+  name         = "gitea_org"
+  display_name = "Repository owner"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_repo" {
+  name         = "gitea_repo"
+  display_name = "Repository name"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "gitea_token" {
+  name         = "gitea_token"
+  display_name = "Forge token of the stage's bot account"
+  description  = "Secret. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "claude_oauth_token" {
+  name         = "claude_oauth_token"
+  display_name = "Claude Code OAuth token"
+  description  = "Secret (from `claude setup-token`); becomes CLAUDE_CODE_OAUTH_TOKEN of the agent."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "repo_clone_url" {
+  name         = "repo_clone_url"
+  display_name = "Clone URL"
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "callback_url" {
+  name         = "callback_url"
+  display_name = "Completion callback URL"
+  description  = "Full URL, e.g. https://baton.example.com/api/runs/42/complete; progress goes to …/progress."
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "callback_token" {
+  name         = "callback_token"
+  display_name = "Callback token"
+  description  = "Secret of this run; baton stores only its hash."
+  type         = "string"
+  mutable      = false
+}
+
+data "coder_parameter" "deploy_env" {
+  name         = "deploy_env"
+  display_name = "Deployment environment"
+  description  = "For the devops stage, e.g. staging."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "run_id" {
+  name         = "run_id"
+  display_name = "baton run id"
+  type         = "string"
+  mutable      = false
+}
+
+# ---- The run's limits, as the local provider passes them. Optional, so a workspace created by an
+# older baton still starts; empty means the runner's own default.
+
+data "coder_parameter" "max_duration_ms" {
+  name         = "max_duration_ms"
+  display_name = "Longest run (ms)"
+  description  = "BATON_MAX_DURATION_MS of `baton agent`: the agent is stopped and the run fails after this long. Empty: 90 minutes."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "token_cap" {
+  name         = "token_cap"
+  display_name = "Token cap"
+  description  = "BATON_TOKEN_CAP of `baton agent`: the agent is stopped once it used this many tokens. Empty or 0: no cap."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "stage_build" {
+  name         = "stage_build"
+  display_name = "Stage build"
+  description  = "heavy: install_command and build_command run before the agent; light: they do not. Empty: the built-in stage table decides."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+locals {
+  workdir  = "/home/coder/work"
+  log_port = 13338
+}
+
+resource "coder_agent" "main" {
+  arch = data.coder_provisioner.me.arch
+  os   = "linux"
+  dir  = local.workdir
+
+  # The env contract of `baton agent` (see `baton agent --help`).
+  env = {
+    TASK_TYPE               = data.coder_parameter.task_type.value
+    ISSUE_NUMBER            = data.coder_parameter.issue_number.value
+    GITEA_URL               = data.coder_parameter.gitea_url.value
+    GITEA_ORG               = data.coder_parameter.gitea_org.value
+    GITEA_REPO              = data.coder_parameter.gitea_repo.value
+    GITEA_TOKEN             = data.coder_parameter.gitea_token.value
+    CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
+    REPO_CLONE_URL          = data.coder_parameter.repo_clone_url.value
+    CALLBACK_URL            = data.coder_parameter.callback_url.value
+    CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
+    DEPLOY_ENV              = data.coder_parameter.deploy_env.value
+    BATON_RUN_ID            = data.coder_parameter.run_id.value
+    BATON_WORKDIR           = local.workdir
+    BATON_AGENT_LOG_PORT    = tostring(local.log_port)
+    BATON_INSTALL_COMMAND   = var.install_command
+    BATON_BUILD_COMMAND     = var.build_command
+    BATON_MAX_DURATION_MS   = data.coder_parameter.max_duration_ms.value
+    BATON_TOKEN_CAP         = data.coder_parameter.token_cap.value
+    BATON_STAGE_BUILD       = data.coder_parameter.stage_build.value
+  }
+
+  # The script starts the runner in the background and exits: the workspace counts as started
+  # while the agent works, and baton learns the outcome from the callback, not from this script.
+  # .baton/runner.exit records the runner's exit code for the status shown in Coder.
+  startup_script = <<-EOT
+    set -eu
+    state="${local.workdir}/.baton"
+    mkdir -p "$state"
+    if [ -e "$state/runner.out" ]; then
+      echo "baton agent already ran in this workspace; a workspace is one run, not starting it again"
+      exit 0
+    fi
+    if ! command -v baton >/dev/null 2>&1; then
+      echo "baton is not in the image; installing ${var.baton_npm_spec}"
+      npm install --global --prefix "$HOME/.local" "${var.baton_npm_spec}"
+      export PATH="$HOME/.local/bin:$PATH"
+    fi
+    # `timeout` is the backstop should baton never tear this workspace down: SIGTERM makes the
+    # runner stop the agent and still report the run as failed; SIGKILL a minute later. It gives
+    # the run its own limit plus 15 minutes, and never less than max_run_hours.
+    backstop=$(( ${var.max_run_hours} * 3600 ))
+    case "$${BATON_MAX_DURATION_MS:-}" in
+      '' | *[!0-9]*) ;;
+      *) limit=$(( BATON_MAX_DURATION_MS / 1000 + 900 )); [ "$limit" -gt "$backstop" ] && backstop=$limit ;;
+    esac
+    nohup sh -c 'timeout --kill-after=60s "$1" baton agent; echo $? > "$2"' runner "$${backstop}s" "$state/runner.exit" \
+      > "$state/runner.out" 2>&1 &
+    echo "baton agent started for run ${data.coder_parameter.run_id.value} (${data.coder_parameter.task_type.value}); log on port ${local.log_port}"
+  EOT
+
+  metadata {
+    display_name = "Stage"
+    key          = "stage"
+    script       = "echo \"$TASK_TYPE #$ISSUE_NUMBER\""
+    interval     = 3600
+    timeout      = 1
+  }
+
+  # running, with the number of log lines so far; then complete (or failed, with the exit code).
+  metadata {
+    display_name = "Run"
+    key          = "run"
+    script       = <<-EOT
+      state="${local.workdir}/.baton"
+      lines=$(cat "$state/agent.log" 2>/dev/null | wc -l)
+      if [ -s "$state/runner.exit" ]; then
+        code=$(cat "$state/runner.exit")
+        if [ "$code" = 0 ]; then echo "complete, $lines log lines"; else echo "failed (exit $code), $lines log lines"; fi
+      elif [ -e "$state/runner.out" ]; then
+        echo "running, $lines log lines"
+      else
+        echo "starting"
+      fi
+    EOT
+    interval     = 10
+    timeout      = 5
+  }
+}
+
+# The live log page served by `baton agent` (auto-refreshing HTML, plus /log.txt).
+resource "coder_app" "task_log" {
+  agent_id     = coder_agent.main.id
+  slug         = "task-log"
+  display_name = "Task log"
+  icon         = "/icon/terminal.svg"
+  url          = "http://127.0.0.1:${local.log_port}/"
+  subdomain    = false
+  share        = "owner"
+
+  healthcheck {
+    url       = "http://127.0.0.1:${local.log_port}/log.txt"
+    interval  = 10
+    threshold = 30
+  }
+}
+
+resource "kubernetes_pod_v1" "workspace" {
+  count = data.coder_workspace.me.start_count
+
+  metadata {
+    name      = "coder-${lower(data.coder_workspace_owner.me.name)}-${lower(data.coder_workspace.me.name)}"
+    namespace = var.namespace
+    labels = {
+      "app.kubernetes.io/name"    = "baton-workspace"
+      "app.kubernetes.io/part-of" = "baton"
+      "com.coder.resource"        = "true"
+      "com.coder.workspace.id"    = data.coder_workspace.me.id
+      "com.coder.workspace.name"  = data.coder_workspace.me.name
+      "com.coder.user.username"   = data.coder_workspace_owner.me.name
+      "baton.run_id"              = data.coder_parameter.run_id.value
+    }
+  }
+
+  spec {
+    # A workspace is one run: a restarted container would start the stage a second time. A pod
+    # that dies stays dead; baton's stale-run sweep fails the run and deletes the workspace.
+    restart_policy = "Never"
+    # The agent gets no Kubernetes credentials and no service environment variables.
+    automount_service_account_token = false
+    enable_service_links            = false
+
+    security_context {
+      run_as_non_root = true
+      run_as_user     = 1000
+      run_as_group    = 1000
+      fs_group        = 1000
+      seccomp_profile {
+        type = "RuntimeDefault"
+      }
+    }
+
+    container {
+      name    = "workspace"
+      image   = var.image
+      command = ["sh", "-c", coder_agent.main.init_script]
+
+      env {
+        name  = "CODER_AGENT_TOKEN"
+        value = coder_agent.main.token
+      }
+
+      security_context {
+        allow_privilege_escalation = false
+        capabilities {
+          drop = ["ALL"]
+        }
+      }
+
+      resources {
+        requests = {
+          cpu    = "250m"
+          memory = "512Mi"
+        }
+        limits = {
+          cpu    = var.cpu
+          memory = "${var.memory_mb}Mi"
+        }
+      }
+
+      volume_mount {
+        name       = "home"
+        mount_path = "/home/coder"
+      }
+    }
+
+    volume {
+      name = "home"
+      empty_dir {
+        size_limit = "${var.home_size_gb}Gi"
+      }
+    }
+  }
+}
+
+# What the workspace page shows about its pod: which run it is.
+resource "coder_metadata" "run" {
+  count       = data.coder_workspace.me.start_count
+  resource_id = kubernetes_pod_v1.workspace[0].id
+
+  item {
+    key   = "stage"
+    value = data.coder_parameter.task_type.value
+  }
+  item {
+    key   = "repository"
+    value = "${data.coder_parameter.gitea_org.value}/${data.coder_parameter.gitea_repo.value}"
+  }
+  item {
+    key   = "issue or PR"
+    value = data.coder_parameter.issue_number.value
+  }
+  item {
+    key   = "baton run"
+    value = data.coder_parameter.run_id.value
+  }
+}
