@@ -97,7 +97,7 @@ const commands: Record<string, Command> = {
     const loaded = loadOrReport();
     if (!loaded) return 1;
     // The pipeline, webhooks and comments sections belong to their modules; check them too.
-    const { resolveModuleSettings } = await import('../http/settings.js');
+    const { resolveModuleSettings } = await import('../server/index.js');
     const { problems } = resolveModuleSettings(loaded.config);
     if (problems.length > 0) {
       console.error(new ConfigError(problems).message);

@@ -3,7 +3,10 @@ import { resolveIngressConfig, type WebhooksConfig } from '../ingress/index.js';
 import { parseCommentTemplates, type CommentTemplates } from '../outbox/index.js';
 import type { Pipeline } from '../pipeline/index.js';
 
-/** The baton.yaml sections owned by modules other than config/, parsed and validated together. */
+/**
+ * The baton.yaml sections owned by modules other than config/, parsed and validated together: what
+ * `createApp` and `baton config check` both call, so they cannot disagree.
+ */
 export interface ModuleSettings {
   pipeline: Pipeline;
   webhooks: WebhooksConfig;
