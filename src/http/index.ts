@@ -1,6 +1,5 @@
 export { createHttpApp, type HttpDeps } from './app.js';
-export { errorBody, errorHandler, HttpError, notFound, type ErrorEnvelope, type HttpErrorStatus } from './errors.js';
+export { errorBody, errorHandler, HttpError, type ErrorEnvelope, type HttpErrorStatus } from './errors.js';
 export { limitBody } from './body-limit.js';
 export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
-export { runView, type RunView } from './run-view.js';
 export type { ReadinessCheck } from './routes-health.js';

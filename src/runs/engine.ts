@@ -69,13 +69,15 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
    * NOTIFY after commit, coalesced: one in flight at a time, carrying everything since the last.
    * NOTIFY inside a writing transaction holds PostgreSQL's global notify lock through the commit's
    * WAL flush, serialising every commit that notifies; a hint is only a hint (the dispatcher polls).
+   * The first one waits a microtask, so the effects of one commit (its events, then its wake-up),
+   * which run one after the other, send a single NOTIFY.
    */
   function hintReplicas(kind: 'wake' | 'events'): void {
     if (store.dialect !== 'postgres') return;
     pendingHint = kind === 'wake' || pendingHint === 'wake' ? 'wake' : 'events';
     if (hinting) return;
     hinting = true;
-    void (async () => {
+    queueMicrotask(async () => {
       while (pendingHint) {
         const payload = pendingHint;
         pendingHint = undefined;
@@ -83,7 +85,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         await store.notify(store.db, NOTIFY_CHANNEL, payload).catch(() => {});
       }
       hinting = false;
-    })();
+    });
   }
 
   const ctx: TransitionContext & { defaultMaxAttempts: number } = {

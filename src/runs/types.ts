@@ -1,5 +1,5 @@
 import type { TransactionScope } from '../store/index.js';
-import type { CountedStatus, RunEventType, RunStatus } from './states.js';
+import type { CountedStatus, RUN_EVENT, RunEventType, RunStatus } from './states.js';
 
 /** What the pipeline asks for: one stage for one issue, PR or repository. */
 export interface TaskRequest {
@@ -208,7 +208,7 @@ export interface RunEngine extends RunQueries {
   pause(): Promise<void>;
   resume(): Promise<void>;
   /** Appends a log/usage batch (`run:progress`) to the run's timeline. */
-  appendEvent(runId: number, type: typeof import('./states.js').RUN_EVENT.progress, data: Record<string, unknown>): Promise<RunEvent>;
+  appendEvent(runId: number, type: typeof RUN_EVENT.progress, data: Record<string, unknown>): Promise<RunEvent>;
   /** Provisioning runs whose lease expired go back to the queue. Returns how many. */
   reclaimExpiredLeases(): Promise<number>;
   /** Deletes finished runs (and their events) older than the retention. Returns how many. */
