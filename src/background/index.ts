@@ -7,4 +7,4 @@ export { BACKOFF, backoffDelay, type BackoffPolicy } from './backoff.js';
 export { codeOf, errorMessage } from './errors.js';
 export { createEvents, type EventMap, type Events } from './events.js';
 export { createLoop, settleWithin, type Loop, type LoopOptions } from './loop.js';
-export { silentLogger, type BackgroundLogger } from './logger.js';
+export { consoleLogger, silentLogger, type BackgroundLogger } from './logger.js';

@@ -5,3 +5,12 @@ export interface BackgroundLogger {
 }
 
 export const silentLogger: BackgroundLogger = { warn() {}, error() {} };
+
+/**
+ * For parts made without a logger (a test, a script): what goes wrong still shows, on stderr.
+ * The server always passes its own.
+ */
+export const consoleLogger: BackgroundLogger = {
+  warn: (details, message) => console.error(message, details),
+  error: (details, message) => console.error(message, details),
+};

@@ -1,7 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { backoffDelay, createEvents, type BackgroundLogger } from '../background/index.js';
+import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
-import { createLogger } from '../log/index.js';
 import { isUniqueViolation, type Store, type TransactionScope } from '../store/index.js';
 import { claimInTransaction } from './claim.js';
 import { enqueueInTransaction } from './enqueue.js';
@@ -26,7 +25,7 @@ export interface RunEngineOptions {
   random?: () => number;
   /** Called inside each event's transaction (the outbox writes its rows here). */
   hooks?: readonly TransitionHook[];
-  /** Where failing signal listeners are reported. @default warnings and errors to stdout */
+  /** Where failing signal listeners are reported. @default consoleLogger (stderr) */
   logger?: BackgroundLogger;
 }
 
@@ -60,7 +59,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const { store, queue } = options;
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
-  const signals = createEvents<RunSignals>(options.logger ?? createLogger({ level: 'warn', pretty: false }));
+  const signals = createEvents<RunSignals>(options.logger ?? consoleLogger);
   const queries = createRunQueries({ store, concurrency: queue.concurrency });
 
   let pendingHint: 'wake' | 'events' | undefined;

@@ -1,6 +1,6 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
-import { BACKOFF, backoffDelay, type BackgroundLogger } from '../background/index.js';
+import { BACKOFF, backoffDelay, consoleLogger, type BackgroundLogger } from '../background/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { applyMigrations, listPendingMigrations, type MigrationResult } from './migrate.js';
 import { createPgClient, createPgPool, createPostgresKysely } from './postgres.js';
@@ -77,7 +77,7 @@ export interface Store {
 export function createStore(options: StoreOptions): Store {
   const target = parseDatabaseUrl(options.url);
   if ('error' in target) throw new Error(`DATABASE_URL ${target.error}, got "${options.url}"`);
-  const effects = createEffectRunner(options.logger ?? stderrLogger);
+  const effects = createEffectRunner(options.logger ?? consoleLogger);
   return target.kind === 'sqlite'
     ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL', effects)
     : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize }, effects);
@@ -123,11 +123,6 @@ function createEffectRunner(logger: BackgroundLogger): EffectRunner {
     },
   };
 }
-
-const stderrLogger: BackgroundLogger = {
-  warn: (details, message) => console.error(message, details),
-  error: (details, message) => console.error(message, details),
-};
 
 function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects: EffectRunner): Store {
   const db = createSqliteKysely(file, synchronous);
