@@ -51,9 +51,9 @@ export function createBatonPeer(options: BatonPeerOptions, env: PeerEnvironment 
           : 'PostgreSQL, worker = 2nd replica',
     notes:
       options.kind === 'sqlite'
-        ? `run engine on a SQLite file in a temp dir; worker = claim loop on engine.onWake; queue.concurrency ${env.concurrency}`
+        ? `run engine on a SQLite file in a temp dir; worker = claim loop on the engine's queue:wake signal; queue.concurrency ${env.concurrency}`
         : options.replicas === 1
-          ? `run engine, schema ${schema}, pool 10; worker = claim loop on the same engine's in-process wake (engine.onWake)`
+          ? `run engine, schema ${schema}, pool 10; worker = claim loop on the same engine's in-process queue:wake signal`
           : `producer and worker are separate stores+engines (pool 10 each) in one process; the worker wakes only on LISTEN "${NOTIFY_CHANNEL}"`,
 
     async setup() {
@@ -152,7 +152,7 @@ function startClaimLoop(engine: FullRunEngine, listenOn: Store | undefined, hook
     claiming = claimUntilDry().finally(() => (claiming = undefined));
   };
 
-  const unsubscribe = engine.onWake(pump);
+  const unsubscribe = engine.on('queue:wake', pump);
   const poll = setInterval(pump, FALLBACK_POLL_MS);
   const listening = listenOn
     ? listenOn.listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && pump())

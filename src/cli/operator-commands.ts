@@ -1,3 +1,4 @@
+import { BACKOFF, backoffDelay } from '../background/index.js';
 import { createApiClient, type ApiClient } from './api-client.js';
 import { formatDuration, formatTime, parseArgs, table, UsageError } from './args.js';
 import type { CommandIo } from './io.js';
@@ -226,7 +227,7 @@ async function follow(api: ApiClient, io: CommandIo, runId: number, startAfter: 
       if ((err as { status?: number }).status && (err as { status: number }).status < 500) throw err;
     }
     // The stream ended or failed: reconnect after a short pause, resuming after lastId.
-    await new Promise((resolve) => setTimeout(resolve, Math.min(5_000, 250 * 2 ** Math.min(attempt, 5))));
+    await new Promise((resolve) => setTimeout(resolve, backoffDelay(BACKOFF.follow, attempt + 1)));
   }
   return 0;
 }

@@ -1,22 +1,22 @@
 import type { WebhookEventName } from '../config/index.js';
-import type { Run, RunEvent } from '../runs/index.js';
+import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent, type RunEventType } from '../runs/index.js';
 
 /**
  * Which run_events become which outbound webhook event. Operator re-queues (`run:requeued`) are
  * announced as `run.queued`; a run that used up its provisioning attempts (`run:dead`) as
  * `run.failed` with `run.status: "dead"`. Claims, coalesced duplicates and teardowns are internal.
  */
-export const WEBHOOK_EVENT_OF: Readonly<Record<string, WebhookEventName>> = {
-  'run:queued': 'run.queued',
-  'run:requeued': 'run.queued',
-  'run:started': 'run.started',
-  'run:progress': 'run.progress',
-  'run:retrying': 'run.retrying',
-  'run:succeeded': 'run.succeeded',
-  'run:failed': 'run.failed',
-  'run:dead': 'run.failed',
-  'run:cancelled': 'run.cancelled',
-  'run:timed_out': 'run.timed_out',
+export const WEBHOOK_EVENT_OF: Readonly<Partial<Record<RunEventType, WebhookEventName>>> = {
+  [RUN_EVENT.queued]: 'run.queued',
+  [RUN_EVENT.requeued]: 'run.queued',
+  [RUN_EVENT.started]: 'run.started',
+  [RUN_EVENT.progress]: 'run.progress',
+  [RUN_EVENT.retrying]: 'run.retrying',
+  [RUN_EVENT.succeeded]: 'run.succeeded',
+  [RUN_EVENT.failed]: 'run.failed',
+  [RUN_EVENT.dead]: 'run.failed',
+  [RUN_EVENT.cancelled]: 'run.cancelled',
+  [RUN_EVENT.timedOut]: 'run.timed_out',
 };
 
 /** The JSON body receivers get. `id` is stable across retries of one event (receivers dedupe on it). */
@@ -65,7 +65,7 @@ export function webhookBody(name: WebhookEventName, event: RunEvent, run: Run): 
       attempts: run.attempts,
       workspaceName: run.workspaceName,
       summary: run.summary,
-      error: run.status === 'succeeded' ? null : run.lastError,
+      error: run.status === RUN_STATUS.succeeded ? null : run.lastError,
       usage: run.usage,
       costUsd: run.costUsd,
       durationMs: run.durationMs,

@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
-import type { Kysely } from 'kysely';
 import type { EventWebhook } from '../config/index.js';
 import type { TransitionHook } from '../runs/index.js';
-import type { Database } from '../store/index.js';
+import type { TransactionScope } from '../store/index.js';
 import { webhookBody, webhookEventOf } from './events.js';
 
 /** Outbox kind of event webhook entries. */
@@ -20,7 +19,7 @@ export interface WebhookEntryPayload {
 
 /** The outbox's in-transaction enqueue (`outbox.enqueue`), as far as webhooks need it. */
 export type OutboxEnqueue = (
-  trx: Kysely<Database>,
+  scope: TransactionScope,
   entry: { kind: string; payload: unknown; orderingKey?: string | null; dedupKey?: string | null; runId?: number | null },
 ) => Promise<unknown>;
 
@@ -37,7 +36,7 @@ export function endpointKey(url: string): string {
  */
 export function createWebhookHook(options: { webhooks: readonly EventWebhook[]; enqueue: OutboxEnqueue }): TransitionHook {
   const { webhooks, enqueue } = options;
-  return async (trx, { run, event }) => {
+  return async (scope, { run, event }) => {
     if (webhooks.length === 0) return;
     const name = webhookEventOf(event);
     if (!name) return;
@@ -47,7 +46,7 @@ export function createWebhookHook(options: { webhooks: readonly EventWebhook[]; 
       body ??= JSON.stringify(webhookBody(name, event, run));
       const endpoint = endpointKey(webhook.url);
       const payload: WebhookEntryPayload = { url: webhook.url, event: name, deliveryId: `${event.id}-${endpoint}`, body };
-      await enqueue(trx, {
+      await enqueue(scope, {
         kind: WEBHOOK_KIND,
         payload,
         orderingKey: `webhook:${endpoint}:run:${run.id}`,

@@ -1,5 +1,6 @@
+import { createLoop, errorMessage, type Loop } from '../background/index.js';
 import type { Logger } from '../log/index.js';
-import { NOTIFY_CHANNEL, type FullRunEngine, type Run, type RunEvent } from '../runs/index.js';
+import { NOTIFY_CHANNEL, type Run, type RunEngine, type RunEvent, type RunQueries } from '../runs/index.js';
 import type { Store } from '../store/index.js';
 import { runView } from './run-view.js';
 
@@ -7,9 +8,9 @@ import { runView } from './run-view.js';
  * The live event stream behind `GET /api/events`.
  *
  * One shared reader per process follows `run_events` by id and fans each new row out to every
- * connected client. It is woken by this process's own commits (engine.subscribe), by other
- * replicas' `NOTIFY` (PostgreSQL), and by a slow poll that catches anything a lost notification
- * missed. Because it reads from the table rather than forwarding in-process events, a client sees
+ * connected client. It is woken by this process's own commits (the engine's `run:event`), by
+ * other replicas' `NOTIFY` (PostgreSQL), and by a slow poll that catches anything a lost
+ * notification missed. Because it reads from the table rather than forwarding in-process events, a client sees
  * events raised on any replica, and `Last-Event-ID` resume replays from the same table.
  *
  * PostgreSQL hands out identity values before commit, so a transaction that took id 9 may commit
@@ -22,8 +23,11 @@ import { runView } from './run-view.js';
  */
 
 export interface EventHubOptions {
-  engine: FullRunEngine;
-  store: Store;
+  /** Whose committed events wake the reader. */
+  engine: Pick<RunEngine, 'on'>;
+  runs: Pick<RunQueries, 'eventsSince' | 'getMany' | 'lastEventId'>;
+  /** Where other replicas' NOTIFY arrive. */
+  store: Pick<Store, 'listen'>;
   logger: Logger;
   forgeUrl?: string;
   /** Comment frames that keep proxies from closing idle streams. @default 15000 */
@@ -79,7 +83,7 @@ const REPLAY_PAGE = 200;
 const MAX_HELD = 10_000;
 
 export function createEventHub(options: EventHubOptions): EventHub {
-  const { engine, store, logger, forgeUrl } = options;
+  const { engine, runs, store, logger, forgeUrl } = options;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const pollMs = options.pollMs ?? 2_000;
   const maxBufferBytes = options.maxBufferBytes ?? 1024 * 1024;
@@ -92,12 +96,36 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const holes = new Map<number, number>();
   let started: Promise<void> | undefined;
   let stopped = false;
-  let pumping: Promise<void> | undefined;
-  let again = false;
+  /** Something may have been committed since the last read. */
+  let dirty = false;
+  /** Reads run one after the other: two at once could deliver a newer page before an older one. */
+  let reading: Promise<void> = Promise.resolve();
   let unsubscribe: (() => void) | undefined;
   let unlisten: (() => Promise<void>) | undefined;
-  let heartbeat: NodeJS.Timeout | undefined;
-  let poll: NodeJS.Timeout | undefined;
+
+  const reader: Loop = createLoop({
+    name: 'event stream reader',
+    logger,
+    pollMs,
+    async step() {
+      // The fallback poll only matters while someone is listening, or an id may still fill in.
+      if (dirty || clients.size > 0 || holes.size > 0) await read();
+    },
+  });
+  const heartbeat: Loop = createLoop({
+    name: 'event stream heartbeat',
+    logger,
+    pollMs: heartbeatMs,
+    firstDelayMs: heartbeatMs,
+    async step() {
+      const ping = encoder.encode(`: ping ${now()}\n\n`);
+      for (const client of clients) if (!client.held) send(client, ping);
+    },
+  });
+  const wake = () => {
+    dirty = true;
+    reader.wake();
+  };
 
   function frameOf(event: RunEvent, run: Run | null): Uint8Array {
     const payload = { ...event, run: run ? runView(run, forgeUrl) : null };
@@ -105,9 +133,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
   }
 
   async function framesFor(events: RunEvent[]): Promise<Array<{ id: number; frame: Uint8Array; runId: number }>> {
-    const ids = [...new Set(events.map((e) => e.runId))];
-    const runs = new Map((await Promise.all(ids.map((id) => engine.get(id)))).filter((r): r is Run => r !== null).map((r) => [r.id, r]));
-    return events.map((e) => ({ id: e.id, runId: e.runId, frame: frameOf(e, runs.get(e.runId) ?? null) }));
+    // One query for the runs of a whole page of events, not one per event.
+    const byId = await runs.getMany(events.map((e) => e.runId));
+    return events.map((e) => ({ id: e.id, runId: e.runId, frame: frameOf(e, byId.get(e.runId) ?? null) }));
   }
 
   function drop(client: Client, reason: string): void {
@@ -157,7 +185,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
     // From the floor (so late commits into holes are found), paging on past rows already seen.
     let cursor = floor;
     for (;;) {
-      const events = await engine.eventsSince(cursor, REPLAY_PAGE);
+      const events = await runs.eventsSince(cursor, REPLAY_PAGE);
       const fresh = events.filter((e) => !seen.has(e.id) && e.id > floor);
       for (const e of fresh) seen.add(e.id);
       if (fresh.length && clients.size) for (const item of await framesFor(fresh)) deliver(item);
@@ -190,33 +218,19 @@ export function createEventHub(options: EventHubOptions): EventHub {
     }
   }
 
-  function pump(): Promise<void> {
+  function read(): Promise<void> {
     if (stopped || !started) return Promise.resolve();
-    if (pumping) {
-      again = true;
-      return pumping;
-    }
-    pumping = (async () => {
-      do {
-        again = false;
-        try {
-          await readNew();
-        } catch (err) {
-          logger.warn({ err }, 'event stream could not read new events; retrying on the next wake-up');
-          return;
-        }
-      } while (again && !stopped);
-    })().finally(() => {
-      pumping = undefined;
-    });
-    return pumping;
+    dirty = false;
+    const next = reading.then(readNew);
+    reading = next.catch(() => {});
+    return next;
   }
 
   async function replay(client: Client, afterId: number): Promise<void> {
     let cursor = afterId;
     const replayed = new Set<number>();
     for (;;) {
-      const events = await engine.eventsSince(cursor, REPLAY_PAGE);
+      const events = await runs.eventsSince(cursor, REPLAY_PAGE);
       const wanted = events.filter((e) => client.runId === undefined || e.runId === client.runId);
       for (const item of await framesFor(wanted)) {
         if (client.closed) return;
@@ -242,38 +256,25 @@ export function createEventHub(options: EventHubOptions): EventHub {
 
     start() {
       started ??= (async () => {
-        const row = await store.db
-          .selectFrom('run_events')
-          .select(({ fn }) => fn.max('id').as('max'))
-          .executeTakeFirst();
-        floor = Number(row?.max ?? 0);
-        unsubscribe = engine.subscribe(() => void pump());
-        unlisten = await store
-          .listen(NOTIFY_CHANNEL, () => void pump())
-          .catch((err: unknown) => {
-            logger.warn({ err }, "cannot listen for other replicas' events; relying on polling");
-            return undefined;
-          });
-        heartbeat = setInterval(() => {
-          const ping = encoder.encode(`: ping ${now()}\n\n`);
-          for (const client of clients) if (!client.held) send(client, ping);
-        }, heartbeatMs);
-        heartbeat.unref();
-        poll = setInterval(() => {
-          if (clients.size > 0 || holes.size > 0) void pump();
-        }, pollMs);
-        poll.unref();
+        floor = await runs.lastEventId();
+        unsubscribe = engine.on('run:event', wake);
+        unlisten = await store.listen(NOTIFY_CHANNEL, wake).catch((err: unknown) => {
+          logger.warn({ error: errorMessage(err) }, "cannot listen for other replicas' events; relying on polling");
+          return undefined;
+        });
+        reader.start();
+        heartbeat.start();
       })();
       return started;
     },
 
     async stop() {
       stopped = true;
+      await started?.catch(() => {});
       unsubscribe?.();
-      if (heartbeat) clearInterval(heartbeat);
-      if (poll) clearInterval(poll);
       await unlisten?.().catch(() => {});
-      await pumping;
+      await Promise.all([reader.stop(), heartbeat.stop()]);
+      await reading;
       for (const client of clients) {
         client.closed = true;
         client.demand?.();
@@ -286,7 +287,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       clients.clear();
     },
 
-    poke: pump,
+    poke: read,
 
     open(request) {
       let client!: Client;

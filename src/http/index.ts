@@ -1,3 +1,5 @@
-export { createApp, type App, type AppDeps } from './app.js';
-export { HttpError } from './errors.js';
+export { createHttpApp, type HttpDeps } from './app.js';
+export { errorBody, errorHandler, HttpError, type ErrorEnvelope, type HttpErrorStatus } from './errors.js';
+export { limitBody } from './body-limit.js';
+export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
 export type { ReadinessCheck } from './routes-health.js';

@@ -1,35 +1,33 @@
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
-import type { FullRunEngine, Run, RunOutcome, Usage } from '../runs/index.js';
+import { holdsSlot, OUTCOME_STATUSES, RUN_EVENT, type FullRunEngine, type Run, type RunOutcome, type Usage } from '../runs/index.js';
+import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 
 /** Largest callback or progress body a workspace may send. */
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_LINES_PER_BATCH = 1_000;
-const OUTCOME_STATUSES = ['succeeded', 'failed', 'timed_out'] as const;
+
+type CallbackEnv = { Variables: { run: Run } };
 
 /**
  * The workspace's side of a run: progress batches and the completion callback, each authenticated
  * by the run's own callback token (only its hash is stored). `POST /webhook/task-complete/:name`
  * is the original orchestrator's path, keyed by workspace name.
  */
-export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono {
-  const app = new Hono();
+export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<CallbackEnv> {
+  const app = new Hono<CallbackEnv>();
+  // The token first (security checks come first), then the size, then the body.
+  const byId = callbackToken(engine, async (c) => parseRunId(c.req.param('id') ?? ''));
+  // Unknown names get the same 401 as wrong tokens: the answer must not reveal which runs exist.
+  const byName = callbackToken(engine, async (c) => (await engine.findByWorkspace(c.req.param('name') ?? ''))?.id ?? null);
+  const limit = limitBody(MAX_BODY_BYTES);
 
-  app.post('/api/runs/:id/complete', async (c) => {
-    const run = await authenticate(c, engine, parseRunId(c.req.param('id')));
-    return complete(c, run);
-  });
+  app.post('/api/runs/:id/complete', byId, limit, (c) => complete(c, c.get('run')));
+  app.post('/webhook/task-complete/:name', byName, limit, (c) => complete(c, c.get('run')));
 
-  app.post('/webhook/task-complete/:name', async (c) => {
-    const byName = await engine.findByWorkspace(c.req.param('name'));
-    // Unknown names get the same 401 as wrong tokens: the answer must not reveal which runs exist.
-    const run = await authenticate(c, engine, byName?.id ?? null);
-    return complete(c, run);
-  });
-
-  app.post('/api/runs/:id/progress', async (c) => {
-    const run = await authenticate(c, engine, parseRunId(c.req.param('id')));
+  app.post('/api/runs/:id/progress', byId, limit, async (c) => {
+    const run = c.get('run');
     const body = await readJson(c);
     const lines = body.lines;
     if (lines !== undefined && (!Array.isArray(lines) || !lines.every((l) => typeof l === 'string'))) {
@@ -39,10 +37,10 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono {
     const usage = optionalUsage(body.usage);
     if (usage) data.usage = usage;
     if (typeof body.costUsd === 'number' && Number.isFinite(body.costUsd)) data.costUsd = body.costUsd;
-    if (run.status !== 'running' && run.status !== 'provisioning') {
+    if (!holdsSlot(run.status)) {
       return c.json({ ok: true, accepted: false, reason: `run ${run.id} is ${run.status}` }, 202);
     }
-    await engine.appendEvent(run.id, 'run:progress', data);
+    await engine.appendEvent(run.id, RUN_EVENT.progress, data);
     return c.json({ ok: true, accepted: true }, 202);
   });
 
@@ -57,12 +55,17 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono {
   return app;
 }
 
-async function authenticate(c: Context, engine: FullRunEngine, runId: number | null): Promise<Run> {
-  const header = c.req.header('authorization') ?? '';
-  const match = /^Bearer\s+(\S+)$/i.exec(header);
-  const run = match && runId !== null ? await engine.verifyCallbackToken(runId, match[1]!) : null;
-  if (!run) throw new HttpError(401, 'unauthorized', 'missing or invalid callback token');
-  return run;
+/** The run's own callback token (only its hash is stored); the run it names goes into `c.get('run')`. */
+function callbackToken(engine: FullRunEngine, runIdOf: (c: Context) => Promise<number | null>): MiddlewareHandler<CallbackEnv> {
+  return async (c, next) => {
+    const header = c.req.header('authorization') ?? '';
+    const match = /^Bearer\s+(\S+)$/i.exec(header);
+    const runId = match ? await runIdOf(c) : null;
+    const run = match && runId !== null ? await engine.verifyCallbackToken(runId, match[1]!) : null;
+    if (!run) throw new HttpError(401, 'unauthorized', 'missing or invalid callback token');
+    c.set('run', run);
+    await next();
+  };
 }
 
 function parseRunId(raw: string): number | null {
@@ -70,10 +73,7 @@ function parseRunId(raw: string): number | null {
 }
 
 async function readJson(c: Context): Promise<Record<string, unknown>> {
-  const length = Number(c.req.header('content-length') ?? 0);
-  if (length > MAX_BODY_BYTES) throw new HttpError(413, 'too_large', `body exceeds ${MAX_BODY_BYTES} bytes`);
   const text = await c.req.text();
-  if (Buffer.byteLength(text) > MAX_BODY_BYTES) throw new HttpError(413, 'too_large', `body exceeds ${MAX_BODY_BYTES} bytes`);
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);

@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { errorMessage } from '../background/index.js';
 
 export interface ReadinessCheck {
   /** Shown in the 503 answer when the check fails: `database`, `migrations`, `data directory`, `provider coder`. */
@@ -21,7 +22,7 @@ export function healthRoutes(checks: () => readonly ReadinessCheck[]): Hono {
           await withTimeout(check(), 5_000);
           return { name, ok: true as const };
         } catch (err) {
-          return { name, ok: false as const, error: err instanceof Error ? err.message : String(err) };
+          return { name, ok: false as const, error: errorMessage(err) };
         }
       }),
     );

@@ -1,21 +1,21 @@
 import { Hono } from 'hono';
-import type { FullRunEngine } from '../runs/index.js';
+import { RUN_STATUS, type RunQueries } from '../runs/index.js';
 
 /**
  * The original orchestrator's `GET /queue`, same field names: `pending`, `active`,
  * `activeWorkspaces` (per run key: `workspaceId`, `elapsed` in ms), `failed`, `concurrency`;
  * plus `paused` and `dead`.
  */
-export function queueRoutes(engine: FullRunEngine, now: () => number = Date.now): Hono {
+export function queueRoutes(runs: Pick<RunQueries, 'stats' | 'listLive'>, now: () => number = Date.now): Hono {
   const app = new Hono();
   app.get('/queue', async (c) => {
-    const [stats, live] = await Promise.all([engine.stats(), engine.listLive()]);
+    const [stats, live] = await Promise.all([runs.stats(), runs.listLive()]);
     const activeWorkspaces: Record<
       string,
       { runId: number; stage: string; status: string; workspaceId: string | null; workspaceName: string | null; elapsed: number }
     > = {};
     for (const run of live) {
-      if (run.status === 'queued') continue;
+      if (run.status === RUN_STATUS.queued) continue;
       activeWorkspaces[run.key] = {
         runId: run.id,
         stage: run.stage,

@@ -1,32 +1,39 @@
 import { Hono } from 'hono';
-import { RUN_STATUS, TransitionError, type FullRunEngine, type RunFilter, type RunStatus } from '../runs/index.js';
-import type { Store } from '../store/index.js';
+import {
+  ALL_STATUSES,
+  RUN_EVENT,
+  TransitionError,
+  type RunEngine,
+  type RunFilter,
+  type RunQueries,
+  type RunStatus,
+} from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
 import { HttpError } from './errors.js';
-import { queueSummary } from './queue-stats.js';
 import { logLines, runView } from './run-view.js';
 
 export interface RunsRoutesOptions {
-  engine: FullRunEngine;
-  store: Store;
+  /** Operator actions: retry, cancel, pause, resume. */
+  engine: Pick<RunEngine, 'retry' | 'cancel' | 'pause' | 'resume'>;
+  runs: RunQueries;
   forgeUrl?: string;
   now: () => number;
 }
 
-const STATUSES = Object.values(RUN_STATUS) as string[];
+const STATUSES: readonly string[] = ALL_STATUSES;
 
 /**
  * The runs API under /api (auth is applied by the app before these run). Documented in the
  * README's "Runs API" section; keep the two in step.
  */
 export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
-  const { engine, store, forgeUrl, now } = options;
+  const { engine, runs: queries, forgeUrl, now } = options;
   const app = new Hono<AuthEnv>();
 
   app.get('/api/runs', async (c) => {
     const filter = parseFilter(c.req.query());
     const limit = filter.limit!;
-    const runs = await engine.list({ ...filter, limit: limit + 1 });
+    const runs = await queries.list({ ...filter, limit: limit + 1 });
     const page = runs.slice(0, limit);
     return c.json({
       runs: page.map((r) => runView(r, forgeUrl)),
@@ -36,12 +43,12 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
 
   app.get('/api/runs/:id', async (c) => {
     const id = runId(c.req.param('id'));
-    const run = await engine.get(id);
+    const run = await queries.get(id);
     if (!run) throw new HttpError(404, 'not_found', `run ${id} does not exist`);
-    const events = await engine.events(id);
+    const events = await queries.events(id);
     return c.json({
       run: runView(run, forgeUrl),
-      timeline: events.filter((e) => e.type !== 'run:progress'),
+      timeline: events.filter((e) => e.type !== RUN_EVENT.progress),
       log: logLines(events).join('\n'),
       // Where a follower (`baton logs --follow`) resumes the event stream without gaps or repeats.
       lastEventId: events.length ? events[events.length - 1]!.id : 0,
@@ -70,7 +77,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     return c.json({ paused: false });
   });
 
-  app.get('/api/queue/stats', async (c) => c.json(await queueSummary(engine, store, now())));
+  app.get('/api/queue/stats', async (c) => c.json(await queries.summary(now())));
 
   return app;
 }

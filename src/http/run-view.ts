@@ -1,4 +1,4 @@
-import type { Run, RunEvent } from '../runs/index.js';
+import { RUN_EVENT, totalTokens, type Run, type RunEvent } from '../runs/index.js';
 
 /** A run as the API and the event stream show it: the run, plus derived fields people look for. */
 export interface RunView extends Run {
@@ -19,17 +19,11 @@ export function runView(run: Run, forgeUrl: string | undefined): RunView {
   };
 }
 
-export function totalTokens(usage: Run['usage']): number | null {
-  if (!usage) return null;
-  const n = (v: unknown) => (typeof v === 'number' && Number.isFinite(v) ? v : 0);
-  return n(usage.inputTokens) + n(usage.outputTokens);
-}
-
 /** The log of a run: its progress batches' lines, in order. */
 export function logLines(events: readonly RunEvent[]): string[] {
   const lines: string[] = [];
   for (const event of events) {
-    if (event.type !== 'run:progress') continue;
+    if (event.type !== RUN_EVENT.progress) continue;
     const batch = event.data?.lines;
     if (Array.isArray(batch)) for (const line of batch) if (typeof line === 'string') lines.push(line);
   }

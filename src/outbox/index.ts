@@ -1,7 +1,6 @@
 export { createOutbox, type Outbox, type OutboxOptions, type DeliveryReport } from './outbox.js';
 export { enqueueOutbox, DEFAULT_MAX_ATTEMPTS } from './enqueue.js';
 export { PermanentDeliveryError, RetryLaterError } from './errors.js';
-export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { createCommentHandler, commentMarker, type CommentPayload, type CommentDeliveryResult } from './comment-delivery.js';
 export {
   COMMENT_TEMPLATE_NAMES,
@@ -13,6 +12,6 @@ export {
   type CommentTemplateName,
   type CommentTemplates,
 } from './comment-templates.js';
-export { createStatusCommentHook, STATUS_COMMENT_EVENTS, type StatusCommentHookOptions } from './status-comments.js';
+export { createStatusCommentHook, type StatusCommentHookOptions } from './status-comments.js';
 export { withOutboxTable, type OutboxTable, type OutboxDatabase } from './table.js';
 export * from './types.js';

@@ -1,6 +1,5 @@
-import type { Kysely } from 'kysely';
-import type { Database, Store } from '../store/index.js';
-import { backoffDelay } from './backoff.js';
+import { backoffDelay, createLoop, errorMessage, type Loop } from '../background/index.js';
+import type { Store, TransactionScope } from '../store/index.js';
 import { claimDue, nextDueAt, type ClaimedEntry } from './claim.js';
 import { DEFAULT_MAX_ATTEMPTS, enqueueOutbox } from './enqueue.js';
 import { PermanentDeliveryError, RetryLaterError } from './errors.js';
@@ -36,8 +35,8 @@ export interface OutboxOptions {
    */
   leaseMs?: number;
   /**
-   * Fallback poll: wake-ups normally come from `wake()` and from the due time of the next retry;
-   * this catches entries added by other processes.
+   * Fallback poll: wake-ups normally come from the commit of an entry (`enqueue`, `add`) and
+   * from the due time of the next retry; this catches entries added by other processes.
    * @default 5_000
    */
   pollMs?: number;
@@ -64,14 +63,13 @@ export interface DeliveryReport {
 
 export interface Outbox {
   /**
-   * Adds an entry inside the caller's transaction. The worker cannot see it before the commit,
-   * so for a short while it looks again every few ms; calling `wake()` after the commit (e.g.
-   * from the run engine's post-commit subscription) makes that immediate. Null when deduplicated.
+   * Adds an entry inside the caller's transaction; the worker is woken once that transaction
+   * has committed (and not at all when it rolls back). Null when deduplicated.
    */
-  enqueue(trx: Kysely<Database>, entry: NewOutboxEntry): Promise<number | null>;
+  enqueue(scope: TransactionScope, entry: NewOutboxEntry): Promise<number | null>;
   /** Adds an entry in its own transaction and wakes the worker. Null when deduplicated. */
   add(entry: NewOutboxEntry): Promise<number | null>;
-  /** Look for due entries now (e.g. after a transaction that enqueued some has committed). */
+  /** Look for due entries now (entries written by hand, or by another process without NOTIFY). */
   wake(): void;
   /** Starts the delivery loop. A second call while it runs returns the same promise. */
   start(): Promise<void>;
@@ -91,9 +89,6 @@ export interface Outbox {
 }
 
 const silent: OutboxLogger = { warn() {}, error() {} };
-/** After an in-transaction enqueue: how long, and how often, to look for the committed row. */
-const COMMIT_WATCH_MS = 2_000;
-const COMMIT_WATCH_INTERVAL_MS = 25;
 const MAX_ERROR_LENGTH = 2_000;
 
 /**
@@ -114,19 +109,38 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const kinds = Object.keys(options.handlers).filter((k) => options.handlers[k] !== undefined);
 
   const inFlight = new Set<Promise<DeliveryReport>>();
-  let loop: Promise<void> | undefined;
   let startPromise: Promise<void> | undefined;
   let stopPromise: Promise<void> | undefined;
   let stopping = false;
-  let wakeRequested = false;
-  let wakeSleeper: (() => void) | undefined;
-  let watchCommitsUntil = 0;
   let stopListening: (() => Promise<void>) | undefined;
 
-  const wake = () => {
-    wakeRequested = true;
-    wakeSleeper?.();
-  };
+  /** Made at each start: a stopped outbox can be started again (a test, `baton outbox flush`). */
+  let loop: Loop | undefined;
+  const createWorkerLoop = (): Loop =>
+    createLoop({
+      name: 'outbox worker',
+      logger,
+      pollMs,
+      async step() {
+        const free = concurrency - inFlight.size;
+        // With no free slot, a settling delivery wakes the loop.
+        if (free <= 0) return pollMs;
+        // A plain read first: on SQLite a claim takes the single write lock, which the run
+        // engine needs too, so it is only taken when something is due.
+        const due = await nextDueAt(store, kinds);
+        if (due === null) return pollMs;
+        if (due <= now()) {
+          const batch = await claim(free);
+          for (const item of batch) void track(item);
+          // Look again at once: more may be due, or the next due time has changed.
+          if (batch.length > 0) return 0;
+          // Due but nothing claimed: another worker is claiming it right now; give it a moment.
+          return 10;
+        }
+        return Math.max(10, due - now());
+      },
+    });
+  const wake = () => loop?.wake();
 
   async function deliver({ entry, leaseToken }: ClaimedEntry): Promise<DeliveryReport> {
     const report: DeliveryReport = { delivered: 0, retried: 0, failed: 0 };
@@ -155,7 +169,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
         );
         return report;
       }
-      let delay = backoffDelay(entry.attempts, backoff, random);
+      let delay = backoffDelay(backoff, entry.attempts, random);
       if (outcome.error instanceof RetryLaterError) delay = Math.max(delay, outcome.error.delayMs);
       await markRetry(store, entry.id, leaseToken, message, at + delay, at);
       report.retried++;
@@ -184,69 +198,21 @@ export function createOutbox(options: OutboxOptions): Outbox {
     return claimDue(store, { kinds, limit, leaseMs, now: now() });
   }
 
-  async function sleep(ms: number): Promise<void> {
-    if (wakeRequested || stopping) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(done, Math.max(0, ms));
-      function done() {
-        clearTimeout(timer);
-        wakeSleeper = undefined;
-        resolve();
-      }
-      wakeSleeper = done;
-    });
-  }
-
-  async function run(): Promise<void> {
-    while (!stopping) {
-      wakeRequested = false;
-      const free = concurrency - inFlight.size;
-      let due: number | null = null;
-      let claimed = 0;
-      if (free > 0) {
-        try {
-          // A plain read first: on SQLite a claim takes the single write lock, which the run
-          // engine needs too, so it is only taken when something is due.
-          due = await nextDueAt(store, kinds);
-          if (due !== null && due <= now()) {
-            const batch = await claim(free);
-            for (const item of batch) void track(item);
-            claimed = batch.length;
-          }
-        } catch (err) {
-          logger.error({ error: describe(err) }, 'outbox could not claim entries');
-          await sleep(pollMs);
-          continue;
-        }
-        // Look again at once: more may be due, or the next due time has changed.
-        if (claimed > 0) continue;
-      }
-      if (stopping) break;
-      let delay = due === null ? pollMs : Math.min(pollMs, Math.max(0, due - now()));
-      if (now() < watchCommitsUntil) delay = Math.min(delay, COMMIT_WATCH_INTERVAL_MS);
-      // Due but nothing claimed: another worker is claiming it right now; give it a moment.
-      // With no free slot, a settling delivery wakes the loop.
-      await sleep(free > 0 ? Math.max(delay, 10) : pollMs);
-    }
-  }
-
   const outbox: Outbox = {
-    async enqueue(trx, entry) {
-      const id = await enqueueOutbox(trx, entry, { now: now(), maxAttempts });
-      watchCommitsUntil = now() + COMMIT_WATCH_MS;
-      wake();
+    async enqueue(scope, entry) {
+      const id = await enqueueOutbox(scope.trx, entry, { now: now(), maxAttempts });
+      if (id !== null) scope.afterCommit(wake);
       return id;
     },
-    async add(entry) {
-      const id = await store.transaction((trx) => enqueueOutbox(trx, entry, { now: now(), maxAttempts }));
-      wake();
-      return id;
+    add(entry) {
+      return store.transaction((_trx, scope) => outbox.enqueue(scope, entry));
     },
     wake,
     start() {
       if (startPromise) return startPromise;
       stopping = false;
       stopPromise = undefined;
+      loop = createWorkerLoop();
       startPromise = (async () => {
         if (options.wakeChannel && store.dialect === 'postgres') {
           try {
@@ -256,22 +222,19 @@ export function createOutbox(options: OutboxOptions): Outbox {
             logger.warn({ error: describe(err), channel: options.wakeChannel }, 'outbox could not listen for wake-ups; polling only');
           }
         }
-        if (stopping) return;
-        loop = run().catch((err: unknown) => logger.error({ error: describe(err) }, 'outbox loop stopped unexpectedly'));
+        if (!stopping) loop?.start();
       })();
       return startPromise;
     },
     stop() {
       if (stopPromise) return stopPromise;
       stopping = true;
-      wakeSleeper?.();
       stopPromise = (async () => {
         await startPromise;
         await stopListening?.();
         stopListening = undefined;
-        await loop;
+        await loop?.stop();
         await Promise.all([...inFlight]);
-        loop = undefined;
         startPromise = undefined;
       })();
       return stopPromise;
@@ -338,6 +301,6 @@ export function createOutbox(options: OutboxOptions): Outbox {
 }
 
 function describe(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
+  const text = errorMessage(err);
   return text.length > MAX_ERROR_LENGTH ? `${text.slice(0, MAX_ERROR_LENGTH)}…` : text;
 }

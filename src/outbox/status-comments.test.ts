@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ForgeAccounts, ForgeClient } from '../forge/index.js';
-import type { Run, RunEvent } from '../runs/index.js';
+import type { Run, RunEvent, RunEventType } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
 import { parseCommentTemplates } from './comment-templates.js';
 import { createOutbox } from './outbox.js';
@@ -44,7 +44,7 @@ function makeRun(overrides: Partial<Run> = {}): Run {
 }
 
 let eventId = 0;
-function makeEvent(type: string, data: Record<string, unknown> | null = null, fromStatus: RunEvent['fromStatus'] = null): RunEvent {
+function makeEvent(type: RunEventType, data: Record<string, unknown> | null = null, fromStatus: RunEvent['fromStatus'] = null): RunEvent {
   return { id: ++eventId, runId: 12, type, fromStatus, toStatus: null, data, createdAt: 0 };
 }
 
@@ -66,10 +66,10 @@ describe('status comment hook', () => {
 
   const entries = async (): Promise<OutboxEntry[]> => (await createOutbox({ store, handlers: {} }).list()).sort((a, b) => a.id - b.id);
   const fire = (hook: ReturnType<typeof createStatusCommentHook>, run: Run, event: RunEvent) =>
-    store.transaction((trx) => hook(trx, { run, event }));
+    store.transaction((_trx, scope) => hook(scope, { run, event }));
 
   it('queues a comment for queued and started, and a final one with summary, duration and cost', async () => {
-    const hook = createStatusCommentHook({ accounts });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     await fire(hook, makeRun(), makeEvent('run:queued'));
     await fire(hook, makeRun({ status: 'running', workspaceName: 'baton-12' }), makeEvent('run:started'));
     await fire(hook, makeRun({ status: 'running' }), makeEvent('run:progress'));
@@ -98,13 +98,13 @@ describe('status comment hook', () => {
     ['run:cancelled', makeRun({ status: 'cancelled', lastError: 'cancelled by alice' }), 'cancelled by alice'],
     ['run:dead', makeRun({ status: 'dead', attempts: 3, lastError: 'Coder: template not found' }), 'could not start after 3 attempts'],
   ])('always posts a final comment for %s', async (type, run, expected) => {
-    await fire(createStatusCommentHook({ accounts }), run, makeEvent(type));
+    await fire(createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts }), run, makeEvent(type as RunEventType));
     const [entry] = await entries();
     expect((entry!.payload as { body: string }).body).toContain(expected);
   });
 
   it('says so again when an operator re-queues a finished run, but not for provisioning retries', async () => {
-    const hook = createStatusCommentHook({ accounts });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     await fire(hook, makeRun(), makeEvent('run:retrying', null, 'provisioning'));
     await fire(hook, makeRun(), makeEvent('run:requeued', { reason: 'lease expired' }, 'provisioning'));
     await fire(hook, makeRun(), makeEvent('run:requeued', { reason: 'retry requested' }, 'failed'));
@@ -112,23 +112,31 @@ describe('status comment hook', () => {
   });
 
   it('posts as the run’s bot account, falling back to dev for an unknown one', async () => {
-    const hook = createStatusCommentHook({ accounts });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     await fire(hook, makeRun({ payload: { account: 'review' } }), makeEvent('run:queued'));
     await fire(hook, makeRun({ payload: { account: 'release-bot' } }), makeEvent('run:queued'));
     expect((await entries()).map((e) => (e.payload as { account: string }).account)).toEqual(['review', 'dev']);
   });
 
   it('comments on nothing for a run without an issue number, or without any forge account', async () => {
-    await fire(createStatusCommentHook({ accounts }), makeRun({ number: null, stage: 'maintenance' }), makeEvent('run:succeeded'));
-    await fire(createStatusCommentHook({ accounts: {} }), makeRun(), makeEvent('run:succeeded'));
+    await fire(
+      createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts }),
+      makeRun({ number: null, stage: 'maintenance' }),
+      makeEvent('run:succeeded'),
+    );
+    await fire(
+      createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts: {} }),
+      makeRun(),
+      makeEvent('run:succeeded'),
+    );
     expect(await entries()).toEqual([]);
   });
 
   it('writes inside the transition’s transaction: a rolled back transition leaves no comment', async () => {
-    const hook = createStatusCommentHook({ accounts });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     await expect(
-      store.transaction(async (trx) => {
-        await hook(trx, { run: makeRun(), event: makeEvent('run:queued') });
+      store.transaction(async (_trx, scope) => {
+        await hook(scope, { run: makeRun(), event: makeEvent('run:queued') });
         throw new Error('transition failed');
       }),
     ).rejects.toThrow('transition failed');
@@ -137,7 +145,7 @@ describe('status comment hook', () => {
 
   it('uses templates from baton.yaml and skips a switched-off one', async () => {
     const { templates } = parseCommentTemplates({ queued: '', succeeded: '{{stage}} for #{{number}} took {{duration}} ({{tokens}})' });
-    const hook = createStatusCommentHook({ accounts, templates });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts, templates });
     await fire(hook, makeRun(), makeEvent('run:queued'));
     await fire(hook, makeRun({ durationMs: 3_700_000, usage: { inputTokens: 12000, outputTokens: 3400 } }), makeEvent('run:succeeded'));
     expect((await entries()).map((e) => (e.payload as { body: string }).body)).toEqual([
@@ -146,7 +154,7 @@ describe('status comment hook', () => {
   });
 
   it('never puts a secret into a comment', async () => {
-    const hook = createStatusCommentHook({ accounts, secrets: [TOKEN, undefined] });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts, secrets: [TOKEN, undefined] });
     const summary = `pushed with https://claude-dev:${TOKEN}@gitea.example.com/acme/app.git\nAuthorization: token ${'f'.repeat(40)}`;
     await fire(hook, makeRun({ status: 'succeeded', summary }), makeEvent('run:succeeded'));
     const body = ((await entries())[0]!.payload as { body: string }).body;
@@ -157,7 +165,7 @@ describe('status comment hook', () => {
 
   it('drops delivery markers copied into a summary', async () => {
     await fire(
-      createStatusCommentHook({ accounts }),
+      createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts }),
       makeRun({ summary: 'see <!-- baton:outbox:3 --> above' }),
       makeEvent('run:succeeded'),
     );
@@ -165,7 +173,7 @@ describe('status comment hook', () => {
   });
 
   it('queues one comment per event even if the hook runs twice for it', async () => {
-    const hook = createStatusCommentHook({ accounts });
+    const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     const event = makeEvent('run:started');
     await fire(hook, makeRun(), event);
     await fire(hook, makeRun(), event);

@@ -1,5 +1,5 @@
 import type { ForgeAccounts } from '../forge/index.js';
-import { FINAL_STATUSES, type Run, type RunEvent, type TransitionHook } from '../runs/index.js';
+import { isFinal, RUN_EVENT, type Run, type RunEvent, type RunEventType, type TransitionHook } from '../runs/index.js';
 import type { CommentPayload } from './comment-delivery.js';
 import {
   DEFAULT_COMMENT_TEMPLATES,
@@ -8,24 +8,20 @@ import {
   type CommentTemplateName,
   type CommentTemplates,
 } from './comment-templates.js';
-import { enqueueOutbox } from './enqueue.js';
 import type { Outbox } from './outbox.js';
 import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 
 /** Which run events get a comment, and with which template. */
-const TEMPLATE_FOR_EVENT: Readonly<Record<string, CommentTemplateName>> = {
-  'run:queued': 'queued',
-  'run:requeued': 'queued',
-  'run:started': 'started',
-  'run:succeeded': 'succeeded',
-  'run:failed': 'failed',
-  'run:timed_out': 'timed_out',
-  'run:cancelled': 'cancelled',
-  'run:dead': 'dead',
+const TEMPLATE_FOR_EVENT: Readonly<Partial<Record<RunEventType, CommentTemplateName>>> = {
+  [RUN_EVENT.queued]: 'queued',
+  [RUN_EVENT.requeued]: 'queued',
+  [RUN_EVENT.started]: 'started',
+  [RUN_EVENT.succeeded]: 'succeeded',
+  [RUN_EVENT.failed]: 'failed',
+  [RUN_EVENT.timedOut]: 'timed_out',
+  [RUN_EVENT.cancelled]: 'cancelled',
+  [RUN_EVENT.dead]: 'dead',
 };
-
-/** Run events that may queue a status comment (for waking the outbox after they commit). */
-export const STATUS_COMMENT_EVENTS: readonly string[] = Object.keys(TEMPLATE_FOR_EVENT);
 
 /** Gitea rejects very large comments; an agent's summary can be long. */
 const MAX_VALUE_LENGTH = 20_000;
@@ -44,15 +40,10 @@ export interface StatusCommentHookOptions {
    * are masked wherever the agent's summary or an error message repeats them.
    */
   secrets?: readonly (string | undefined)[];
-  /**
-   * The outbox to add entries through, so its worker looks for them as soon as the transition
-   * commits. Without it entries are inserted directly and found by the worker's next poll.
-   */
-  outbox?: Pick<Outbox, 'enqueue'>;
+  /** The outbox to add entries through: its worker is woken as soon as the transition commits. */
+  outbox: Pick<Outbox, 'enqueue'>;
   /** Attempts for comment entries. @default 20 */
   maxAttempts?: number;
-  /** @default Date.now */
-  now?: () => number;
 }
 
 /**
@@ -66,14 +57,13 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
   const templates = options.templates ?? DEFAULT_COMMENT_TEMPLATES;
   const defaultAccount = options.defaultAccount ?? 'dev';
   const secrets = (options.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
-  const now = options.now ?? Date.now;
 
-  return async (trx, { run, event }) => {
+  return async (scope, { run, event }) => {
     const name = TEMPLATE_FOR_EVENT[event.type];
     if (!name || run.number === null) return;
     // Re-queued from a final state is an operator's retry, worth saying on the issue; from
     // provisioning it is an expired lease, an internal detail.
-    if (event.type === 'run:requeued' && !(event.fromStatus !== null && FINAL_STATUSES.includes(event.fromStatus as never))) return;
+    if (event.type === RUN_EVENT.requeued && !(event.fromStatus !== null && isFinal(event.fromStatus))) return;
     if (Object.keys(options.accounts).length === 0) return;
     const template = templates[name];
     if (template.trim() === '') return;
@@ -97,8 +87,7 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
       runId: run.id,
       maxAttempts: options.maxAttempts,
     };
-    if (options.outbox) await options.outbox.enqueue(trx, entry);
-    else await enqueueOutbox(trx, entry, { now: now() });
+    await options.outbox.enqueue(scope, entry);
   };
 }
 

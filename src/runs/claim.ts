@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import { sql, type Kysely } from 'kysely';
-import type { Database, StoreDialect } from '../store/index.js';
+import { sql } from 'kysely';
+import type { StoreDialect, TransactionScope } from '../store/index.js';
 import { toRun } from './rows.js';
-import { SLOT_STATUSES } from './states.js';
-import { recordEvents, type Committed, type TransitionContext } from './transition.js';
+import { RUN_EVENT, RUN_STATUS, SLOT_STATUSES } from './states.js';
+import { recordTransitions, type TransitionContext } from './transition.js';
 import type { ClaimedRun } from './types.js';
 
 export interface ClaimLimits {
@@ -20,13 +20,13 @@ export interface ClaimLimits {
  * writer lock.
  */
 export async function claimInTransaction(
-  trx: Kysely<Database>,
+  scope: TransactionScope,
   dialect: StoreDialect,
   ctx: TransitionContext,
-  committed: Committed,
   limits: ClaimLimits,
   max: number,
 ): Promise<ClaimedRun[]> {
+  const { trx } = scope;
   const now = ctx.now();
   let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
   if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
@@ -45,7 +45,7 @@ export async function claimInTransaction(
   let candidates = trx
     .selectFrom('runs')
     .select(['id', 'owner', 'repo'])
-    .where('status', '=', 'queued')
+    .where('status', '=', RUN_STATUS.queued)
     .where('run_at', '<=', now)
     .orderBy('run_at')
     .orderBy('id')
@@ -79,7 +79,7 @@ export async function claimInTransaction(
   const rows = await trx
     .updateTable('runs')
     .set({
-      status: 'provisioning',
+      status: RUN_STATUS.provisioning,
       attempts: sql`attempts + 1`,
       lease_token: leaseToken,
       lease_expires_at: now + limits.leaseMs,
@@ -91,16 +91,15 @@ export async function claimInTransaction(
       'in',
       chosen.map((c) => c.id),
     )
-    .where('status', '=', 'queued')
+    .where('status', '=', RUN_STATUS.queued)
     .returningAll()
     .execute();
   rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
   const runs = rows.map(toRun);
-  await recordEvents(
-    trx,
+  await recordTransitions(
+    scope,
     ctx,
-    committed,
-    runs.map((run) => ({ run, type: 'run:claimed', from: 'queued', data: { attempt: run.attempts } })),
+    runs.map((run) => ({ run, type: RUN_EVENT.claimed, from: RUN_STATUS.queued, data: { attempt: run.attempts } })),
   );
   return runs.map((run) => ({ run, leaseToken }));
 }

@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
-import type { Logger } from 'pino';
-import { PermanentWorkspaceError, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
-import { hashCallbackToken, LeaseLostError, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
+import { createLoop, errorMessage, settleWithin } from '../background/index.js';
+import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
+import { PermanentWorkspaceError, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
+import { LeaseLostError } from './errors.js';
+import { isLive } from './states.js';
 import type { ClaimedRun, Run } from './types.js';
 
 export interface DispatcherOptions {
   engine: FullRunEngine;
-  store: Store;
+  /** Where other replicas' wake-ups arrive (PostgreSQL LISTEN; nothing on SQLite). */
+  store: Pick<Store, 'listen'>;
   provider: WorkspaceProvider;
   logger: Logger;
   /** Derives the workspace name from the run (deterministic: a re-claim finds the same workspace). */
@@ -17,11 +21,17 @@ export interface DispatcherOptions {
   leaseMs: number;
   /** Fallback poll in case a wake-up signal is missed. */
   pollMs: number;
+  /**
+   * How long `stop()` waits for workspaces being provisioned. What is left keeps its lease, which
+   * runs out and hands the run to the next claim (here after a restart, or on another replica),
+   * which adopts the workspace by name. @default 10_000
+   */
+  stopWaitMs?: number;
 }
 
 export interface Dispatcher {
   start(): Promise<void>;
-  /** Stops claiming and waits for in-flight provisioning to finish its current step. */
+  /** Stops claiming and waits (bounded) for in-flight provisioning to finish its current step. */
   stop(): Promise<void>;
   /** Claims once now (tests use it to step the dispatcher). */
   tick(): Promise<number>;
@@ -29,36 +39,27 @@ export interface Dispatcher {
 
 /**
  * Claims due runs whenever work or capacity may have appeared and provisions a workspace for
- * each. Wake-ups are hints (in-process signals, PostgreSQL NOTIFY from other replicas); a slow
- * poll and a timer for the next delayed run catch anything they miss.
+ * each. Wake-ups are hints (this process's commits, PostgreSQL NOTIFY from other replicas); the
+ * loop's poll and a wait timed to the next delayed run catch anything they miss.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const { engine, provider, logger } = options;
+  const { engine, provider, logger, pollMs } = options;
   const inFlight = new Set<Promise<void>>();
-  let running = false;
-  let loop: Promise<void> | undefined;
-  let wakeRequested = false;
-  let wakeUp: (() => void) | undefined;
   let stopListening: (() => Promise<void>) | undefined;
   let unsubscribe: (() => void) | undefined;
+  let starting: Promise<void> | undefined;
   let stopping: Promise<void> | undefined;
 
-  const wake = () => {
-    wakeRequested = true;
-    wakeUp?.();
-  };
-
-  async function sleep(ms: number): Promise<void> {
-    if (wakeRequested || !running) return;
-    await new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      wakeUp = () => {
-        clearTimeout(timer);
-        resolve();
-      };
-    });
-    wakeUp = undefined;
-  }
+  const loop = createLoop({
+    name: 'dispatcher',
+    logger,
+    pollMs,
+    async step() {
+      if ((await tick()) > 0) return 0;
+      const next = await engine.nextRunAt();
+      return next === null ? pollMs : Math.max(0, next - Date.now()) + 1;
+    },
+  });
 
   async function tick(): Promise<number> {
     const claimed = await engine.claim();
@@ -69,26 +70,6 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return claimed.length;
   }
 
-  async function run(): Promise<void> {
-    let failures = 0;
-    while (running) {
-      wakeRequested = false;
-      try {
-        const claimed = await tick();
-        failures = 0;
-        if (claimed > 0) continue;
-        const next = await engine.nextRunAt();
-        const untilDue = next === null ? options.pollMs : Math.max(0, next - Date.now());
-        await sleep(Math.min(options.pollMs, untilDue + 1));
-      } catch (err) {
-        // The database is unreachable or refused: back off, keep the process alive, retry.
-        failures += 1;
-        logger.error({ err }, 'dispatcher could not claim runs; retrying');
-        await sleep(Math.min(30_000, 250 * 2 ** Math.min(failures, 7)));
-      }
-    }
-  }
-
   async function provision({ run, leaseToken }: ClaimedRun): Promise<void> {
     const log = logger.child({ runId: run.id, key: run.key });
     const name = options.workspaceName(run);
@@ -97,7 +78,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       () => {
         engine.heartbeat(run.id, leaseToken).then(
           (held) => held || log.warn('lease lost while provisioning'),
-          (err) => log.warn({ err }, 'heartbeat failed'),
+          (err: unknown) => log.warn({ error: errorMessage(err) }, 'heartbeat failed'),
         );
       },
       Math.max(50, Math.floor(options.leaseMs / 3)),
@@ -116,16 +97,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         // Cancelled, or completed already by a fast callback, or re-claimed elsewhere. A
         // workspace this claim made for a run that has since ended must not be left behind.
         const current = await engine.get(run.id);
-        if (created && current && current.status !== 'running' && current.status !== 'provisioning') {
-          await engine.requestTeardown(run.id, name);
-        }
+        if (created && current && !isLive(current.status)) await engine.requestTeardown(run.id, name);
         log.info({ status: current?.status }, 'run left provisioning elsewhere');
         return;
       }
-      const message = err instanceof Error ? err.message : String(err);
       const permanent = err instanceof PermanentWorkspaceError;
       log.warn({ err, permanent }, 'provisioning failed');
-      await engine.failAttempt(run.id, leaseToken, message, { permanent }).catch((failErr: unknown) => {
+      await engine.failAttempt(run.id, leaseToken, errorMessage(err), { permanent }).catch((failErr: unknown) => {
         if (!(failErr instanceof LeaseLostError)) log.error({ err: failErr }, 'could not record the provisioning failure');
       });
     } finally {
@@ -134,26 +112,26 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   }
 
   return {
-    async start() {
-      if (running) return;
-      running = true;
-      unsubscribe = engine.onWake(wake);
-      stopListening = await options.store
-        .listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && wake())
-        .catch((err: unknown) => {
-          logger.warn({ err }, 'cannot LISTEN for wake-ups; relying on polling');
-          return undefined;
-        });
-      loop = run();
+    start() {
+      starting ??= (async () => {
+        unsubscribe = engine.on('queue:wake', loop.wake);
+        stopListening = await options.store
+          .listen(NOTIFY_CHANNEL, (payload) => payload !== 'events' && loop.wake())
+          .catch((err: unknown) => {
+            logger.warn({ error: errorMessage(err) }, 'cannot LISTEN for wake-ups; relying on polling');
+            return undefined;
+          });
+        if (!stopping) loop.start();
+      })();
+      return starting;
     },
     stop() {
       stopping ??= (async () => {
-        running = false;
-        wakeUp?.();
+        await starting;
         unsubscribe?.();
         await stopListening?.();
-        await loop;
-        await Promise.allSettled([...inFlight]);
+        await loop.stop();
+        await settleWithin([...inFlight], options.stopWaitMs ?? 10_000);
       })();
       return stopping;
     },

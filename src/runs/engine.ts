@@ -1,34 +1,15 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { EventEmitter } from 'node:events';
-import type { Kysely } from 'kysely';
+import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
-import { isUniqueViolation, type Database, type Store } from '../store/index.js';
-import { backoffDelay } from './backoff.js';
+import { isUniqueViolation, type Store, type TransactionScope } from '../store/index.js';
 import { claimInTransaction } from './claim.js';
 import { enqueueInTransaction } from './enqueue.js';
-import { toRun, toRunEvent } from './rows.js';
-import { FINAL_STATUSES, isFinal, LIVE_STATUSES, type RunStatus } from './states.js';
-import { recordEvent, scheduleTeardown, selectRun, type Committed, type TransitionContext } from './transition.js';
-import {
-  TransitionError,
-  type EnqueueResult,
-  type QueueStats,
-  type Run,
-  type RunEngine,
-  type RunEvent,
-  type RunFilter,
-  type RunOutcome,
-  type TaskRequest,
-  type TransitionHook,
-} from './types.js';
-
-/** The run's lease was lost (expired and re-claimed, or the run was cancelled): stop working on it. */
-export class LeaseLostError extends Error {
-  constructor(runId: number) {
-    super(`run ${runId} is no longer held by this claim`);
-    this.name = 'LeaseLostError';
-  }
-}
+import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
+import { createRunQueries } from './queries.js';
+import { toRun, type RunPatch } from './rows.js';
+import { canTransition, FINAL_EVENT, FINAL_STATUSES, isFinal, RUN_EVENT, RUN_STATUS, type FinalStatus } from './states.js';
+import { recordEvent, recordTransition, scheduleTeardown, selectRun, type TransitionContext } from './transition.js';
+import type { EnqueueResult, Run, RunEngine, RunOutcome, RunSignals, TaskRequest, TransitionHook } from './types.js';
 
 /**
  * One NOTIFY channel for everything other replicas must hear: payload `wake` (work or capacity may
@@ -43,7 +24,9 @@ export interface RunEngineOptions {
   now?: () => number;
   random?: () => number;
   /** Called inside each event's transaction (the outbox writes its rows here). */
-  hooks?: TransitionHook[];
+  hooks?: readonly TransitionHook[];
+  /** Where failing signal listeners are reported. @default consoleLogger (stderr) */
+  logger?: BackgroundLogger;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -53,13 +36,10 @@ export interface FullRunEngine extends RunEngine {
   timeOutStaleRuns(startedBefore: number, reason: string): Promise<Run[]>;
   /** The run whose callback token this is, or null (constant-time comparison of hashes). */
   verifyCallbackToken(runId: number, token: string): Promise<Run | null>;
-  /** When the earliest queued run becomes due (epoch ms), or null when none is queued. */
-  nextRunAt(): Promise<number | null>;
-  /** Live runs (queued, provisioning, running), oldest first. */
-  listLive(): Promise<Run[]>;
-  /** Adds a hook after construction (modules wired later in createApp). */
-  addHook(hook: TransitionHook): void;
-  /** Wakes local listeners (dispatcher) without a database change. */
+  /**
+   * Tells this process's dispatchers to look again without a database change (a test that moved
+   * its clock past a run's due time).
+   */
   wake(): void;
   /** Queues removal of a workspace that outlived its claim (created after the run was cancelled). */
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
@@ -69,24 +49,18 @@ export function hashCallbackToken(token: string): string {
   return createHash('sha256').update(token).digest('hex');
 }
 
+/**
+ * The run engine: every change of a run is one transaction that checks the transition, writes the
+ * run and its `run_events` row, lets the hooks add their rows (outbox), and registers what to
+ * announce once it has committed (local listeners, dispatchers, other replicas). Reads go through
+ * `createRunQueries`.
+ */
 export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const { store, queue } = options;
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
-  const hooks: TransitionHook[] = [...(options.hooks ?? [])];
-  const ctx: TransitionContext & { defaultMaxAttempts: number } = { now, hooks, defaultMaxAttempts: queue.maxAttempts };
-  const emitter = new EventEmitter();
-  emitter.setMaxListeners(0);
-
-  /** Runs `fn` in a transaction and announces its events once it has committed. */
-  async function write<T>(fn: (trx: Kysely<Database>, committed: Committed) => Promise<T>, wake = false): Promise<T> {
-    const committed: Committed = [];
-    const result = await store.transaction((trx) => fn(trx, committed));
-    if (wake || committed.length > 0) hintReplicas(wake ? 'wake' : 'events');
-    for (const { event, run } of committed) safeEmit('event', event, run);
-    if (wake) safeEmit('wake');
-    return result;
-  }
+  const signals = createEvents<RunSignals>(options.logger ?? consoleLogger);
+  const queries = createRunQueries({ store, concurrency: queue.concurrency });
 
   let pendingHint: 'wake' | 'events' | undefined;
   let hinting = false;
@@ -94,54 +68,75 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
    * NOTIFY after commit, coalesced: one in flight at a time, carrying everything since the last.
    * NOTIFY inside a writing transaction holds PostgreSQL's global notify lock through the commit's
    * WAL flush, serialising every commit that notifies; a hint is only a hint (the dispatcher polls).
+   * The first one waits a microtask, so the effects of one commit (its events, then its wake-up),
+   * which run one after the other, send a single NOTIFY.
    */
   function hintReplicas(kind: 'wake' | 'events'): void {
+    if (store.dialect !== 'postgres') return;
     pendingHint = kind === 'wake' || pendingHint === 'wake' ? 'wake' : 'events';
-    if (hinting || store.dialect !== 'postgres') return;
+    if (hinting) return;
     hinting = true;
-    void (async () => {
+    queueMicrotask(async () => {
       while (pendingHint) {
         const payload = pendingHint;
         pendingHint = undefined;
+        // A lost hint costs latency only: the other replicas' fallback polls find the change.
         await store.notify(store.db, NOTIFY_CHANNEL, payload).catch(() => {});
       }
       hinting = false;
-    })();
+    });
   }
 
-  /** Listeners must never break the caller's transition (graphile-worker's safeEmit). */
-  function safeEmit(name: string, ...args: unknown[]): void {
-    for (const listener of emitter.listeners(name)) {
-      try {
-        (listener as (...a: unknown[]) => void)(...args);
-      } catch {
-        // A broken listener is its own problem; the transition already committed.
-      }
-    }
-  }
+  const ctx: TransitionContext & { defaultMaxAttempts: number } = {
+    now,
+    hooks: [...(options.hooks ?? [])],
+    defaultMaxAttempts: queue.maxAttempts,
+    announce(scope, event, run) {
+      scope.afterCommit(() => {
+        hintReplicas('events');
+        signals.emit('run:event', event, run);
+      });
+    },
+    wake(scope) {
+      scope.afterCommit(() => {
+        hintReplicas('wake');
+        signals.emit('queue:wake');
+      });
+    },
+    teardownQueued(scope) {
+      scope.afterCommit(() => signals.emit('teardown:queued'));
+    },
+  };
 
+  const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
+
+  /**
+   * Ends a run: `to` with the typed `patch`, its event, the teardown of its workspace, and the
+   * follow-up run a duplicate asked for.
+   */
   async function finish(
-    trx: Kysely<Database>,
-    committed: Committed,
+    scope: TransactionScope,
     run: Run,
-    to: RunStatus,
-    patch: Record<string, unknown>,
+    to: FinalStatus,
+    patch: RunPatch,
     data: Record<string, unknown> | null,
     keepFollowup = true,
   ): Promise<Run> {
+    // Checked before the write too, so the error names the run's state as it was read.
+    if (!canTransition(run.status, to)) throw new IllegalTransitionError(run.id, run.status, to);
     const t = now();
-    const row = await trx
+    const row = await scope.trx
       .updateTable('runs')
       .set({ ...patch, status: to, lease_token: null, lease_expires_at: null, finished_at: t, updated_at: t })
       .where('id', '=', run.id)
       .returningAll()
       .executeTakeFirstOrThrow();
     const finished = toRun(row);
-    await recordEvent(trx, ctx, committed, finished, `run:${to}`, { from: run.status }, data);
-    await scheduleTeardown(trx, finished, t);
+    await recordTransition(scope, ctx, finished, run.status, FINAL_EVENT[to], data);
+    await scheduleTeardown(scope, ctx, finished, t);
     if (keepFollowup && run.followup) {
       const followupPayload = row.followup_payload ? (JSON.parse(row.followup_payload) as Run['payload']) : run.payload;
-      await enqueueInTransaction(trx, ctx, committed, {
+      await enqueueInTransaction(scope, ctx, {
         stage: run.stage,
         owner: run.owner,
         repo: run.repo,
@@ -154,30 +149,50 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     return finished;
   }
 
-  async function requireLease(trx: Kysely<Database>, runId: number, leaseToken: string): Promise<Run> {
-    let query = trx.selectFrom('runs').selectAll().where('id', '=', runId);
-    if (store.dialect === 'postgres') query = query.forUpdate();
-    const row = await query.executeTakeFirst();
-    if (!row || row.status !== 'provisioning' || row.lease_token !== leaseToken) throw new LeaseLostError(runId);
+  /** Back to the queue from provisioning (a failed attempt, an expired lease), due at `runAt`. */
+  async function requeue(scope: TransactionScope, run: Run, runAt: number, lastError: string): Promise<Run> {
+    const row = await scope.trx
+      .updateTable('runs')
+      .set({
+        status: RUN_STATUS.queued,
+        last_error: lastError,
+        run_at: runAt,
+        lease_token: null,
+        lease_expires_at: null,
+        updated_at: now(),
+      })
+      .where('id', '=', run.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
     return toRun(row);
   }
 
-  async function requireRun(trx: Kysely<Database>, runId: number): Promise<Run> {
-    const run = await selectRun(trx, runId, store.dialect);
+  async function requireLease(scope: TransactionScope, runId: number, leaseToken: string): Promise<Run> {
+    let query = scope.trx.selectFrom('runs').selectAll().where('id', '=', runId);
+    if (store.dialect === 'postgres') query = query.forUpdate();
+    const row = await query.executeTakeFirst();
+    if (!row || row.status !== RUN_STATUS.provisioning || row.lease_token !== leaseToken) throw new LeaseLostError(runId);
+    return toRun(row);
+  }
+
+  async function requireRun(scope: TransactionScope, runId: number): Promise<Run> {
+    const run = await selectRun(scope.trx, runId, store.dialect);
     if (!run) throw new TransitionError(`run ${runId} does not exist`, 'not_found');
     return run;
   }
 
   const engine: FullRunEngine = {
+    ...queries,
+
     async enqueue(request) {
       for (;;) {
-        const result = await write((trx, committed) => enqueueInTransaction(trx, ctx, committed, request), true);
+        const result = await write((scope) => enqueueInTransaction(scope, ctx, request));
         if (result) return result as EnqueueResult;
       }
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((trx, committed) => claimInTransaction(trx, store.dialect, ctx, committed, queue, max));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max));
     },
 
     async heartbeat(runId, leaseToken) {
@@ -186,7 +201,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         .updateTable('runs')
         .set({ lease_expires_at: t + queue.leaseMs, updated_at: t })
         .where('id', '=', runId)
-        .where('status', '=', 'provisioning')
+        .where('status', '=', RUN_STATUS.provisioning)
         .where('lease_token', '=', leaseToken)
         .executeTakeFirst();
       return Number(result.numUpdatedRows) === 1;
@@ -197,20 +212,20 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         .updateTable('runs')
         .set({ workspace_name: details.workspaceName, callback_token_hash: details.callbackTokenHash, updated_at: now() })
         .where('id', '=', runId)
-        .where('status', '=', 'provisioning')
+        .where('status', '=', RUN_STATUS.provisioning)
         .where('lease_token', '=', leaseToken)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(runId);
     },
 
     markRunning(runId, leaseToken, details) {
-      return write(async (trx, committed) => {
+      return write(async (scope) => {
         const t = now();
         // The lease check is the UPDATE's own condition: one round trip instead of lock-then-write.
-        const row = await trx
+        const row = await scope.trx
           .updateTable('runs')
           .set({
-            status: 'running',
+            status: RUN_STATUS.running,
             workspace_id: details.workspaceId,
             lease_token: null,
             lease_expires_at: null,
@@ -218,80 +233,77 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
             updated_at: t,
           })
           .where('id', '=', runId)
-          .where('status', '=', 'provisioning')
+          .where('status', '=', RUN_STATUS.provisioning)
           .where('lease_token', '=', leaseToken)
           .returningAll()
           .executeTakeFirst();
         if (!row) throw new LeaseLostError(runId);
         const started = toRun(row);
-        await recordEvent(trx, ctx, committed, started, 'run:started', { from: 'provisioning' }, { workspace: started.workspaceName });
+        await recordTransition(scope, ctx, started, RUN_STATUS.provisioning, RUN_EVENT.started, { workspace: started.workspaceName });
         return started;
       });
     },
 
     failAttempt(runId, leaseToken, error, opts = {}) {
-      return write(async (trx, committed) => {
-        const run = await requireLease(trx, runId, leaseToken);
-        if (opts.permanent) return finish(trx, committed, run, 'failed', { last_error: error }, { error });
+      return write(async (scope) => {
+        const run = await requireLease(scope, runId, leaseToken);
+        if (opts.permanent) return finish(scope, run, RUN_STATUS.failed, { last_error: error }, { error });
         if (run.attempts >= run.maxAttempts) {
-          return finish(trx, committed, run, 'dead', { last_error: error }, { error, attempts: run.attempts });
+          return finish(scope, run, RUN_STATUS.dead, { last_error: error }, { error, attempts: run.attempts });
         }
-        const delayMs = backoffDelay(run.attempts, queue.backoffBaseMs, queue.backoffMaxMs, random);
-        const t = now();
-        const row = await trx
-          .updateTable('runs')
-          .set({ status: 'queued', last_error: error, run_at: t + delayMs, lease_token: null, lease_expires_at: null, updated_at: t })
-          .where('id', '=', runId)
-          .returningAll()
-          .executeTakeFirstOrThrow();
-        const queued = toRun(row);
-        await recordEvent(trx, ctx, committed, queued, 'run:retrying', { from: run.status }, { error, attempt: run.attempts, delayMs });
+        const delayMs = backoffDelay({ baseMs: queue.backoffBaseMs, maxMs: queue.backoffMaxMs }, run.attempts, random);
+        const queued = await requeue(scope, run, now() + delayMs, error);
+        await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.retrying, { error, attempt: run.attempts, delayMs });
         return queued;
-      }, true);
+      });
     },
 
     complete(runId, outcome: RunOutcome) {
-      return write(async (trx, committed) => {
-        const run = await requireRun(trx, runId);
+      return write(async (scope) => {
+        const run = await requireRun(scope, runId);
         if (isFinal(run.status)) return { run, changed: false };
-        if (run.status === 'queued') throw new TransitionError(`run ${runId} is queued and has no workspace to report from`, 'conflict');
-        const patch = {
+        if (!canTransition(run.status, outcome.status)) {
+          throw new TransitionError(`run ${runId} is ${run.status} and has no workspace to report from`, 'conflict');
+        }
+        const lastError = outcome.status === 'succeeded' ? run.lastError : (outcome.error ?? outcome.summary ?? `run ${outcome.status}`);
+        const patch: RunPatch = {
           exit_code: outcome.exitCode ?? null,
           summary: outcome.summary ?? null,
           usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
           cost_usd: outcome.costUsd ?? null,
           duration_ms: outcome.durationMs ?? null,
-          last_error: outcome.status === 'succeeded' ? run.lastError : (outcome.error ?? outcome.summary ?? `run ${outcome.status}`),
+          last_error: lastError,
         };
-        const data = outcome.status === 'succeeded' ? null : { error: patch.last_error };
-        return { run: await finish(trx, committed, run, outcome.status, patch, data), changed: true };
-      }, true);
+        const data = outcome.status === 'succeeded' ? null : { error: lastError };
+        return { run: await finish(scope, run, outcome.status, patch, data), changed: true };
+      });
     },
 
     cancel(runId, reason = 'cancelled by operator') {
-      return write(async (trx, committed) => {
-        const run = await requireRun(trx, runId);
-        if (isFinal(run.status))
+      return write(async (scope) => {
+        const run = await requireRun(scope, runId);
+        if (!canTransition(run.status, RUN_STATUS.cancelled)) {
           throw new TransitionError(`run ${runId} is already ${run.status}; only live runs can be cancelled`, 'conflict');
-        return finish(trx, committed, run, 'cancelled', { last_error: reason, followup: 0 }, { reason }, false);
-      }, true);
+        }
+        return finish(scope, run, RUN_STATUS.cancelled, { last_error: reason, followup: 0 }, { reason }, false);
+      });
     },
 
     async retry(runId) {
       try {
-        return await write(async (trx, committed) => {
-          const run = await requireRun(trx, runId);
-          if (!isFinal(run.status) || run.status === 'succeeded') {
+        return await write(async (scope) => {
+          const run = await requireRun(scope, runId);
+          if (!isFinal(run.status) || !canTransition(run.status, RUN_STATUS.queued)) {
             throw new TransitionError(
               `run ${runId} is ${run.status}; only failed, dead, timed_out or cancelled runs can be retried`,
               'conflict',
             );
           }
           const t = now();
-          const row = await trx
+          const row = await scope.trx
             .updateTable('runs')
             .set({
-              status: 'queued',
+              status: RUN_STATUS.queued,
               attempts: 0,
               run_at: t,
               finished_at: null,
@@ -308,12 +320,14 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
             .returningAll()
             .executeTakeFirstOrThrow();
           const queued = toRun(row);
-          await recordEvent(trx, ctx, committed, queued, 'run:requeued', { from: run.status }, { reason: 'retry requested' });
+          await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.requeued, { reason: 'retry requested' });
           return queued;
-        }, true);
+        });
       } catch (err) {
         if (isUniqueViolation(err)) {
-          throw new TransitionError(`run ${runId} cannot be retried: another run for the same stage and issue is live`, 'conflict');
+          throw new TransitionError(`run ${runId} cannot be retried: another run for the same stage and issue is live`, 'conflict', {
+            cause: err,
+          });
         }
         throw err;
       }
@@ -324,146 +338,56 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     async resume() {
-      await write(async (trx) => {
-        await trx.updateTable('dispatch_state').set({ paused: 0, updated_at: now() }).where('id', '=', 1).execute();
-      }, true);
-    },
-
-    async isPaused() {
-      const row = await store.db.selectFrom('dispatch_state').select('paused').where('id', '=', 1).executeTakeFirst();
-      return row?.paused === 1;
-    },
-
-    appendEvent(runId, type, data) {
-      return write(async (trx, committed) => {
-        const run = await requireRun(trx, runId);
-        return recordEvent(trx, ctx, committed, run, type, null, data);
+      await write(async (scope) => {
+        await scope.trx.updateTable('dispatch_state').set({ paused: 0, updated_at: now() }).where('id', '=', 1).execute();
+        ctx.wake(scope);
       });
     },
 
-    get(runId) {
-      return selectRun(store.db, runId);
-    },
-
-    async findByWorkspace(workspaceName) {
-      const row = await store.db
-        .selectFrom('runs')
-        .selectAll()
-        .where('workspace_name', '=', workspaceName)
-        .orderBy('id', 'desc')
-        .limit(1)
-        .executeTakeFirst();
-      return row ? toRun(row) : null;
-    },
-
-    async list(filter: RunFilter = {}) {
-      let query = store.db.selectFrom('runs').selectAll();
-      if (filter.status) query = query.where('status', 'in', Array.isArray(filter.status) ? filter.status : [filter.status]);
-      if (filter.stage) query = query.where('stage', '=', filter.stage);
-      if (filter.owner) query = query.where('owner', '=', filter.owner);
-      if (filter.repo) query = query.where('repo', '=', filter.repo);
-      if (filter.number !== undefined) query = query.where('number', '=', filter.number);
-      if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
-      const rows = await query
-        .orderBy('id', 'desc')
-        .limit(Math.min(filter.limit ?? 50, 500))
-        .execute();
-      return rows.map(toRun);
-    },
-
-    async nextRunAt() {
-      const row = await store.db
-        .selectFrom('runs')
-        .select(({ fn }) => fn.min('run_at').as('at'))
-        .where('status', '=', 'queued')
-        .executeTakeFirst();
-      return row?.at === null || row?.at === undefined ? null : Number(row.at);
-    },
-
-    async listLive() {
-      const rows = await store.db.selectFrom('runs').selectAll().where('status', 'in', LIVE_STATUSES).orderBy('id').execute();
-      return rows.map(toRun);
-    },
-
-    async events(runId) {
-      const rows = await store.db.selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('id').execute();
-      return rows.map(toRunEvent);
-    },
-
-    async eventsSince(afterId, limit = 1000) {
-      const rows = await store.db.selectFrom('run_events').selectAll().where('id', '>', afterId).orderBy('id').limit(limit).execute();
-      return rows.map(toRunEvent);
-    },
-
-    async stats(): Promise<QueueStats> {
-      const rows = await store.db
-        .selectFrom('runs')
-        .select(['status', ({ fn }) => fn.countAll<number>().as('n')])
-        .where('status', 'in', ['queued', 'provisioning', 'running', 'dead', 'failed'])
-        .groupBy('status')
-        .execute();
-      const count = (status: string) => Number(rows.find((r) => r.status === status)?.n ?? 0);
-      return {
-        queued: count('queued'),
-        provisioning: count('provisioning'),
-        running: count('running'),
-        dead: count('dead'),
-        failed: count('failed'),
-        paused: await engine.isPaused(),
-        concurrency: queue.concurrency,
-      };
+    appendEvent(runId, type, data) {
+      return write(async (scope) => recordEvent(scope, ctx, await requireRun(scope, runId), type, data));
     },
 
     reclaimExpiredLeases() {
-      return write(async (trx, committed) => {
+      return write(async (scope) => {
         const t = now();
-        let expired = trx.selectFrom('runs').selectAll().where('status', '=', 'provisioning').where('lease_expires_at', '<', t);
+        let expired = scope.trx
+          .selectFrom('runs')
+          .selectAll()
+          .where('status', '=', RUN_STATUS.provisioning)
+          .where('lease_expires_at', '<', t);
         // Another sweeper (this replica's or another's) may be at the same rows: skip what it holds.
         if (store.dialect === 'postgres') expired = expired.forUpdate().skipLocked();
         const rows = await expired.execute();
+        const reason = 'lease expired while provisioning';
         for (const row of rows) {
           const run = toRun(row);
           if (run.attempts >= run.maxAttempts) {
-            await finish(
-              trx,
-              committed,
-              run,
-              'dead',
-              { last_error: 'lease expired while provisioning' },
-              { error: 'lease expired while provisioning' },
-            );
+            await finish(scope, run, RUN_STATUS.dead, { last_error: reason }, { error: reason });
             continue;
           }
-          const updated = await trx
-            .updateTable('runs')
-            .set({
-              status: 'queued',
-              lease_token: null,
-              lease_expires_at: null,
-              run_at: t,
-              updated_at: t,
-              last_error: 'lease expired while provisioning',
-            })
-            .where('id', '=', run.id)
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          await recordEvent(trx, ctx, committed, toRun(updated), 'run:requeued', { from: 'provisioning' }, { reason: 'lease expired' });
+          const queued = await requeue(scope, run, t, reason);
+          await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.requeued, { reason: 'lease expired' });
         }
         return rows.length;
-      }, true);
+      });
     },
 
     timeOutStaleRuns(startedBefore, reason) {
-      return write(async (trx, committed) => {
-        let stale = trx.selectFrom('runs').selectAll().where('status', '=', 'running').where('started_at', '<', startedBefore);
+      return write(async (scope) => {
+        let stale = scope.trx
+          .selectFrom('runs')
+          .selectAll()
+          .where('status', '=', RUN_STATUS.running)
+          .where('started_at', '<', startedBefore);
         if (store.dialect === 'postgres') stale = stale.forUpdate().skipLocked();
         const rows = await stale.execute();
         const timedOut: Run[] = [];
         for (const row of rows) {
-          timedOut.push(await finish(trx, committed, toRun(row), 'timed_out', { last_error: reason }, { error: reason }));
+          timedOut.push(await finish(scope, toRun(row), RUN_STATUS.timedOut, { last_error: reason }, { error: reason }));
         }
         return timedOut;
-      }, true);
+      });
     },
 
     async prune() {
@@ -483,17 +407,17 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     fireSchedule(name, slot, requests) {
-      return write(async (trx, committed) => {
-        const fired = await trx
+      return write(async (scope) => {
+        const fired = await scope.trx
           .insertInto('schedule_fires')
           .values({ name, slot, run_id: null, created_at: now() })
           .onConflict((oc) => oc.columns(['name', 'slot']).doNothing())
           .returning('name')
           .executeTakeFirst();
         if (!fired) return false;
-        for (const request of requests) await enqueueInTransaction(trx, ctx, committed, request);
+        for (const request of requests) await enqueueInTransaction(scope, ctx, request);
         return true;
-      }, true);
+      });
     },
 
     async verifyCallbackToken(runId, token) {
@@ -504,26 +428,14 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       return expected.length === actual.length && timingSafeEqual(expected, actual) ? toRun(row) : null;
     },
 
-    subscribe(listener: (event: RunEvent, run: Run) => void) {
-      emitter.on('event', listener);
-      return () => emitter.off('event', listener);
-    },
-
-    onWake(listener) {
-      emitter.on('wake', listener);
-      return () => emitter.off('wake', listener);
-    },
-
-    addHook(hook) {
-      hooks.push(hook);
-    },
+    on: signals.on,
 
     wake() {
-      safeEmit('wake');
+      signals.emit('queue:wake');
     },
 
     async requestTeardown(runId, workspaceName) {
-      await store.transaction((trx) => scheduleTeardown(trx, { id: runId, workspaceName }, now()));
+      await write((scope) => scheduleTeardown(scope, ctx, { id: runId, workspaceName }, now()));
     },
   };
   return engine;

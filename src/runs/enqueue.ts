@@ -1,13 +1,16 @@
-import { sql, type Kysely } from 'kysely';
-import type { Database } from '../store/index.js';
+import { sql } from 'kysely';
+import type { TransactionScope } from '../store/index.js';
 import { runKey } from './keys.js';
 import { toRun } from './rows.js';
-import { LIVE_STATUSES } from './states.js';
-import { recordEvent, type Committed, type TransitionContext } from './transition.js';
+import { INITIAL_STATUS, LIVE_STATUSES, RUN_EVENT } from './states.js';
+import { recordEvent, recordTransition, type TransitionContext } from './transition.js';
 import type { EnqueueResult, TaskRequest } from './types.js';
 
-/** Literal, not parameters: PostgreSQL infers a partial unique index only from constants. */
-const LIVE_PREDICATE = sql<boolean>`status IN ('queued', 'provisioning', 'running')`;
+/**
+ * Literal, not parameters: PostgreSQL infers a partial unique index only from constants. The
+ * statuses are this module's own constants, never input, so splicing them in is safe.
+ */
+const LIVE_PREDICATE = sql<boolean>`status IN (${sql.raw(LIVE_STATUSES.map((s) => `'${s}'`).join(', '))})`;
 
 /**
  * Inserts a queued run unless one with the same key is live; the unique index on live keys decides
@@ -15,11 +18,11 @@ const LIVE_PREDICATE = sql<boolean>`status IN ('queued', 'provisioning', 'runnin
  * look-up, in which case the caller simply tries again.
  */
 export async function enqueueInTransaction(
-  trx: Kysely<Database>,
+  scope: TransactionScope,
   ctx: TransitionContext & { defaultMaxAttempts: number },
-  committed: Committed,
   request: TaskRequest,
 ): Promise<EnqueueResult | null> {
+  const { trx } = scope;
   const now = ctx.now();
   const key = runKey(request);
   const payload = JSON.stringify(request.payload ?? {});
@@ -31,7 +34,7 @@ export async function enqueueInTransaction(
       owner: request.owner,
       repo: request.repo,
       number: request.number ?? null,
-      status: 'queued',
+      status: INITIAL_STATUS,
       payload,
       attempts: 0,
       max_attempts: request.maxAttempts ?? ctx.defaultMaxAttempts,
@@ -60,15 +63,7 @@ export async function enqueueInTransaction(
     .executeTakeFirst();
   if (inserted) {
     const run = toRun(inserted);
-    await recordEvent(
-      trx,
-      ctx,
-      committed,
-      run,
-      'run:queued',
-      { from: null },
-      request.payload?.trigger ? { trigger: request.payload.trigger } : null,
-    );
+    await recordTransition(scope, ctx, run, null, RUN_EVENT.queued, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
     return { outcome: 'queued', run };
   }
 
@@ -76,15 +71,7 @@ export async function enqueueInTransaction(
   if (!liveRow) return null;
   const live = toRun(liveRow);
   if (live.status === 'queued') {
-    await recordEvent(
-      trx,
-      ctx,
-      committed,
-      live,
-      'run:coalesced',
-      null,
-      request.payload?.trigger ? { trigger: request.payload.trigger } : null,
-    );
+    await recordEvent(scope, ctx, live, RUN_EVENT.coalesced, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
     return { outcome: 'coalesced', run: live };
   }
   if (request.onDuplicate === 'drop') return { outcome: 'dropped', run: live };
@@ -96,7 +83,7 @@ export async function enqueueInTransaction(
       .returningAll()
       .executeTakeFirstOrThrow();
     const run = toRun(updated);
-    await recordEvent(trx, ctx, committed, run, 'run:followup', null);
+    await recordEvent(scope, ctx, run, RUN_EVENT.followup);
     return { outcome: 'followup', run };
   }
   return { outcome: 'followup', run: live };

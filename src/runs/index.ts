@@ -1,10 +1,13 @@
 export * from './states.js';
 export * from './types.js';
+export { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
 export { runKey } from './keys.js';
-export { backoffDelay } from './backoff.js';
-export { createRunEngine, hashCallbackToken, LeaseLostError, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';
+export { totalTokens, startOfUtcDay } from './usage.js';
+export { createRunQueries } from './queries.js';
+export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';
 export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
-export { createScheduler, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
+export { createScheduler, dueSlot, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
 export { queueSection, cleanupSection } from './config-section.js';
+export { registerRunMetrics, type RunMetricsOptions } from './metrics.js';

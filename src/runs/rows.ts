@@ -1,8 +1,15 @@
+import type { Updateable } from 'kysely';
 import type { RunEventsTable, RunsTable } from '../store/index.js';
-import type { RunStatus } from './states.js';
+import type { RunEventType, RunStatus } from './states.js';
 import type { Run, RunEvent } from './types.js';
 
-type RunRow = { [K in keyof RunsTable]: RunsTable[K] extends import('kysely').Generated<infer T> ? T : RunsTable[K] };
+/**
+ * Columns a transition may set besides the ones it always sets itself (status, lease, times).
+ * Typed by the table, so a misspelt column does not compile.
+ */
+export type RunPatch = Omit<Updateable<RunsTable>, 'id' | 'status' | 'lease_token' | 'lease_expires_at' | 'finished_at' | 'updated_at'>;
+
+export type RunRow = { [K in keyof RunsTable]: RunsTable[K] extends import('kysely').Generated<infer T> ? T : RunsTable[K] };
 type RunEventRow = {
   [K in keyof RunEventsTable]: RunEventsTable[K] extends import('kysely').Generated<infer T> ? T : RunEventsTable[K];
 };
@@ -41,7 +48,7 @@ export function toRunEvent(row: RunEventRow): RunEvent {
   return {
     id: row.id,
     runId: row.run_id,
-    type: row.type,
+    type: row.type as RunEventType,
     fromStatus: row.from_status as RunStatus | null,
     toStatus: row.to_status as RunStatus | null,
     data: parseJson(row.data),
@@ -49,7 +56,8 @@ export function toRunEvent(row: RunEventRow): RunEvent {
   };
 }
 
-function parseJson<T>(text: string | null): T | null {
+/** JSON text of a column, or null when absent or unreadable (a row written by hand, an old version). */
+export function parseJson<T>(text: string | null): T | null {
   if (text === null) return null;
   try {
     return JSON.parse(text) as T;

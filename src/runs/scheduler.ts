@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
-import type { Logger } from 'pino';
+import { createLoop } from '../background/index.js';
+import type { Logger } from '../log/index.js';
 import type { FullRunEngine } from './engine.js';
 import type { TaskRequest } from './types.js';
 
@@ -24,7 +25,7 @@ export interface SchedulerOptions {
 
 export interface Scheduler {
   start(): void;
-  stop(): void;
+  stop(): Promise<void>;
   /** Fires every slot due at `now()` that has not fired yet; returns the names of the slots it fired. */
   tick(): Promise<string[]>;
 }
@@ -37,25 +38,24 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
   const now = options.now ?? Date.now;
   const catchUpMs = options.catchUpMs ?? 3_600_000;
   const crons = options.schedules.map((s) => ({ schedule: s, cron: new Cron(s.cron, { timezone: s.timezone, paused: true }) }));
-  let timer: NodeJS.Timeout | undefined;
-  let running = false;
-
-  /** The latest slot at or before `at`, if it lies within the catch-up window. */
-  function dueSlot(cron: Cron, at: number): number | null {
-    let slot: number | null = null;
-    let cursor = cron.nextRun(new Date(at - catchUpMs - 1));
-    while (cursor && cursor.getTime() <= at) {
-      slot = cursor.getTime();
-      cursor = cron.nextRun(cursor);
-    }
-    return slot;
-  }
+  const loop = createLoop({
+    name: 'scheduler',
+    logger: options.logger,
+    // Re-check at least once a minute: clocks jump, and a replica may have been paused.
+    pollMs: 60_000,
+    async step() {
+      await tick();
+      const at = now();
+      const next = Math.min(...crons.map(({ cron }) => cron.nextRun(new Date(at))?.getTime() ?? Infinity));
+      return Math.max(0, next - at + 5);
+    },
+  });
 
   async function tick(): Promise<string[]> {
     const fired: string[] = [];
     const at = now();
     for (const { schedule, cron } of crons) {
-      const slot = dueSlot(cron, at);
+      const slot = dueSlot(cron, at, catchUpMs);
       if (slot === null) continue;
       const slotId = new Date(slot).toISOString();
       const requests = schedule.tasks().map((task) => ({
@@ -71,31 +71,25 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
     return fired;
   }
 
-  function plan(): void {
-    if (!running) return;
-    const at = now();
-    const nexts = crons.map(({ cron }) => cron.nextRun(new Date(at))?.getTime() ?? Infinity);
-    // Re-check at least once a minute: clocks jump, and a replica may have been paused.
-    const wait = Math.max(0, Math.min(60_000, Math.min(...nexts) - at + 5));
-    timer = setTimeout(() => {
-      tick()
-        .catch((err: unknown) => options.logger.error({ err }, 'scheduler tick failed'))
-        .finally(plan);
-    }, wait);
-  }
-
   return {
     start() {
-      if (running) return;
-      running = true;
-      tick()
-        .catch((err: unknown) => options.logger.error({ err }, 'scheduler tick failed'))
-        .finally(plan);
+      if (crons.length > 0) loop.start();
     },
-    stop() {
-      running = false;
-      if (timer) clearTimeout(timer);
-    },
+    stop: loop.stop,
     tick,
   };
+}
+
+/**
+ * The latest slot of `cron` at or before `at`, if it lies within the catch-up window (a slot
+ * missed by downtime still fires once); null when there is none.
+ */
+export function dueSlot(cron: Cron, at: number, catchUpMs: number): number | null {
+  let slot: number | null = null;
+  let cursor = cron.nextRun(new Date(at - catchUpMs - 1));
+  while (cursor && cursor.getTime() <= at) {
+    slot = cursor.getTime();
+    cursor = cron.nextRun(cursor);
+  }
+  return slot;
 }

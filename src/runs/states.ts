@@ -1,14 +1,22 @@
 /**
- * Run states and the transitions between them.
+ * Run states, the transitions between them, and the names of the events that record them.
  *
- *   queued ──claim──► provisioning ──workspace up──► running ──callback──► succeeded | failed
- *     ▲                    │                            │
- *     └──retry (backoff)───┤ provisioning failed        ├──stale sweep──► timed_out
- *                          └──attempts exhausted──► dead└──cancel──────► cancelled
+ *   queued ──claim──► provisioning ──workspace up──► running ──callback──► succeeded | failed | timed_out
+ *     ▲                    │ │                          │
+ *     │                    │ └─fast callback (before    ├──stale sweep──► timed_out
+ *     │                    │   the workspace was seen   └──cancel──────► cancelled
+ *     │                    │   up)──► succeeded | failed | timed_out
+ *     ├──retry (backoff)───┤ provisioning failed, or its lease expired
+ *     │                    ├──permanent failure──► failed
+ *     │                    ├──attempts used up──► dead
+ *     │                    └──cancel──► cancelled
+ *     └──operator retry── failed | timed_out | cancelled | dead
  *
- * A queued or provisioning run can also be cancelled. `provisioning` holds a lease (short,
- * heartbeated); `running` holds a concurrency slot but no lease: a run may wait hours for its
- * callback and must not be re-claimed meanwhile.
+ * A queued run can be cancelled too. `provisioning` holds a lease (short, heartbeated);
+ * `running` holds a concurrency slot but no lease: a run may wait hours for its callback and must
+ * not be re-claimed meanwhile. Every change of status is checked against `TRANSITIONS` by the one
+ * function that writes transitions (`recordTransition`); anything else throws
+ * `IllegalTransitionError` and rolls its transaction back.
  */
 export const RUN_STATUS = {
   queued: 'queued',
@@ -23,6 +31,8 @@ export const RUN_STATUS = {
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
 
+export const ALL_STATUSES: readonly RunStatus[] = Object.values(RUN_STATUS);
+
 /** States in which a run owns its dedup key: at most one such run per key. */
 export const LIVE_STATUSES = ['queued', 'provisioning', 'running'] as const satisfies readonly RunStatus[];
 
@@ -31,9 +41,25 @@ export const SLOT_STATUSES = ['provisioning', 'running'] as const satisfies read
 
 export const FINAL_STATUSES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'] as const satisfies readonly RunStatus[];
 
+export type FinalStatus = (typeof FINAL_STATUSES)[number];
+
+/** What a workspace may report at the end of its run (the completion callback's `status`). */
+export const OUTCOME_STATUSES = ['succeeded', 'failed', 'timed_out'] as const satisfies readonly FinalStatus[];
+
+/** The counts the queue's statistics report: live runs, and the ended ones that need a look. */
+export const COUNTED_STATUSES = ['queued', 'provisioning', 'running', 'dead', 'failed'] as const satisfies readonly RunStatus[];
+
+export type CountedStatus = (typeof COUNTED_STATUSES)[number];
+
+/** Every run starts here. */
+export const INITIAL_STATUS = RUN_STATUS.queued;
+
+/** Each state's allowed next states: exactly what the engine does, nothing more. */
 export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   queued: ['provisioning', 'cancelled'],
-  provisioning: ['running', 'queued', 'dead', 'cancelled', 'failed'],
+  // succeeded, failed, timed_out: the workspace's callback can arrive before the dispatcher has
+  // seen the workspace up (a fast agent, a slow provider answer).
+  provisioning: ['running', 'queued', 'dead', 'succeeded', 'failed', 'timed_out', 'cancelled'],
   running: ['succeeded', 'failed', 'timed_out', 'cancelled'],
   succeeded: [],
   failed: ['queued'],
@@ -42,13 +68,35 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   dead: ['queued'],
 };
 
-export function isFinal(status: RunStatus): boolean {
+export function isFinal(status: RunStatus): status is FinalStatus {
   return (FINAL_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+export function isLive(status: RunStatus): boolean {
+  return (LIVE_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+export function holdsSlot(status: RunStatus): boolean {
+  return (SLOT_STATUSES as readonly RunStatus[]).includes(status);
+}
+
+/** `from` null is a new run. */
+export function canTransition(from: RunStatus | null, to: RunStatus): boolean {
+  return from === null ? to === INITIAL_STATUS : TRANSITIONS[from].includes(to);
+}
+
+/**
+ * Whether a transition gives a dispatcher something to do: new work (into `queued`) or a freed
+ * concurrency slot (out of provisioning or running).
+ */
+export function wakesDispatcher(from: RunStatus | null, to: RunStatus): boolean {
+  return to === RUN_STATUS.queued || (from !== null && holdsSlot(from) && !holdsSlot(to));
 }
 
 /**
  * Event names written to `run_events.type` and emitted to listeners. One per transition,
- * plus `run:progress` for log/usage batches and `run:followup` when a duplicate asks for a re-run.
+ * plus `run:progress` for log/usage batches, `run:coalesced` when a duplicate merged into a
+ * queued run and `run:followup` when a duplicate asked for a re-run.
  */
 export const RUN_EVENT = {
   queued: 'run:queued',
@@ -68,3 +116,12 @@ export const RUN_EVENT = {
 } as const;
 
 export type RunEventType = (typeof RUN_EVENT)[keyof typeof RUN_EVENT];
+
+/** The event that records a run reaching each final state. */
+export const FINAL_EVENT: Readonly<Record<FinalStatus, RunEventType>> = {
+  succeeded: RUN_EVENT.succeeded,
+  failed: RUN_EVENT.failed,
+  timed_out: RUN_EVENT.timedOut,
+  cancelled: RUN_EVENT.cancelled,
+  dead: RUN_EVENT.dead,
+};

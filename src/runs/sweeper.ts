@@ -1,4 +1,5 @@
-import type { Logger } from 'pino';
+import { createLoop, type Loop } from '../background/index.js';
+import type { Logger } from '../log/index.js';
 import type { FullRunEngine } from './engine.js';
 
 export interface SweeperOptions {
@@ -28,15 +29,6 @@ export interface Sweeper {
 export function createSweeper(options: SweeperOptions): Sweeper {
   const { engine, logger } = options;
   const now = options.now ?? Date.now;
-  const timers: NodeJS.Timeout[] = [];
-  const inFlight = new Set<Promise<unknown>>();
-
-  const guard = (name: string, fn: () => Promise<unknown>) => () => {
-    const p = fn()
-      .catch((err: unknown) => logger.error({ err }, `${name} failed`))
-      .finally(() => inFlight.delete(p));
-    inFlight.add(p);
-  };
 
   async function reclaim(): Promise<number> {
     const n = await engine.reclaimExpiredLeases();
@@ -61,20 +53,37 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     return n;
   }
 
+  const sweepMs = options.sweepMs ?? 600_000;
+  const pruneMs = options.pruneMs ?? 3_600_000;
+  // Three loops, each on its own clock. The lease check and the stale sweep also run at start:
+  // after a crash, that is when there is most to clean up. A failed sweep or prune waits for its
+  // next turn rather than retrying sooner: the reconcile in it calls the workspace provider,
+  // which may be what is failing.
+  const loops: Loop[] = [
+    createLoop({ name: 'lease reclaim', logger, pollMs: options.leaseCheckMs ?? 15_000, step: async () => void (await reclaim()) }),
+    createLoop({
+      name: 'stale sweep',
+      logger,
+      pollMs: sweepMs,
+      backoff: { baseMs: sweepMs, maxMs: sweepMs },
+      step: async () => void (await timeOutStale()),
+    }),
+    createLoop({
+      name: 'prune',
+      logger,
+      pollMs: pruneMs,
+      backoff: { baseMs: pruneMs, maxMs: pruneMs },
+      firstDelayMs: pruneMs,
+      step: async () => void (await prune()),
+    }),
+  ];
+
   return {
     start() {
-      if (timers.length > 0) return;
-      timers.push(setInterval(guard('lease reclaim', reclaim), options.leaseCheckMs ?? 15_000));
-      timers.push(setInterval(guard('stale sweep', timeOutStale), options.sweepMs ?? 600_000));
-      timers.push(setInterval(guard('prune', prune), options.pruneMs ?? 3_600_000));
-      guard('startup sweep', async () => {
-        await reclaim();
-        await timeOutStale();
-      })();
+      for (const loop of loops) loop.start();
     },
     async stop() {
-      for (const t of timers.splice(0)) clearInterval(t);
-      await Promise.allSettled([...inFlight]);
+      await Promise.all(loops.map((loop) => loop.stop()));
     },
     async sweep() {
       return { reclaimed: await reclaim(), timedOut: await timeOutStale(), pruned: await prune() };

@@ -1,19 +1,23 @@
 import { randomUUID } from 'node:crypto';
-import type { Logger } from 'pino';
+import { backoffDelay, createLoop, errorMessage, settleWithin } from '../background/index.js';
 import type { CleanupConfig } from '../config/index.js';
+import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
 import { teardownWorkspace, type WorkspaceProvider } from '../workspaces/index.js';
-import { backoffDelay } from './backoff.js';
+import type { RunEngine } from './types.js';
 
 export interface TeardownWorkerOptions {
   store: Store;
   provider: WorkspaceProvider;
   cleanup: CleanupConfig;
   logger: Logger;
+  /** Whose `teardown:queued` signal wakes the worker as soon as a run's end has committed. */
+  engine?: Pick<RunEngine, 'on'>;
   /** @default stop → wait → delete → confirm gone (workspaces' teardownWorkspace) */
   teardown?: (provider: WorkspaceProvider, name: string) => Promise<unknown>;
   /** Lease on a teardown job while it runs; a crashed replica's job is picked up after it. @default 15 min */
   leaseMs?: number;
+  /** Fallback poll for teardowns queued by other replicas. @default 5_000 */
   pollMs?: number;
   /** How long `stop()` waits for teardowns in flight before leaving them to their lease. @default 10_000 */
   stopWaitMs?: number;
@@ -23,6 +27,7 @@ export interface TeardownWorkerOptions {
 
 export interface TeardownWorker {
   start(): void;
+  /** Stops claiming; waits for teardowns in flight at most `stopWaitMs`. */
   stop(): Promise<void>;
   wake(): void;
   /** Runs every due job now and waits for them (tests). */
@@ -39,9 +44,16 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
   const leaseMs = options.leaseMs ?? 15 * 60_000;
   const teardown = options.teardown ?? ((p: WorkspaceProvider, name: string) => teardownWorkspace(p, name, { pollMs: 1_000 }));
   const active = new Set<Promise<void>>();
-  let timer: NodeJS.Timeout | undefined;
-  let running = false;
-  let claiming: Promise<number> | undefined;
+  let unsubscribe: (() => void) | undefined;
+  let stopping: Promise<void> | undefined;
+  const loop = createLoop({
+    name: 'teardown worker',
+    logger,
+    pollMs: options.pollMs ?? 5_000,
+    async step() {
+      await fill();
+    },
+  });
 
   async function claimDue(limit: number): Promise<Array<{ id: number; workspace_name: string; attempts: number; lease: string }>> {
     const t = now();
@@ -84,7 +96,7 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
       log.info('workspace torn down');
     } catch (err) {
       const attempts = job.attempts + 1;
-      const message = err instanceof Error ? err.message : String(err);
+      const message = errorMessage(err);
       const giveUp = attempts >= cleanup.maxAttempts;
       await store.db
         .updateTable('teardowns')
@@ -92,7 +104,7 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
           status: giveUp ? 'failed' : 'pending',
           attempts,
           last_error: message,
-          next_attempt_at: now() + backoffDelay(attempts, cleanup.backoffBaseMs, 30 * 60_000, options.random),
+          next_attempt_at: now() + backoffDelay({ baseMs: cleanup.backoffBaseMs, maxMs: 30 * 60_000 }, attempts, options.random),
           lease_token: null,
           lease_expires_at: null,
           updated_at: now(),
@@ -113,54 +125,30 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
     for (const job of jobs) {
       const p = runJob(job).finally(() => {
         active.delete(p);
-        if (running) schedule(0);
+        // A free slot: look for the next due job.
+        loop.wake();
       });
       active.add(p);
     }
     return jobs.length;
   }
 
-  function schedule(ms: number): void {
-    if (!running) return;
-    if (timer) clearTimeout(timer);
-    timer = setTimeout(() => {
-      timer = undefined;
-      claiming ??= fill()
-        .catch((err: unknown) => {
-          logger.error({ err }, 'teardown worker could not claim jobs');
-          return 0;
-        })
-        .finally(() => {
-          claiming = undefined;
-          schedule(options.pollMs ?? 5_000);
-        });
-    }, ms);
-  }
-
   return {
     start() {
-      if (running) return;
-      running = true;
-      schedule(0);
+      unsubscribe ??= options.engine?.on('teardown:queued', loop.wake);
+      loop.start();
     },
-    async stop() {
-      running = false;
-      if (timer) clearTimeout(timer);
-      await claiming;
-      // A teardown can wait minutes for a slow provider; shutdown must not. An unfinished job keeps
-      // its lease and is picked up again when that expires (here after a restart, or elsewhere).
-      let timeout: NodeJS.Timeout | undefined;
-      await Promise.race([
-        Promise.allSettled([...active]),
-        new Promise((resolve) => {
-          timeout = setTimeout(resolve, options.stopWaitMs ?? 10_000);
-        }),
-      ]);
-      clearTimeout(timeout);
+    stop() {
+      stopping ??= (async () => {
+        unsubscribe?.();
+        await loop.stop();
+        // A teardown can wait minutes for a slow provider; shutdown must not. An unfinished job keeps
+        // its lease and is picked up again when that expires (here after a restart, or elsewhere).
+        await settleWithin([...active], options.stopWaitMs ?? 10_000);
+      })();
+      return stopping;
     },
-    wake() {
-      schedule(0);
-    },
+    wake: loop.wake,
     async drain() {
       let total = 0;
       for (;;) {

@@ -1,74 +1,91 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database, StoreDialect } from '../store/index.js';
+import type { Database, StoreDialect, TransactionScope } from '../store/index.js';
+import { IllegalTransitionError } from './errors.js';
 import { toRun, toRunEvent } from './rows.js';
-import type { RunStatus } from './states.js';
+import { canTransition, wakesDispatcher, type RunEventType, type RunStatus } from './states.js';
 import type { Run, RunEvent, TransitionHook } from './types.js';
 
-/** Events written inside a transaction, announced to subscribers once it commits. */
-export type Committed = Array<{ event: RunEvent; run: Run }>;
-
+/** What every write of the engine needs: the clock, the hooks, and the after-commit signals. */
 export interface TransitionContext {
   now: () => number;
   hooks: readonly TransitionHook[];
+  /** Registers what a committed event announces (local listeners, other replicas). */
+  announce(scope: TransactionScope, event: RunEvent, run: Run): void;
+  /** Registers a wake-up of the dispatchers (here and on other replicas) for after the commit. */
+  wake(scope: TransactionScope): void;
+  /** Registers a wake-up of the teardown worker for after the commit. */
+  teardownQueued(scope: TransactionScope): void;
 }
 
+type EventData = Record<string, unknown> | null;
+
 /**
- * Appends the run_events row for `run` (already updated in `trx`) and lets the hooks add their own
- * rows (outbox) in the same transaction. `change` is the transition that happened (`from` is null
- * for a new run), or null for an event that changes no state (coalesced, progress).
+ * The one way a run's status changes on record: checks `from → run.status` against
+ * `TRANSITIONS` (an illegal one throws and rolls the caller's transaction back), appends the
+ * `run_events` row, lets the hooks add theirs (outbox) in the same transaction, and registers the
+ * after-commit signals. `run` is the row as the caller's UPDATE left it; `from` is null for a new
+ * run.
  */
-export async function recordEvent(
-  trx: Kysely<Database>,
+export async function recordTransition(
+  scope: TransactionScope,
   ctx: TransitionContext,
-  committed: Committed,
   run: Run,
-  type: string,
-  change: { from: RunStatus | null } | null,
-  data: Record<string, unknown> | null = null,
+  from: RunStatus | null,
+  type: RunEventType,
+  data: EventData = null,
 ): Promise<RunEvent> {
-  const row = await trx
-    .insertInto('run_events')
-    .values({
-      run_id: run.id,
-      type,
-      from_status: change ? change.from : null,
-      to_status: change ? run.status : null,
-      data: data ? JSON.stringify(data) : null,
-      created_at: ctx.now(),
-    })
-    .returningAll()
-    .executeTakeFirstOrThrow();
-  const event = toRunEvent(row);
-  for (const hook of ctx.hooks) await hook(trx, { run, event });
-  committed.push({ event, run });
-  return event;
+  const [event] = await recordTransitions(scope, ctx, [{ run, from, type, data }]);
+  return event!;
 }
 
 /**
- * Reads a run; with `lock` on PostgreSQL the row stays locked until the transaction ends, so two
- * concurrent transitions of one run (a callback and a cancel) happen one after the other. SQLite
- * needs no lock: its IMMEDIATE transactions already run one at a time.
+ * `recordTransition` for a batch, in a single INSERT: a claim of many runs writes all its
+ * `run:claimed` rows in one round trip.
  */
-/**
- * The same as one `recordEvent` per run, in a single INSERT: a claim of a batch of runs writes all
- * its `run:claimed` rows in one round trip.
- */
-export async function recordEvents(
-  trx: Kysely<Database>,
+export async function recordTransitions(
+  scope: TransactionScope,
   ctx: TransitionContext,
-  committed: Committed,
-  entries: ReadonlyArray<{ run: Run; type: string; from: RunStatus | null; data: Record<string, unknown> | null }>,
-): Promise<void> {
-  if (entries.length === 0) return;
+  entries: ReadonlyArray<{ run: Run; from: RunStatus | null; type: RunEventType; data: EventData }>,
+): Promise<RunEvent[]> {
+  for (const { run, from } of entries) {
+    if (!canTransition(from, run.status)) throw new IllegalTransitionError(run.id, from, run.status);
+  }
+  const events = await insertEvents(
+    scope,
+    ctx,
+    entries.map((e) => ({ run: e.run, type: e.type, from: e.from, to: e.run.status, data: e.data })),
+  );
+  if (entries.some((e) => wakesDispatcher(e.from, e.run.status))) ctx.wake(scope);
+  return events;
+}
+
+/** An event that changes no status: a coalesced duplicate, a follow-up request, a progress batch. */
+export async function recordEvent(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  run: Run,
+  type: RunEventType,
+  data: EventData = null,
+): Promise<RunEvent> {
+  const [event] = await insertEvents(scope, ctx, [{ run, type, from: null, to: null, data }]);
+  return event!;
+}
+
+async function insertEvents(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  entries: ReadonlyArray<{ run: Run; type: RunEventType; from: RunStatus | null; to: RunStatus | null; data: EventData }>,
+): Promise<RunEvent[]> {
+  if (entries.length === 0) return [];
   const createdAt = ctx.now();
-  const rows = await trx
+  const rows = await scope.trx
     .insertInto('run_events')
     .values(
       entries.map((e) => ({
         run_id: e.run.id,
         type: e.type,
         from_status: e.from,
-        to_status: e.run.status,
+        to_status: e.to,
         data: e.data ? JSON.stringify(e.data) : null,
         created_at: createdAt,
       })),
@@ -78,14 +95,20 @@ export async function recordEvents(
   // RETURNING order is not guaranteed to follow VALUES order; ids do.
   rows.sort((a, b) => a.id - b.id);
   const byRun = new Map(entries.map((e) => [e.run.id, e.run]));
-  for (const row of rows) {
-    const event = toRunEvent(row);
+  const events = rows.map(toRunEvent);
+  for (const event of events) {
     const run = byRun.get(event.runId)!;
-    for (const hook of ctx.hooks) await hook(trx, { run, event });
-    committed.push({ event, run });
+    for (const hook of ctx.hooks) await hook(scope, { run, event });
+    ctx.announce(scope, event, run);
   }
+  return events;
 }
 
+/**
+ * Reads a run; with `lock` on PostgreSQL the row stays locked until the transaction ends, so two
+ * concurrent transitions of one run (a callback and a cancel) happen one after the other. SQLite
+ * needs no lock: its IMMEDIATE transactions already run one at a time.
+ */
 export async function selectRun(trx: Kysely<Database>, id: number, lock?: StoreDialect): Promise<Run | null> {
   let query = trx.selectFrom('runs').selectAll().where('id', '=', id);
   if (lock === 'postgres') query = query.forUpdate();
@@ -95,12 +118,13 @@ export async function selectRun(trx: Kysely<Database>, id: number, lock?: StoreD
 
 /** Queues the workspace's removal in the same transaction as the run's end, so none is forgotten. */
 export async function scheduleTeardown(
-  trx: Kysely<Database>,
+  scope: TransactionScope,
+  ctx: Pick<TransitionContext, 'teardownQueued'>,
   run: Pick<Run, 'workspaceName'> & { id: number | null },
   now: number,
 ): Promise<void> {
   if (!run.workspaceName) return;
-  await trx
+  await scope.trx
     .insertInto('teardowns')
     .values({
       run_id: run.id,
@@ -122,4 +146,5 @@ export async function scheduleTeardown(
         .doNothing(),
     )
     .execute();
+  ctx.teardownQueued(scope);
 }

@@ -1,4 +1,5 @@
-import type { RunEventType, RunStatus } from './states.js';
+import type { TransactionScope } from '../store/index.js';
+import type { CountedStatus, RUN_EVENT, RunEventType, RunStatus } from './states.js';
 
 /** What the pipeline asks for: one stage for one issue, PR or repository. */
 export interface TaskRequest {
@@ -74,7 +75,7 @@ export interface Run {
 export interface RunEvent {
   id: number;
   runId: number;
-  type: RunEventType | (string & {});
+  type: RunEventType;
   fromStatus: RunStatus | null;
   toStatus: RunStatus | null;
   data: Record<string, unknown> | null;
@@ -91,7 +92,7 @@ export type EnqueueResult =
   /** The live run was provisioning or running and the stage drops duplicates. */
   | { outcome: 'dropped'; run: Run };
 
-/** What a workspace reports at the end of a run. */
+/** What a workspace reports at the end of a run (the statuses are `OUTCOME_STATUSES`). */
 export interface RunOutcome {
   status: 'succeeded' | 'failed' | 'timed_out';
   exitCode?: number | null;
@@ -131,24 +132,63 @@ export interface QueueStats {
   concurrency: number;
 }
 
-/** Raised for transitions the state machine does not allow (retrying a running run, …). */
-export class TransitionError extends Error {
-  constructor(
-    message: string,
-    readonly code: 'not_found' | 'conflict',
-  ) {
-    super(message);
-    this.name = 'TransitionError';
-  }
+export type StageCounts = Record<CountedStatus, number>;
+
+/** `GET /api/queue/stats`, the dashboard summary and `baton queue stats`. */
+export interface QueueSummary extends QueueStats {
+  /** Live and stuck runs per stage. */
+  stages: Record<string, StageCounts>;
+  /** Runs finished since 00:00 UTC today, with their usage. */
+  today: { since: number; finished: number; succeeded: number; tokens: number; costUsd: number };
 }
 
-/** Called inside the transition's transaction, so side records (outbox rows) commit with it. */
-export type TransitionHook = (
-  trx: import('kysely').Kysely<import('../store/index.js').Database>,
-  change: { run: Run; event: RunEvent },
-) => Promise<void>;
+/** The queue summary and the run counts behind it, read together (one `/metrics` scrape). */
+export interface QueueOverview {
+  summary: QueueSummary;
+  /** Runs per stage and status, every status. */
+  counts: Array<{ stage: string; status: RunStatus; count: number }>;
+}
 
-export interface RunEngine {
+/**
+ * Called inside the transition's transaction, so side records (outbox rows) commit or roll back
+ * with it; what they wake goes in `scope.afterCommit`.
+ */
+export type TransitionHook = (scope: TransactionScope, change: { run: Run; event: RunEvent }) => Promise<void>;
+
+/** Signals this process's listeners get, each after the commit that caused it. */
+export type RunSignals = {
+  /** A `run_events` row committed (every type): the timeline, metrics, the live stream. */
+  'run:event': [event: RunEvent, run: Run];
+  /** Work or a concurrency slot may have appeared: dispatchers should claim. */
+  'queue:wake': [];
+  /** A workspace's teardown was queued. */
+  'teardown:queued': [];
+};
+
+/** Every read of runs and their events (one module: `queries.ts`). */
+export interface RunQueries {
+  get(runId: number): Promise<Run | null>;
+  /** The runs with these ids that exist, in one query. */
+  getMany(runIds: readonly number[]): Promise<Map<number, Run>>;
+  findByWorkspace(workspaceName: string): Promise<Run | null>;
+  list(filter?: RunFilter): Promise<Run[]>;
+  /** Live runs (queued, provisioning, running), oldest first. */
+  listLive(): Promise<Run[]>;
+  events(runId: number): Promise<RunEvent[]>;
+  /** Events of all runs with id > afterId, oldest first (SSE resume). */
+  eventsSince(afterId: number, limit?: number): Promise<RunEvent[]>;
+  /** The newest event's id, 0 when there is none. */
+  lastEventId(): Promise<number>;
+  /** When the earliest queued run becomes due (epoch ms), or null when none is queued. */
+  nextRunAt(): Promise<number | null>;
+  isPaused(): Promise<boolean>;
+  stats(): Promise<QueueStats>;
+  /** The queue summary as of `now` (for "today"). */
+  summary(now: number): Promise<QueueSummary>;
+  overview(now: number): Promise<QueueOverview>;
+}
+
+export interface RunEngine extends RunQueries {
   enqueue(request: TaskRequest): Promise<EnqueueResult>;
   /** Claims up to the free capacity (global and per repository) of due queued runs. */
   claim(max?: number): Promise<ClaimedRun[]>;
@@ -160,29 +200,19 @@ export interface RunEngine {
   markRunning(runId: number, leaseToken: string, details: { workspaceId: string }): Promise<Run>;
   /** A provisioning attempt failed: back to queued with backoff, or `dead` when attempts run out, or `failed` when permanent. */
   failAttempt(runId: number, leaseToken: string, error: string, options?: { permanent?: boolean }): Promise<Run>;
-  /** running → succeeded | failed | timed_out. Idempotent: a finished run is returned unchanged. */
+  /** provisioning | running → succeeded | failed | timed_out. Idempotent: a finished run is returned unchanged. */
   complete(runId: number, outcome: RunOutcome): Promise<{ run: Run; changed: boolean }>;
   cancel(runId: number, reason?: string): Promise<Run>;
   /** failed | dead | timed_out | cancelled → queued, attempts reset. */
   retry(runId: number): Promise<Run>;
   pause(): Promise<void>;
   resume(): Promise<void>;
-  isPaused(): Promise<boolean>;
-  /** Appends a non-transition event (log batch, usage) to the run's timeline. */
-  appendEvent(runId: number, type: string, data: Record<string, unknown>): Promise<RunEvent>;
-  get(runId: number): Promise<Run | null>;
-  findByWorkspace(workspaceName: string): Promise<Run | null>;
-  list(filter?: RunFilter): Promise<Run[]>;
-  events(runId: number): Promise<RunEvent[]>;
-  /** Events of all runs with id > afterId, oldest first (SSE resume). */
-  eventsSince(afterId: number, limit?: number): Promise<RunEvent[]>;
-  stats(): Promise<QueueStats>;
+  /** Appends a log/usage batch (`run:progress`) to the run's timeline. */
+  appendEvent(runId: number, type: typeof RUN_EVENT.progress, data: Record<string, unknown>): Promise<RunEvent>;
   /** Provisioning runs whose lease expired go back to the queue. Returns how many. */
   reclaimExpiredLeases(): Promise<number>;
   /** Deletes finished runs (and their events) older than the retention. Returns how many. */
   prune(): Promise<number>;
-  /** Subscribes to every event after it commits; returns an unsubscribe function. */
-  subscribe(listener: (event: RunEvent, run: Run) => void): () => void;
-  /** Subscribes to "work or capacity may be available" signals. */
-  onWake(listener: () => void): () => void;
+  /** Listens to a signal of this process (see `RunSignals`); returns the function that stops listening. */
+  on<K extends keyof RunSignals>(name: K, listener: (...args: RunSignals[K]) => void): () => void;
 }

@@ -1,6 +1,7 @@
 import { sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import { maskUrlCredentials } from '../config-schema/index.js';
+import { BACKOFF, backoffDelay, consoleLogger, type BackgroundLogger } from '../background/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { applyMigrations, listPendingMigrations, type MigrationResult } from './migrate.js';
 import { createPgClient, createPgPool, createPostgresKysely } from './postgres.js';
@@ -9,7 +10,7 @@ import { createSqliteKysely, type SqliteSynchronous } from './sqlite.js';
 
 export type { Database } from './schema.js';
 export * from './schema.js';
-export { isUniqueViolation, isConnectionError } from './errors.js';
+export { isUniqueViolation, isConnectionError, isPermanentDatabaseError } from './errors.js';
 export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 export type { MigrationResult } from './migrate.js';
 export { migrations, type Migration } from './migrations/index.js';
@@ -25,6 +26,21 @@ export interface StoreOptions {
   schema?: string;
   /** PostgreSQL only. @default 10 */
   poolSize?: number;
+  /** Where a failing after-commit effect is reported. @default one line on stderr */
+  logger?: BackgroundLogger;
+}
+
+/** A transaction in progress: its queries, and what is to happen once it has committed. */
+export interface TransactionScope {
+  readonly trx: Kysely<Database>;
+  /**
+   * Runs `effect` once the transaction has committed, in the order registered, and never when it
+   * rolls back: a worker woken for a row that was never committed would look in vain, and a
+   * listener told of it would believe something that did not happen. Effects are signals (wake a
+   * worker, NOTIFY other replicas, tell local listeners); one that throws is logged and cannot
+   * undo the commit.
+   */
+  afterCommit(effect: () => void): void;
 }
 
 /**
@@ -35,10 +51,11 @@ export interface Store {
   readonly dialect: StoreDialect;
   readonly db: Kysely<Database>;
   /**
-   * Runs `fn` in one transaction. On SQLite it is `BEGIN IMMEDIATE`: the single writer lock is
-   * taken up front, which is what makes read-then-write claims atomic across processes.
+   * Runs `fn` in one transaction; `scope.afterCommit` effects run once it has committed. On SQLite
+   * it is `BEGIN IMMEDIATE`: the single writer lock is taken up front, which is what makes
+   * read-then-write claims atomic across processes.
    */
-  transaction<T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T>;
+  transaction<T>(fn: (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>): Promise<T>;
   migrate(): Promise<MigrationResult>;
   pendingMigrations(): Promise<string[]>;
   /** Throws when the database cannot answer. */
@@ -61,14 +78,56 @@ export interface Store {
 export function createStore(options: StoreOptions): Store {
   const target = parseDatabaseUrl(options.url);
   if ('error' in target) throw new Error(`DATABASE_URL ${target.error}, got "${maskUrlCredentials(options.url)}"`);
+  const effects = createEffectRunner(options.logger ?? consoleLogger);
   return target.kind === 'sqlite'
-    ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL')
-    : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize });
+    ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL', effects)
+    : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize }, effects);
 }
 
-function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store {
+type TransactionBody<T> = (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>;
+
+interface EffectRunner {
+  /** A scope over `trx` whose effects are collected in `effects`; closed once `run` or `discard` is called. */
+  scope(trx: Kysely<Database>): { scope: TransactionScope; run(): void; discard(): void };
+}
+
+function createEffectRunner(logger: BackgroundLogger): EffectRunner {
+  return {
+    scope(trx) {
+      let effects: Array<() => void> | null = [];
+      const close = () => {
+        const pending = effects ?? [];
+        effects = null;
+        return pending;
+      };
+      return {
+        scope: {
+          trx,
+          afterCommit(effect) {
+            if (!effects) throw new Error('afterCommit called after its transaction ended');
+            effects.push(effect);
+          },
+        },
+        run() {
+          for (const effect of close()) {
+            try {
+              effect();
+            } catch (err) {
+              logger.error({ err }, 'an after-commit effect failed (the transaction did commit)');
+            }
+          }
+        },
+        discard() {
+          close();
+        },
+      };
+    },
+  };
+}
+
+function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects: EffectRunner): Store {
   const db = createSqliteKysely(file, synchronous);
-  type Waiting = { fn: (trx: Kysely<Database>) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
+  type Waiting = { fn: TransactionBody<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   const waiting: Waiting[] = [];
   let draining = false;
   /**
@@ -81,7 +140,7 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
     draining = true;
     while (waiting.length > 0) {
       const batch = waiting.splice(0, 256);
-      const outcomes: Array<{ ok: true; value: unknown } | { ok: false; error: unknown }> = [];
+      const outcomes: Array<{ ok: true; value: unknown; effects: () => void } | { ok: false; error: unknown }> = [];
       try {
         await db.connection().execute(async (conn) => {
           await sql`BEGIN IMMEDIATE`.execute(conn);
@@ -90,11 +149,14 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
             const alone = batch.length === 1;
             for (const item of batch) {
               if (!alone) await sql`SAVEPOINT grouped`.execute(conn);
+              // Each caller has its own effects: one rolled back to its savepoint drops only its own.
+              const own = effects.scope(conn);
               try {
-                const value = await item.fn(conn);
+                const value = await item.fn(conn, own.scope);
                 if (!alone) await sql`RELEASE grouped`.execute(conn);
-                outcomes.push({ ok: true, value });
+                outcomes.push({ ok: true, value, effects: own.run });
               } catch (error) {
+                own.discard();
                 if (alone) throw error;
                 await sql`ROLLBACK TO grouped`.execute(conn);
                 await sql`RELEASE grouped`.execute(conn);
@@ -109,8 +171,10 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
         });
         batch.forEach((item, i) => {
           const o = outcomes[i]!;
-          if (o.ok) item.resolve(o.value);
-          else item.reject(o.error);
+          if (o.ok) {
+            o.effects();
+            item.resolve(o.value);
+          } else item.reject(o.error);
         });
       } catch (err) {
         for (const item of batch) item.reject(err);
@@ -118,9 +182,9 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
     }
     draining = false;
   };
-  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> =>
+  const transaction = <T>(fn: TransactionBody<T>): Promise<T> =>
     new Promise<T>((resolve, reject) => {
-      waiting.push({ fn, resolve: resolve as (v: unknown) => void, reject });
+      waiting.push({ fn: fn as TransactionBody<unknown>, resolve: resolve as (v: unknown) => void, reject });
       if (!draining) void drain();
     });
   return {
@@ -138,10 +202,22 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
   };
 }
 
-function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }): Store {
+function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }, effects: EffectRunner): Store {
   const pool = createPgPool(options);
   const db = createPostgresKysely(pool);
-  const transaction = <T>(fn: (trx: Kysely<Database>) => Promise<T>): Promise<T> => db.transaction().execute(fn);
+  const transaction = async <T>(fn: TransactionBody<T>): Promise<T> => {
+    let scoped: ReturnType<EffectRunner['scope']> | undefined;
+    try {
+      const result = await db.transaction().execute((trx) => {
+        scoped = effects.scope(trx);
+        return fn(trx, scoped.scope);
+      });
+      scoped?.run();
+      return result;
+    } finally {
+      scoped?.discard();
+    }
+  };
   const listeners = new Set<() => Promise<void>>();
   return {
     dialect: 'postgres',
@@ -182,7 +258,7 @@ async function listenWithReconnect(
   let stopped = false;
   let client: pg.Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
-  let delay = 250;
+  let failures = 0;
   const quoted = `"${channel.replace(/"/g, '""')}"`;
 
   const connect = async (): Promise<void> => {
@@ -200,7 +276,7 @@ async function listenWithReconnect(
     }
     await next.query(`LISTEN ${quoted}`);
     client = next;
-    delay = 250;
+    failures = 0;
   };
   const scheduleReconnect = (): void => {
     if (stopped || retryTimer) return;
@@ -208,16 +284,19 @@ async function listenWithReconnect(
     client?.on('error', () => {});
     client?.end().catch(() => {});
     client = undefined;
-    retryTimer = setTimeout(() => {
-      retryTimer = undefined;
-      connect().then(
-        () => onMessage(null),
-        () => {
-          delay = Math.min(delay * 2, 10_000);
-          scheduleReconnect();
-        },
-      );
-    }, delay);
+    retryTimer = setTimeout(
+      () => {
+        retryTimer = undefined;
+        connect().then(
+          () => onMessage(null),
+          () => {
+            failures += 1;
+            scheduleReconnect();
+          },
+        );
+      },
+      backoffDelay(BACKOFF.listen, failures + 1),
+    );
     retryTimer.unref();
   };
 

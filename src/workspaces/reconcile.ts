@@ -1,3 +1,4 @@
+import { errorMessage } from '../background/index.js';
 import type { Workspace, WorkspaceProvider } from './types.js';
 
 /** What reconcile needs from the run engine; kept this small so it can be wired to any store. */
@@ -68,7 +69,7 @@ export async function reconcile(options: ReconcileOptions): Promise<{ results: R
     try {
       await work();
     } catch (error) {
-      item.error = error instanceof Error ? error.message : String(error);
+      item.error = errorMessage(error);
     }
     results.push(item);
   };
@@ -110,8 +111,9 @@ export async function reconcile(options: ReconcileOptions): Promise<{ results: R
   return { results };
 }
 
-function decide(
-  ws: Workspace,
+/** What reconcile does with one workspace, given the live run that names it (if any). Pure. */
+export function decide(
+  ws: Pick<Workspace, 'name' | 'status' | 'createdAt'>,
   run: { id: number; status: string } | undefined,
   now: number,
   orphanGraceMs: number,

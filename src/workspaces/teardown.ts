@@ -1,3 +1,4 @@
+import { errorMessage } from '../background/index.js';
 import { PermanentWorkspaceError, type Workspace, type WorkspaceProvider, type WorkspaceStatus } from './types.js';
 
 export interface TeardownOptions {
@@ -69,7 +70,7 @@ export async function teardownWorkspace(provider: WorkspaceProvider, name: strin
     } catch (error) {
       if (error instanceof PermanentWorkspaceError) throw error;
       stoppedCleanly = false;
-      note = `stop failed (${error instanceof Error ? error.message : String(error)}); deleting anyway`;
+      note = `stop failed (${errorMessage(error)}); deleting anyway`;
     }
   }
 

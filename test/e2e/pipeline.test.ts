@@ -287,7 +287,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       payload.number = 9;
       const answer = await send(toBody(payload), 'issues', 'issues', { secret: 'not-the-secret' });
       expect(answer.status).toBe(401);
-      expect(answer.body).toMatchObject({ ok: false, error: 'invalid signature' });
+      expect(answer.body).toEqual({ error: { code: 'unauthorized', message: 'invalid signature' } });
       expect(await runCount()).toBe(before);
     }, 120_000);
 

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { serve, type ServerType } from '@hono/node-server';
 import { loadConfig, type Env } from '../../src/config/index.js';
-import { createApp, type App, type AppDeps } from '../../src/http/index.js';
+import { createApp, type App, type AppDeps } from '../../src/server/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from './logger.js';
 import type { TestStore } from './stores.js';

@@ -4,7 +4,7 @@ import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { createApp, type App } from '../../src/http/index.js';
+import { createApp, type App } from '../../src/server/index.js';
 import { createStore } from '../../src/store/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';

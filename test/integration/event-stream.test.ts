@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sseMessages } from '../../src/cli/index.js';
-import { createEventHub } from '../../src/http/event-hub.js';
+import { createEventHub } from '../../src/http/index.js';
 import { createStore } from '../../src/store/index.js';
 import type { TaskRequest } from '../../src/runs/index.js';
 import { silentLogger } from '../helpers/logger.js';
@@ -107,6 +107,7 @@ describe.each(STORE_KINDS)('event stream on $kind', { timeout: 60_000 }, ({ kind
     const { engine } = server.app;
     const hub = createEventHub({
       engine,
+      runs: engine,
       store: t.store,
       logger: silentLogger,
       heartbeatMs: 60_000,

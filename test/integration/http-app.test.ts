@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
-import { createApp, type App } from '../../src/http/index.js';
+import { createApp, type App } from '../../src/server/index.js';
 import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { until } from '../helpers/until.js';
@@ -122,6 +122,26 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     );
     expect((await app.engine.get(run.id))?.status).toBe('running');
     expect((await post('/webhook/task-complete/no-such-workspace', { status: 'succeeded' }, token)).status).toBe(401);
+  });
+
+  it('answers every error in one envelope: unknown routes, tokens first, then body limits', async () => {
+    await app.start();
+    const missing = await app.hono.request('/no/such/route');
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'no route for GET /no/such/route' } });
+
+    const { run } = await app.engine.enqueue({ stage: 'test', owner: 'acme', repo: 'app', number: 3 });
+    await until(async () => (await app.engine.get(run.id))?.status === 'running', 'run to be running');
+    const token = provider.created[0]!.callbackToken;
+    const huge = JSON.stringify({ status: 'succeeded', summary: 'x'.repeat(1024 * 1024) });
+    // Without the run's token the size does not matter: nothing is read.
+    const anonymous = await post(`/api/runs/${run.id}/complete`, huge);
+    expect(anonymous.status).toBe(401);
+    expect(await anonymous.json()).toEqual({ error: { code: 'unauthorized', message: 'missing or invalid callback token' } });
+    const tooLarge = await post(`/api/runs/${run.id}/complete`, huge, token);
+    expect(tooLarge.status).toBe(413);
+    expect(await tooLarge.json()).toEqual({ error: { code: 'too_large', message: 'body is larger than the limit of 1048576 bytes' } });
+    expect((await app.engine.get(run.id))?.status).toBe('running');
   });
 
   it('retries a failing workspace create and keeps the error of the last attempt', async () => {

@@ -103,7 +103,7 @@ describe('ingress under fuzzed input', () => {
     expect(res.status, text).toBeGreaterThanOrEqual(minStatus);
     expect(res.status, text).toBeLessThan(500);
     const parsed = JSON.parse(text) as { ok: boolean; error?: string; reason?: string };
-    if (res.status >= 400) expect(parsed).toEqual({ ok: false, error: expect.any(String) });
+    if (res.status >= 400) expect(parsed).toEqual({ error: { code: expect.any(String), message: expect.any(String) } });
     else expect(parsed.ok).toBe(true);
     return parsed.ok ? `${res.status} queued:${String((parsed as { queued?: boolean }).queued)}` : String(res.status);
   }

@@ -78,7 +78,7 @@ describe('ingress behind a real HTTP server', () => {
     // The server answers before reading everything; the client may see the 413 or a reset.
     if (res.status !== -1) {
       expect(res.status).toBe(413);
-      expect(JSON.parse(res.body)).toEqual({ ok: false, error: 'body is larger than the limit of 5242880 bytes' });
+      expect(JSON.parse(res.body)).toEqual({ error: { code: 'too_large', message: 'body is larger than the limit of 5242880 bytes' } });
     }
     const body = readFixture('issues-opened.json');
     const after = await fetch(`http://127.0.0.1:${port}/webhook/gitea`, {

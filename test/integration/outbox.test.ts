@@ -6,11 +6,10 @@ import {
   createOutbox,
   enqueueOutbox,
   createStatusCommentHook,
-  STATUS_COMMENT_EVENTS,
   type Outbox,
   type OutboxOptions,
 } from '../../src/outbox/index.js';
-import { createRunEngine, type Run } from '../../src/runs/index.js';
+import { createRunEngine, RUN_EVENT, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
@@ -251,12 +250,12 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
       finishedAt: null,
     };
     gitea.failNext(1, { method: 'POST' });
-    const events = ['run:queued', 'run:started', 'run:succeeded'];
+    const events = [RUN_EVENT.queued, RUN_EVENT.started, RUN_EVENT.succeeded];
     for (const [i, type] of events.entries()) {
       const current =
         type === 'run:succeeded' ? { ...run, status: 'succeeded' as const, summary: 'LGTM', durationMs: 90_000, costUsd: 1.5 } : run;
-      await t.store.transaction((trx) =>
-        hook(trx, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
+      await t.store.transaction((_trx, scope) =>
+        hook(scope, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
       );
     }
     await waitFor(() => expect(bodies(3)).toHaveLength(3));
@@ -268,24 +267,27 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     ]);
   });
 
-  it('finds an entry enqueued in a transaction as soon as that transaction commits', async () => {
+  it('is woken by the commit of an entry written in a transaction; a rolled back one has no effect', async () => {
     const outbox = outboxOn(t.store);
     await outbox.start();
-    await t.store.transaction(async (trx) => {
-      await outbox.enqueue(trx, comment(4, 'after commit'));
-      // The worker was woken by the enqueue and looks before this commit: it must look again.
-      await new Promise((r) => setTimeout(r, 100));
-    });
+    await expect(
+      t.store.transaction(async (_trx, scope) => {
+        await outbox.enqueue(scope, comment(5, 'rolled back'));
+        throw new Error('the transition failed');
+      }),
+    ).rejects.toThrow('the transition failed');
+    // With a 60 s poll, only the commit's wake-up can deliver this in time.
+    await t.store.transaction((_trx, scope) => outbox.enqueue(scope, comment(4, 'after commit')));
     await waitFor(() => expect(bodies(4)).toEqual(['after commit']));
+    expect(bodies(5)).toEqual([]);
+    expect((await outbox.list()).map((e) => (e.payload as { body: string }).body)).toEqual(['after commit']);
   });
 
   it('wired to the real run engine: every run gets its status comments, in order, from its bot', async () => {
     const outbox = outboxOn(t.store);
-    const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: 2 } });
-    engine.addHook(createStatusCommentHook({ accounts, outbox, secrets: [gitea.addToken('claude-dev', 'not-a-real-secret-123')] }));
-    engine.subscribe((event) => {
-      if (STATUS_COMMENT_EVENTS.includes(event.type)) outbox.wake();
-    });
+    // No explicit wake-up anywhere: the hook's entries wake the outbox when each transition commits.
+    const hooks = [createStatusCommentHook({ accounts, outbox, secrets: [gitea.addToken('claude-dev', 'not-a-real-secret-123')] })];
+    const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: 2 }, hooks });
     await outbox.start();
 
     const ok = await engine.enqueue({ stage: 'review-code', owner: 'acme', repo: 'app', number: 1, payload: { account: 'review' } });

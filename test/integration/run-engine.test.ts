@@ -1,6 +1,16 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
-import { createRunEngine, createScheduler, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
+import {
+  createRunEngine,
+  createScheduler,
+  IllegalTransitionError,
+  LeaseLostError,
+  RUN_EVENT,
+  type FullRunEngine,
+  type RunEventType,
+  type TaskRequest,
+} from '../../src/runs/index.js';
+import { recordTransition } from '../../src/runs/transition.js';
 import { silentLogger } from '../helpers/logger.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -143,6 +153,62 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const teardowns = await t.store.db.selectFrom('teardowns').selectAll().execute();
     expect(teardowns.map((r) => [r.workspace_name, r.status])).toEqual([['ws-7', 'pending']]);
     expect((await engine.claim()).map((c) => c.run.number)).toEqual([8]);
+  });
+
+  it('ends a run whose callback beats the workspace being seen up (provisioning → succeeded)', async () => {
+    const { run } = await engine.enqueue(task());
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'ws-fast', callbackTokenHash: 'h' });
+    const { run: done, changed } = await engine.complete(run.id, { status: 'succeeded', summary: 'quick' });
+    expect(changed).toBe(true);
+    expect(done).toMatchObject({ status: 'succeeded', summary: 'quick' });
+    expect((await engine.events(run.id)).map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([
+      ['run:queued', null, 'queued'],
+      ['run:claimed', 'queued', 'provisioning'],
+      ['run:succeeded', 'provisioning', 'succeeded'],
+    ]);
+    // The dispatcher's late markRunning finds the lease gone and tears its workspace down.
+    await expect(engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' })).rejects.toBeInstanceOf(LeaseLostError);
+    const teardowns = await t.store.db.selectFrom('teardowns').select('workspace_name').execute();
+    expect(teardowns.map((r) => r.workspace_name)).toEqual(['ws-fast']);
+  });
+
+  it('refuses a transition the table does not allow with a typed error, and writes nothing', async () => {
+    const { run } = await engine.enqueue(task());
+    const ctx = { now: () => clock, hooks: [], announce() {}, wake() {}, teardownQueued() {} };
+    const attempt = t.store.transaction(async (trx, scope) => {
+      await trx.updateTable('runs').set({ status: 'succeeded' }).where('id', '=', run.id).execute();
+      // queued → succeeded: no workspace ever reported.
+      await recordTransition(scope, ctx, { ...run, status: 'succeeded' }, 'queued', RUN_EVENT.succeeded);
+    });
+    await expect(attempt).rejects.toBeInstanceOf(IllegalTransitionError);
+    await expect(attempt).rejects.toMatchObject({ code: 'conflict', from: 'queued', to: 'succeeded' });
+    expect((await engine.get(run.id))?.status).toBe('queued');
+    expect((await engine.events(run.id)).map((e) => e.type)).toEqual(['run:queued']);
+  });
+
+  it('announces events and wake-ups only after the commit, and nothing for a transition that rolls back', async () => {
+    const failOnStart = async (_scope: unknown, { event }: { event: { type: RunEventType } }) => {
+      if (event.type === RUN_EVENT.started) throw new Error('the outbox row could not be written');
+    };
+    engine = createRunEngine({ store: t.store, queue, now: () => clock, random: () => 1, hooks: [failOnStart] });
+    const signals: string[] = [];
+    engine.on('run:event', (event) => signals.push(event.type));
+    engine.on('queue:wake', () => signals.push('queue:wake'));
+    engine.on('teardown:queued', () => signals.push('teardown:queued'));
+
+    const { run } = await engine.enqueue(task());
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'ws-1', callbackTokenHash: 'h' });
+    await expect(engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' })).rejects.toThrow(
+      'the outbox row could not be written',
+    );
+    expect((await engine.get(run.id))?.status).toBe('provisioning');
+    expect((await engine.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed']);
+    expect(signals).toEqual(['run:queued', 'queue:wake', 'run:claimed']);
+
+    await engine.complete(run.id, { status: 'failed', error: 'gave up' });
+    expect(signals.slice(3)).toEqual(['run:failed', 'queue:wake', 'teardown:queued']);
   });
 
   it('cancels live runs, refuses to cancel finished ones, and retries failed ones', async () => {

@@ -256,7 +256,10 @@ describe('POST /webhook/gitea: security', () => {
   it('refuses a missing signature with 401 when WEBHOOK_SECRET is set', async () => {
     const { post, engine } = await harness();
     const res = await post('/webhook/gitea', body, base());
-    expect(res).toEqual({ status: 401, body: { ok: false, error: 'missing signature: X-Gitea-Signature is required' } });
+    expect(res).toEqual({
+      status: 401,
+      body: { error: { code: 'unauthorized', message: 'missing signature: X-Gitea-Signature is required' } },
+    });
     expect(await engine.list()).toEqual([]);
   });
 
@@ -266,7 +269,7 @@ describe('POST /webhook/gitea: security', () => {
     expect((await post('/webhook/gitea', body, headers)).status).toBe(401);
     // Invalid JSON with a bad signature is still a 401, not a 400: nothing was parsed.
     const res = await post('/webhook/gitea', '{not json', { ...headers, 'X-Gitea-Signature': signBody('{not json', 'nope') });
-    expect(res).toEqual({ status: 401, body: { ok: false, error: 'invalid signature' } });
+    expect(res).toEqual({ status: 401, body: { error: { code: 'unauthorized', message: 'invalid signature' } } });
   });
 
   it('refuses a signature over different bytes (re-serialised JSON)', async () => {
@@ -312,7 +315,7 @@ describe('POST /webhook/gitea: security', () => {
     const globalSigned = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
     expect(await post('/webhook/gitea', body, globalSigned)).toEqual({
       status: 401,
-      body: { ok: false, error: 'invalid signature for acme/app' },
+      body: { error: { code: 'unauthorized', message: 'invalid signature for acme/app' } },
     });
     const other = fixtureJson('issues-opened.json');
     (other.repository as Record<string, unknown>).name = 'other';
@@ -326,7 +329,7 @@ describe('POST /webhook/gitea: security', () => {
   it('refuses repositories outside webhooks.allow with 403 and the reason', async () => {
     const { post } = await harness({ webhooks: { allow: ['tools/*', 'acme/api'] } });
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(res).toEqual({ status: 403, body: { ok: false, error: 'repository acme/app is not in webhooks.allow' } });
+    expect(res).toEqual({ status: 403, body: { error: { code: 'forbidden', message: 'repository acme/app is not in webhooks.allow' } } });
     await h!.cleanup();
     const allowed = await harness({ webhooks: { allow: ['ACME/*'] } });
     expect(
@@ -339,7 +342,7 @@ describe('POST /webhook/gitea: security', () => {
     const big = new Uint8Array(5 * 1024 * 1024 + 1).fill(0x20);
     const res = await app.request('/webhook/gitea', { method: 'POST', body: big, headers: base() });
     expect(res.status).toBe(413);
-    expect(await res.json()).toEqual({ ok: false, error: 'body is larger than the limit of 5242880 bytes' });
+    expect(await res.json()).toEqual({ error: { code: 'too_large', message: 'body is larger than the limit of 5242880 bytes' } });
 
     const stream = new ReadableStream<Uint8Array>({
       start(controller) {
@@ -438,8 +441,7 @@ describe('when acting on a delivery fails', () => {
     const first = await send();
     expect(first.status).toBe(503);
     expect(await first.json()).toEqual({
-      ok: false,
-      error: 'temporarily unable to act on the delivery; redeliver it later',
+      error: { code: 'unavailable', message: 'temporarily unable to act on the delivery; redeliver it later' },
     });
     // The label was not remembered either: the redelivery still sees it as newly added.
     const second = await send();
@@ -480,7 +482,7 @@ describe('mounting', () => {
       headers: giteaHeaders(Buffer.from('{'), { event: 'issues', eventType: 'issues', secret: SECRET }),
     });
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ ok: false, error: expect.stringMatching(/^invalid JSON/) });
+    expect(await bad.json()).toMatchObject({ error: { code: 'invalid_json', message: expect.stringMatching(/^invalid JSON/) } });
   });
 });
 
@@ -531,23 +533,24 @@ describe('POST /webhook/gitea: bad input', () => {
     const { post } = await harness();
     const res = await post('/webhook/gitea', text, headers(text));
     expect(res.status).toBe(400);
-    expect(res.body.ok).toBe(false);
-    expect(res.body.error).toMatch(error);
+    expect(res.body).toEqual({
+      error: { code: expect.stringMatching(/^(bad_request|invalid_json)$/), message: expect.stringMatching(error) },
+    });
   });
 
   it('answers 400 for an empty body, binary garbage and a missing event header', async () => {
     const { post } = await harness();
     expect((await post('/webhook/gitea', '', headers(''))).body).toEqual({
-      ok: false,
-      error: 'empty body: expected a JSON webhook payload',
+      error: { code: 'bad_request', message: 'empty body: expected a JSON webhook payload' },
     });
     const garbage = new Uint8Array([0xff, 0xfe, 0x00, 0x81, 0x7b]);
-    expect((await post('/webhook/gitea', garbage, headers(garbage))).body).toEqual({ ok: false, error: 'body is not valid UTF-8 text' });
+    expect((await post('/webhook/gitea', garbage, headers(garbage))).body).toEqual({
+      error: { code: 'bad_request', message: 'body is not valid UTF-8 text' },
+    });
     const body = readFixture('issues-opened.json');
     const noEvent = { 'Content-Type': 'application/json', 'X-Gitea-Signature': signBody(body, SECRET) };
     expect((await post('/webhook/gitea', body, noEvent)).body).toEqual({
-      ok: false,
-      error: 'missing X-Gitea-Event header (or X-Forgejo-Event)',
+      error: { code: 'bad_request', message: 'missing X-Gitea-Event header (or X-Forgejo-Event)' },
     });
   });
 
@@ -555,7 +558,10 @@ describe('POST /webhook/gitea: bad input', () => {
     const { post } = await harness();
     const body = readFixture('issues-opened.json');
     const res = await post('/webhook/gitea', body, { ...headers(body), 'Content-Type': 'text/plain' });
-    expect(res).toEqual({ status: 415, body: { ok: false, error: 'unsupported Content-Type "text/plain": send application/json' } });
+    expect(res).toEqual({
+      status: 415,
+      body: { error: { code: 'unsupported_media_type', message: 'unsupported Content-Type "text/plain": send application/json' } },
+    });
   });
 
   it('answers 405 for other methods', async () => {
@@ -563,6 +569,9 @@ describe('POST /webhook/gitea: bad input', () => {
     const res = await app.request('/webhook/gitea', { method: 'GET' });
     expect(res.status).toBe(405);
     expect(res.headers.get('allow')).toBe('POST');
+    expect(await res.json()).toEqual({
+      error: { code: 'method_not_allowed', message: 'GET is not allowed: webhooks are delivered with POST' },
+    });
   });
 });
 

@@ -1,9 +1,9 @@
-import { Hono, type Context } from 'hono';
+import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { errorMessage } from '../../background/index.js';
+import { errorBody, errorHandler, HttpError, limitBody } from '../../http/index.js';
 import { LABEL_COMPARING_KINDS, route as routeEvent, type ForgeEvent, type Pipeline, type RouteResult } from '../../pipeline/index.js';
 import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/index.js';
 import type { Store } from '../../store/index.js';
-import { readBodyWithLimit } from '../body.js';
-import { WebhookError } from '../errors.js';
 import { canWrite, createPermissionCache, type PermissionLookup } from '../permissions.js';
 import { verifySignature } from '../signature.js';
 import { createIngressState, type IssueRef } from '../state.js';
@@ -64,6 +64,7 @@ const silent: IngressLogger = { info: () => {}, warn: () => {}, error: () => {} 
  * Order matters and is the point of this module: size limit → signature over the raw bytes →
  * parse → repository-bound signature and allowlist → normalise → dedup by delivery id → route →
  * permission rule → enqueue. Nothing is parsed for an unsigned request when a global secret is set.
+ * Refusals are `HttpError`s, answered in the app's one envelope `{ error: { code, message } }`.
  */
 export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   const now = deps.now ?? Date.now;
@@ -80,33 +81,37 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   const secrets = secretTable(deps.secret, webhooks);
 
   const app = new Hono();
+  // The size limit comes first: a body over it is refused before anything reads it whole.
+  const limit = limitBody(webhooks.maxBodyBytes);
   for (const webhookRoute of WEBHOOK_ROUTES) {
-    app.post(webhookRoute.path, (c) => handle(c, webhookRoute));
+    app.post(webhookRoute.path, refusalsLogged(webhookRoute), limit, (c) => handle(c, webhookRoute));
     app.all(webhookRoute.path, (c) => {
       c.header('Allow', 'POST');
-      return c.json({ ok: false, error: `${c.req.method} is not allowed: webhooks are delivered with POST` }, 405);
+      return c.json(errorBody('method_not_allowed', `${c.req.method} is not allowed: webhooks are delivered with POST`), 405);
     });
   }
-  app.onError((err, c) => {
-    if (err instanceof WebhookError) return c.json({ ok: false, error: err.message }, err.status);
-    logger.error({ path: c.req.path, err: err.message }, 'webhook handler failed');
-    return c.json({ ok: false, error: 'internal error' }, 500);
-  });
+  // The same handler as the whole app's, so this group answers the same when used on its own.
+  app.onError(errorHandler(logger));
+
+  /** Logs every refused delivery (the body limit's included) with what Gitea sent. */
+  function refusalsLogged(webhookRoute: WebhookRoute): MiddlewareHandler {
+    return async (c, next) => {
+      await next();
+      // Hono has already answered the error (onError); it is left on the context for middleware.
+      if (c.error instanceof HttpError) {
+        const headers = readDeliveryHeaders((name) => c.req.header(name));
+        const details = { delivery: headers.delivery, event: headers.eventType ?? headers.event, path: webhookRoute.path };
+        logger.warn({ ...details, status: c.error.status, outcome: c.error.message }, 'webhook delivery refused');
+      }
+    };
+  }
 
   async function handle(c: Context, webhookRoute: WebhookRoute): Promise<Response> {
     const headers = readDeliveryHeaders((name) => c.req.header(name));
     const log = { delivery: headers.delivery, event: headers.eventType ?? headers.event, path: webhookRoute.path };
-    try {
-      const answer = await receive(c, webhookRoute, headers);
-      logger.info({ ...log, status: answer.status, outcome: answer.body.reason, runIds: runIdsOf(answer.body) }, 'webhook delivery');
-      return c.json(answer.body, answer.status);
-    } catch (err) {
-      if (err instanceof WebhookError) {
-        logger.warn({ ...log, status: err.status, outcome: err.message }, 'webhook delivery refused');
-        return c.json({ ok: false, error: err.message }, err.status);
-      }
-      throw err;
-    }
+    const answer = await receive(c, webhookRoute, headers);
+    logger.info({ ...log, status: answer.status, outcome: answer.body.reason, runIds: runIdsOf(answer.body) }, 'webhook delivery');
+    return c.json(answer.body, answer.status);
   }
 
   async function receive(
@@ -117,28 +122,29 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const contentType = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const isForm = contentType === FORM_TYPE;
     if (!isForm && !JSON_TYPES.test(contentType)) {
-      throw new WebhookError(
+      throw new HttpError(
         415,
+        'unsupported_media_type',
         contentType
           ? `unsupported Content-Type "${contentType.slice(0, 80)}": send application/json`
           : 'missing Content-Type: send application/json',
       );
     }
     if (headers.event === undefined && headers.eventType === undefined) {
-      throw new WebhookError(400, 'missing X-Gitea-Event header (or X-Forgejo-Event)');
+      throw new HttpError(400, 'bad_request', 'missing X-Gitea-Event header (or X-Forgejo-Event)');
     }
     if (headers.delivery !== undefined && !DELIVERY_ID.test(headers.delivery)) {
-      throw new WebhookError(400, 'X-Gitea-Delivery must be 1 to 200 printable characters');
+      throw new HttpError(400, 'bad_request', 'X-Gitea-Delivery must be 1 to 200 printable characters');
     }
-    const raw = await readBodyWithLimit(c.req.raw, webhooks.maxBodyBytes);
-    if (raw.byteLength === 0) throw new WebhookError(400, 'empty body: expected a JSON webhook payload');
+    const raw = await readBody(c);
+    if (raw.byteLength === 0) throw new HttpError(400, 'bad_request', 'empty body: expected a JSON webhook payload');
     // For the form content type Gitea signs the JSON inside `payload=`, not the body itself.
     const signed = isForm ? formPayload(raw) : raw;
 
     const matched = matchingSecrets(signed, headers.signature, secrets);
     if (secrets.global !== undefined) {
-      if (headers.signature === undefined) throw new WebhookError(401, 'missing signature: X-Gitea-Signature is required');
-      if (matched.size === 0) throw new WebhookError(401, 'invalid signature');
+      if (headers.signature === undefined) throw new HttpError(401, 'unauthorized', 'missing signature: X-Gitea-Signature is required');
+      if (matched.size === 0) throw new HttpError(401, 'unauthorized', 'invalid signature');
     }
 
     const payload = parseJson(signed);
@@ -157,12 +163,15 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const full = `${owner}/${repo}`.toLowerCase();
     const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
     if (required !== undefined && !matched.has(required)) {
-      throw new WebhookError(
+      throw new HttpError(
         401,
+        'unauthorized',
         headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`,
       );
     }
-    if (!isAllowed(webhooks.allow, owner, repo)) throw new WebhookError(403, `repository ${owner}/${repo} is not in webhooks.allow`);
+    if (!isAllowed(webhooks.allow, owner, repo)) {
+      throw new HttpError(403, 'forbidden', `repository ${owner}/${repo} is not in webhooks.allow`);
+    }
 
     if ('unsupported' in classified) return ignored(`unsupported event "${classified.unsupported.slice(0, 80)}"`);
     const { event, labelsKnown } = toForgeEvent(classified, payload, headers.forge);
@@ -179,10 +188,9 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     } catch (err) {
       // The delivery had no effect we can vouch for: forget it so Gitea's redelivery is acted on.
       if (delivery !== undefined) await state.releaseDelivery(delivery).catch(() => {});
-      const message = err instanceof Error ? err.message : String(err);
-      logger.error({ delivery, err: message }, 'webhook could not be acted on');
+      logger.error({ delivery, err: errorMessage(err) }, 'webhook could not be acted on');
       // The cause stays in the log: database or forge error text is not for the sender.
-      throw new WebhookError(503, 'temporarily unable to act on the delivery; redeliver it later', { cause: err });
+      throw new HttpError(503, 'unavailable', 'temporarily unable to act on the delivery; redeliver it later', { cause: err });
     }
   }
 
@@ -276,19 +284,28 @@ function matchingSecrets(body: Uint8Array, signature: string | undefined, secret
   return matched;
 }
 
+/** The raw bytes (the body limit has already counted them): the signature is over exactly these. */
+async function readBody(c: Context): Promise<Uint8Array> {
+  try {
+    return new Uint8Array(await c.req.arrayBuffer());
+  } catch (err) {
+    throw new HttpError(400, 'bad_request', 'could not read the request body', { cause: err });
+  }
+}
+
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 function decode(bytes: Uint8Array): string {
   try {
     return utf8.decode(bytes);
   } catch {
-    throw new WebhookError(400, 'body is not valid UTF-8 text');
+    throw new HttpError(400, 'bad_request', 'body is not valid UTF-8 text');
   }
 }
 
 function formPayload(raw: Uint8Array): Uint8Array {
   const payload = new URLSearchParams(decode(raw)).get('payload');
-  if (payload === null || payload === '') throw new WebhookError(400, 'form body has no payload field');
+  if (payload === null || payload === '') throw new HttpError(400, 'bad_request', 'form body has no payload field');
   return Buffer.from(payload, 'utf8');
 }
 
@@ -297,11 +314,11 @@ function parseJson(bytes: Uint8Array): Record<string, unknown> {
   try {
     value = JSON.parse(decode(bytes));
   } catch (err) {
-    if (err instanceof WebhookError) throw err;
-    throw new WebhookError(400, `invalid JSON: ${(err as Error).message.slice(0, 200)}`);
+    if (err instanceof HttpError) throw err;
+    throw new HttpError(400, 'invalid_json', `invalid JSON: ${errorMessage(err).slice(0, 200)}`);
   }
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    throw new WebhookError(400, 'payload must be a JSON object');
+    throw new HttpError(400, 'bad_request', 'payload must be a JSON object');
   }
   return value as Record<string, unknown>;
 }

@@ -1,5 +1,5 @@
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
-import { WebhookError } from '../errors.js';
+import { HttpError } from '../../http/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -90,7 +90,7 @@ export function readRepository(payload: Json): { owner: string; repo: string } {
 }
 
 /**
- * Builds the ForgeEvent. Throws WebhookError(400) naming the first missing or mistyped field the
+ * Builds the ForgeEvent. Throws HttpError(400) naming the first missing or mistyped field the
  * rules need; every other field is optional and unknown fields are ignored.
  */
 export function toForgeEvent(
@@ -175,21 +175,21 @@ function isObject(value: unknown): value is Json {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function missing(path: string): WebhookError {
-  return new WebhookError(400, `missing ${path}`);
+function missing(path: string): HttpError {
+  return new HttpError(400, 'bad_request', `missing ${path}`);
 }
 
 function object(parent: Json, key: string, path: string): Json {
   const value = parent[key];
   if (value === undefined || value === null) throw missing(path);
-  if (!isObject(value)) throw new WebhookError(400, `${path} must be an object, got ${typeName(value)}`);
+  if (!isObject(value)) throw new HttpError(400, 'bad_request', `${path} must be an object, got ${typeName(value)}`);
   return value;
 }
 
 function string(parent: Json, key: string, path: string): string {
   const value = parent[key];
   if (value === undefined || value === null || value === '') throw missing(path);
-  if (typeof value !== 'string') throw new WebhookError(400, `${path} must be a string, got ${typeName(value)}`);
+  if (typeof value !== 'string') throw new HttpError(400, 'bad_request', `${path} must be a string, got ${typeName(value)}`);
   return value;
 }
 
@@ -208,14 +208,15 @@ function optionalString(value: unknown): string | undefined {
 function positiveInt(value: unknown, path: string): number {
   if (value === undefined || value === null) throw missing(path);
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
-    throw new WebhookError(400, `${path} must be a positive whole number, got ${typeName(value)}`);
+    throw new HttpError(400, 'bad_request', `${path} must be a positive whole number, got ${typeName(value)}`);
   }
   return value;
 }
 
 function state(value: unknown, path: string): 'open' | 'closed' {
   if (value === undefined || value === null) throw missing(path);
-  if (value !== 'open' && value !== 'closed') throw new WebhookError(400, `${path} must be "open" or "closed", got ${typeName(value)}`);
+  if (value !== 'open' && value !== 'closed')
+    throw new HttpError(400, 'bad_request', `${path} must be "open" or "closed", got ${typeName(value)}`);
   return value;
 }
 
@@ -223,7 +224,7 @@ function state(value: unknown, path: string): 'open' | 'closed' {
 function labelsOf(value: unknown, path: string): string[] | undefined {
   if (value === undefined) return undefined;
   if (value === null) return [];
-  if (!Array.isArray(value)) throw new WebhookError(400, `${path} must be a list, got ${typeName(value)}`);
+  if (!Array.isArray(value)) throw new HttpError(400, 'bad_request', `${path} must be a list, got ${typeName(value)}`);
   return value.flatMap((label) => (isObject(label) && typeof label.name === 'string' && label.name !== '' ? [label.name] : []));
 }
 

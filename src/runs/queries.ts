@@ -1,0 +1,167 @@
+import type { Store } from '../store/index.js';
+import { parseJson, toRun, toRunEvent } from './rows.js';
+import { COUNTED_STATUSES, LIVE_STATUSES, RUN_STATUS, type CountedStatus, type RunStatus } from './states.js';
+import type { QueueOverview, QueueStats, RunFilter, RunQueries, StageCounts } from './types.js';
+import { startOfUtcDay, totalTokens } from './usage.js';
+
+/** Largest page `list` returns, whatever the filter asks. */
+const MAX_LIST = 500;
+
+/**
+ * Every read of runs and run events, for the engine, the HTTP routes, the live stream and the
+ * metrics alike: one place to look for a query, its index and its cost.
+ */
+export function createRunQueries(options: { store: Pick<Store, 'db'>; concurrency: number }): RunQueries {
+  const { db } = options.store;
+
+  async function isPaused(): Promise<boolean> {
+    const row = await db.selectFrom('dispatch_state').select('paused').where('id', '=', 1).executeTakeFirst();
+    return row?.paused === 1;
+  }
+
+  function statsFrom(count: (status: CountedStatus) => number, paused: boolean): QueueStats {
+    return {
+      queued: count('queued'),
+      provisioning: count('provisioning'),
+      running: count('running'),
+      dead: count('dead'),
+      failed: count('failed'),
+      paused,
+      concurrency: options.concurrency,
+    };
+  }
+
+  const queries: RunQueries = {
+    async get(runId) {
+      const row = await db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
+      return row ? toRun(row) : null;
+    },
+
+    async getMany(runIds) {
+      const ids = [...new Set(runIds)];
+      if (ids.length === 0) return new Map();
+      const rows = await db.selectFrom('runs').selectAll().where('id', 'in', ids).execute();
+      return new Map(rows.map((row) => [row.id, toRun(row)]));
+    },
+
+    async findByWorkspace(workspaceName) {
+      const row = await db
+        .selectFrom('runs')
+        .selectAll()
+        .where('workspace_name', '=', workspaceName)
+        .orderBy('id', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return row ? toRun(row) : null;
+    },
+
+    async list(filter: RunFilter = {}) {
+      let query = db.selectFrom('runs').selectAll();
+      if (filter.status) query = query.where('status', 'in', Array.isArray(filter.status) ? filter.status : [filter.status]);
+      if (filter.stage) query = query.where('stage', '=', filter.stage);
+      if (filter.owner) query = query.where('owner', '=', filter.owner);
+      if (filter.repo) query = query.where('repo', '=', filter.repo);
+      if (filter.number !== undefined) query = query.where('number', '=', filter.number);
+      if (filter.beforeId !== undefined) query = query.where('id', '<', filter.beforeId);
+      const rows = await query
+        .orderBy('id', 'desc')
+        .limit(Math.min(filter.limit ?? 50, MAX_LIST))
+        .execute();
+      return rows.map(toRun);
+    },
+
+    async listLive() {
+      const rows = await db.selectFrom('runs').selectAll().where('status', 'in', LIVE_STATUSES).orderBy('id').execute();
+      return rows.map(toRun);
+    },
+
+    async events(runId) {
+      const rows = await db.selectFrom('run_events').selectAll().where('run_id', '=', runId).orderBy('id').execute();
+      return rows.map(toRunEvent);
+    },
+
+    async eventsSince(afterId, limit = 1000) {
+      const rows = await db.selectFrom('run_events').selectAll().where('id', '>', afterId).orderBy('id').limit(limit).execute();
+      return rows.map(toRunEvent);
+    },
+
+    async lastEventId() {
+      const row = await db
+        .selectFrom('run_events')
+        .select(({ fn }) => fn.max('id').as('max'))
+        .executeTakeFirst();
+      return Number(row?.max ?? 0);
+    },
+
+    async nextRunAt() {
+      const row = await db
+        .selectFrom('runs')
+        .select(({ fn }) => fn.min('run_at').as('at'))
+        .where('status', '=', RUN_STATUS.queued)
+        .executeTakeFirst();
+      return row?.at === null || row?.at === undefined ? null : Number(row.at);
+    },
+
+    isPaused,
+
+    async stats() {
+      const [rows, paused] = await Promise.all([
+        db
+          .selectFrom('runs')
+          .select(['status', ({ fn }) => fn.countAll<number>().as('n')])
+          .where('status', 'in', COUNTED_STATUSES)
+          .groupBy('status')
+          .execute(),
+        isPaused(),
+      ]);
+      return statsFrom((status) => Number(rows.find((r) => r.status === status)?.n ?? 0), paused);
+    },
+
+    async summary(now) {
+      return (await queries.overview(now)).summary;
+    },
+
+    async overview(now): Promise<QueueOverview> {
+      const since = startOfUtcDay(now);
+      const [rows, paused, today] = await Promise.all([
+        db
+          .selectFrom('runs')
+          .select(['stage', 'status', ({ fn }) => fn.countAll<number>().as('n')])
+          .groupBy(['stage', 'status'])
+          .execute(),
+        isPaused(),
+        db.selectFrom('runs').select(['status', 'usage', 'cost_usd']).where('finished_at', '>=', since).execute(),
+      ]);
+      const counts = rows.map((r) => ({ stage: r.stage, status: r.status as RunStatus, count: Number(r.n) }));
+      const totals = new Map<string, number>();
+      const stages: Record<string, StageCounts> = {};
+      for (const { stage, status, count } of counts) {
+        if (!(COUNTED_STATUSES as readonly string[]).includes(status)) continue;
+        totals.set(status, (totals.get(status) ?? 0) + count);
+        const perStage = (stages[stage] ??= { queued: 0, provisioning: 0, running: 0, dead: 0, failed: 0 });
+        perStage[status as CountedStatus] = count;
+      }
+      let tokens = 0;
+      let costUsd = 0;
+      for (const row of today) {
+        costUsd += Number(row.cost_usd ?? 0);
+        tokens += totalTokens(parseJson(row.usage)) ?? 0;
+      }
+      return {
+        counts,
+        summary: {
+          ...statsFrom((status) => totals.get(status) ?? 0, paused),
+          stages,
+          today: {
+            since,
+            finished: today.length,
+            succeeded: today.filter((r) => r.status === RUN_STATUS.succeeded).length,
+            tokens,
+            costUsd: Math.round(costUsd * 1e6) / 1e6,
+          },
+        },
+      };
+    },
+  };
+  return queries;
+}

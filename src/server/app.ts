@@ -1,0 +1,250 @@
+import type { Hono } from 'hono';
+import type { Config } from '../config/index.js';
+import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
+import { createForgeAccounts } from '../forge/index.js';
+import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
+import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import type { Logger } from '../log/index.js';
+import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
+import {
+  createCommentHandler,
+  createOutbox,
+  createStatusCommentHook,
+  PermanentDeliveryError,
+  RetryLaterError,
+  type Outbox,
+} from '../outbox/index.js';
+import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
+import {
+  createDispatcher,
+  createRunEngine,
+  createRunQueries,
+  createScheduler,
+  createSweeper,
+  createTeardownWorker,
+  NOTIFY_CHANNEL,
+  registerRunMetrics,
+  type FullRunEngine,
+  type RunQueries,
+  type Schedule,
+  type TransitionHook,
+} from '../runs/index.js';
+import { createStore, type Store } from '../store/index.js';
+import { createTokenStore, type TokenStore } from '../tokens/index.js';
+import type { WorkspaceProvider } from '../workspaces/index.js';
+import { createLifecycle, type Worker } from './lifecycle.js';
+import { readinessChecks } from './readiness.js';
+import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
+
+export interface AppDeps {
+  logger: Logger;
+  store?: Store;
+  provider?: WorkspaceProvider;
+  now?: () => number;
+  /**
+   * Shows the admin token minted on a first start. It goes to the terminal, never to the log.
+   * @default writes a notice to stderr
+   */
+  announceToken?: (token: string) => void;
+  /** Outbox tuning (tests shorten retry backoff and polling). */
+  outbox?: { backoffBaseMs?: number; backoffMaxMs?: number; pollMs?: number };
+  /** Event stream tuning (tests shorten the heartbeat and the poll). */
+  events?: { heartbeatMs?: number; pollMs?: number; maxBufferBytes?: number };
+}
+
+export interface App {
+  readonly hono: Hono;
+  readonly engine: FullRunEngine;
+  /** Every read of runs (the engine offers the same reads). */
+  readonly runs: RunQueries;
+  readonly store: Store;
+  readonly provider: WorkspaceProvider;
+  readonly tokens: TokenStore;
+  /** Prometheus registry served at /metrics; other modules add their counters here. */
+  readonly metrics: MetricsRegistry;
+  readonly events: EventHub;
+  /** Durable delivery of side effects: status comments and event webhooks. */
+  readonly outbox: Outbox;
+  /**
+   * Resolves once migrations are applied (retrying while the database is unreachable) and the
+   * workers run; rejects with a `StartupError` when the database refuses baton for good.
+   */
+  start(): Promise<void>;
+  /** Stops at any point (start-up included): workers in reverse order, then the provider and the store. Safe to call twice. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The composition root: every collaborator is made here from the config (or taken from `deps`,
+ * which is how tests put fakes in), in dependency order (store → metrics → forge → outbox →
+ * engine → workspaces → workers → http), and nothing runs until `start()`.
+ */
+export function createApp(config: Config, deps: AppDeps): App {
+  const { logger } = deps;
+  const now = deps.now ?? Date.now;
+
+  // 1. The store.
+  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous, logger });
+
+  // 2. Metrics, which every later part may count into.
+  const metrics = createMetricsRegistry();
+
+  // 3. The forge: one client per bot account (none without GITEA_URL).
+  const accounts = createForgeAccounts(config);
+
+  // 4. The outbox: status comments and event webhooks are written in each transition's own
+  // transaction and delivered with retries, so the forge or a receiver being down never blocks or
+  // loses a run. Its worker is woken by the commit that wrote an entry.
+  const webhookDeliveries = metrics.counter('baton_webhook_deliveries_total', 'Outbound event webhook deliveries by result.');
+  // Created at zero so the series exist before the first delivery.
+  for (const result of ['delivered', 'retried', 'failed']) webhookDeliveries.inc({ result }, 0);
+  const outbox = createOutbox({
+    store,
+    logger,
+    pollMs: config.queue.pollMs,
+    wakeChannel: NOTIFY_CHANNEL,
+    ...deps.outbox,
+    handlers: {
+      comment: createCommentHandler({ accounts }),
+      [WEBHOOK_KIND]: createWebhookDelivery({
+        webhooks: config.events.webhooks,
+        deliveries: webhookDeliveries,
+        errors: {
+          permanent: (message) => new PermanentDeliveryError(message),
+          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
+        },
+      }),
+    },
+  });
+
+  // 5. The run engine, with the hooks that write outbox entries in its transactions.
+  const hooks: TransitionHook[] = [
+    createStatusCommentHook({
+      templates: config.comments,
+      accounts,
+      outbox,
+      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+    }),
+  ];
+  if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
+  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger });
+  const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
+  const tokens = createTokenStore({ store, now });
+  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
+
+  // 6. Workspaces.
+  const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
+
+  // 7. The workers: started in this order, stopped in the reverse one. A new background worker
+  // is one more entry here.
+  const events = createEventHub({ engine, runs, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
+  const teardown = createTeardownWorker({ store, provider, engine, cleanup: config.cleanup, logger, now });
+  const dispatcher = createDispatcher({
+    engine,
+    store,
+    provider,
+    logger,
+    workspaceName,
+    buildSpec: (run, name, callbackToken) => buildWorkspaceSpec(config, run, name, callbackToken),
+    leaseMs: config.queue.leaseMs,
+    pollMs: config.queue.pollMs,
+  });
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, config.pipeline), logger, now });
+  const sweeper = createSweeper({
+    engine,
+    logger,
+    staleAfterMs: config.staleWorkspaceMinutes * 60_000,
+    sweepMs: config.sweepMinutes * 60_000,
+    now,
+    onSweep: async () => {
+      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
+      await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
+      await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
+    },
+  });
+  const workers: Worker[] = [
+    { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
+    { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
+    { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
+    { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
+    { name: 'sweeper', start: () => sweeper.start(), stop: () => sweeper.stop() },
+    // Stopped first: it ends the open event streams, which an HTTP server's close waits for.
+    { name: 'event stream', start: () => events.start(), stop: () => events.stop() },
+  ];
+  const backlog = metrics.gauge('baton_outbox_backlog', 'Outbox messages (forge comments, event webhooks) not yet delivered.');
+  const streamClients = metrics.gauge('baton_event_stream_clients', 'Connected /api/events clients on this replica.');
+  metrics.collect(async () => {
+    backlog.set({}, (await outbox.counts()).pending);
+    streamClients.set({}, events.clientCount);
+  });
+
+  // 8. HTTP: routes over the services above.
+  const readiness = readinessChecks({ store, dataDir: config.dataDir, provider });
+  const hono = createHttpApp({
+    logger,
+    engine,
+    runs,
+    tokens,
+    metrics,
+    events,
+    webhooks: createGiteaIngress({
+      engine,
+      store,
+      pipeline: config.pipeline,
+      webhooks: config.webhooks,
+      secret: config.gitea.webhookSecret,
+      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+      logger,
+      now,
+    }),
+    readiness: () => readiness,
+    publicQueue: config.api.publicQueue,
+    publicMetrics: config.api.publicMetrics,
+    forgeUrl: config.gitea.url,
+    now,
+  });
+
+  const lifecycle = createLifecycle({
+    logger,
+    store,
+    dataDir: config.dataDir,
+    async prepare() {
+      const minted = await tokens.bootstrap(config.api.bootstrapToken);
+      if (!minted) return;
+      logger.info(
+        { name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) },
+        'first start: admin API token created',
+      );
+      if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
+    },
+    workers,
+    closers: [
+      { name: 'run metrics', close: stopRunMetrics },
+      { name: `provider ${provider.name}`, close: () => provider.close?.() },
+      { name: 'store', close: () => store.close() },
+    ],
+    startedDetails: { provider: provider.name, store: store.dialect, concurrency: config.queue.concurrency },
+  });
+
+  return { hono, engine, runs, store, provider, tokens, metrics, events, outbox, start: lifecycle.start, stop: lifecycle.stop };
+}
+
+function announceToStderr(token: string): void {
+  process.stderr.write(
+    `\nbaton: first start, no API tokens yet. This admin token is shown once; store it now:\n\n  ${token}\n\n` +
+      'Use it as "Authorization: Bearer <token>", in BATON_TOKEN for the CLI, or to log in to the dashboard.\n' +
+      'Mint more with "baton token create --name NAME"; revoke with "baton token revoke NAME".\n\n',
+  );
+}
+
+function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
+  if (config.maintenance.repos.length === 0) return [];
+  return [
+    {
+      name: 'maintenance',
+      cron: config.schedules.maintenance,
+      timezone: config.schedules.timezone,
+      tasks: () => maintenanceRequests(config.maintenance.repos, pipeline),
+    },
+  ];
+}

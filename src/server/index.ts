@@ -1,0 +1,6 @@
+/**
+ * The composition root: `createApp` builds every part from the config in dependency order and
+ * owns the process lifecycle (start-up with migration retries, readiness, ordered shutdown).
+ */
+export { createApp, type App, type AppDeps } from './app.js';
+export { StartupError, type Worker } from './lifecycle.js';

@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { codeOf, errorMessage } from '../background/index.js';
+import type { ReadinessCheck } from '../http/index.js';
+import type { Store } from '../store/index.js';
+import type { WorkspaceProvider } from '../workspaces/index.js';
+
+/**
+ * What `GET /ready` asks, in the order it reports them. A new dependency that must answer before
+ * this replica takes work is one more entry here.
+ */
+export function readinessChecks(deps: { store: Store; dataDir: string; provider: WorkspaceProvider }): ReadinessCheck[] {
+  const { store, dataDir, provider } = deps;
+  const checks: ReadinessCheck[] = [
+    { name: 'database', check: () => store.ping() },
+    {
+      name: 'migrations',
+      check: async () => {
+        const pending = await store.pendingMigrations();
+        if (pending.length > 0) throw new Error(`pending: ${pending.join(', ')} (run "baton migrate" or start baton serve)`);
+      },
+    },
+    { name: 'data directory', check: () => checkWritable(dataDir) },
+  ];
+  if (provider.health) {
+    checks.push({
+      name: `provider ${provider.name}`,
+      check: async () => {
+        const { ok, reason } = provider.health?.() ?? { ok: true };
+        if (!ok) throw new Error(reason ?? 'unhealthy');
+      },
+    });
+  }
+  return checks;
+}
+
+async function checkWritable(dir: string): Promise<void> {
+  const probe = path.join(dir, `.ready-${process.pid}`);
+  try {
+    await fs.promises.writeFile(probe, '');
+    await fs.promises.rm(probe, { force: true });
+  } catch (err) {
+    throw new Error(`${dir} is not writable (${codeOf(err) ?? errorMessage(err)})`);
+  }
+}

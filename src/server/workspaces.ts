@@ -1,0 +1,84 @@
+import { fileURLToPath } from 'node:url';
+import type { Config } from '../config/index.js';
+import type { Logger } from '../log/index.js';
+import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
+import {
+  createCoderProviderFromConfig,
+  createLocalProvider,
+  reconcile,
+  workspaceNameForKey,
+  type WorkspaceProvider,
+  type WorkspaceSpec,
+} from '../workspaces/index.js';
+
+/** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
+const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
+
+/** The provider `WORKSPACE_PROVIDER` names, made from the config. */
+export function createConfiguredProvider(config: Config, logger: Logger, runs: Pick<RunQueries, 'findByWorkspace'>): WorkspaceProvider {
+  if (config.workspaceProvider === 'coder') {
+    return createCoderProviderFromConfig(config, {
+      // Workspace names are per run, so only the run that named it can own it.
+      isOwnedByLiveRun: async (name) => {
+        const run = await runs.findByWorkspace(name);
+        return run !== null && isLive(run.status);
+      },
+    });
+  }
+  return createLocalProvider({
+    dataDir: config.dataDir,
+    command: [process.execPath, BATON_BIN, 'agent'],
+    env: {
+      ...config.agentEnv,
+      ...(config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {}),
+    },
+    onError: (message, err) => logger.warn({ err }, message),
+  });
+}
+
+/**
+ * Readable (`develop-acme-app-7-r42`) and deterministic per run, so a re-claim after a crash finds
+ * the workspace the first claim made, while a follow-up run never adopts its predecessor's.
+ */
+export function workspaceName(run: Run): string {
+  return workspaceNameForKey(`${run.key}-r${run.id}`);
+}
+
+/** Everything a workspace is created with; the token is the stage's own bot account's only. */
+export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
+  const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
+  return {
+    name,
+    runId: run.id,
+    stage: run.stage,
+    owner: run.owner,
+    repo: run.repo,
+    number: run.number ?? undefined,
+    cloneUrl: run.payload.cloneUrl,
+    deployEnv: run.payload.deployEnv,
+    build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
+    forgeUrl: config.gitea.url,
+    forgeToken: account.token,
+    callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
+    callbackToken,
+    maxDurationMs: config.staleWorkspaceMinutes * 60_000,
+  };
+}
+
+/**
+ * Reconcile on start and on every sweep. A provisioning run whose workspace is up needs nothing
+ * here: its lease expires, it is re-claimed, and the create adopts the workspace by name.
+ */
+export async function reconcileWorkspaces(engine: FullRunEngine, provider: WorkspaceProvider, logger: Logger): Promise<void> {
+  await reconcile({
+    provider,
+    logger,
+    runs: {
+      listLive: async () => (await engine.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
+      adopt: async () => {},
+      failRun: async (runId, reason) => {
+        await engine.complete(runId, { status: RUN_STATUS.failed, error: reason });
+      },
+    },
+  });
+}
