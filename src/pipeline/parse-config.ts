@@ -1,9 +1,17 @@
 import { show } from '../config/index.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, defaultStages, type LabelRole } from './stages.js';
-import { TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger, type TriggerEvent } from './types.js';
+import {
+  SETUP_TOKENS,
+  TRIGGER_EVENTS,
+  type Pipeline,
+  type SetupToken,
+  type StageDefinition,
+  type Trigger,
+  type TriggerEvent,
+} from './types.js';
 
 const PIPELINE_KEYS = ['ignore-users', 'ignoreUsers', 'labels', 'deploy', 'stages'] as const;
-const STAGE_KEYS = ['account', 'build', 'onDuplicate', 'triggers', 'deploys', 'enabled'] as const;
+const STAGE_KEYS = ['account', 'build', 'onDuplicate', 'triggers', 'deploys', 'setupTokens', 'enabled'] as const;
 const TRIGGER_KEYS = ['event', 'label', 'withoutLabels', 'inAnalysis', 'allowBots'] as const;
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -20,6 +28,7 @@ const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
  *   deploy: { labelPrefix: "deploy:", defaultEnv: staging }
  *   stages:
  *     develop: { account: review, onDuplicate: drop }
+ *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
  *       account: dev
@@ -140,6 +149,13 @@ function parseStage(
   if (raw.deploys !== undefined) {
     if (typeof raw.deploys === 'boolean') stage.deploys = raw.deploys;
     else problems.push(`${key}.deploys must be true or false, got ${show(raw.deploys)}`);
+  }
+  if (raw.setupTokens !== undefined) {
+    const tokens = stringList(raw.setupTokens, `${key}.setupTokens`, problems);
+    const unknown = tokens.filter((t) => !(SETUP_TOKENS as readonly string[]).includes(t));
+    if (unknown.length > 0)
+      problems.push(`${key}.setupTokens must list ${SETUP_TOKENS.join(', ')} (or nothing), got ${show(unknown.join(', '))}`);
+    else stage.setupTokens = [...new Set(tokens)] as SetupToken[];
   }
   if (raw.triggers !== undefined) {
     if (!Array.isArray(raw.triggers)) problems.push(`${key}.triggers must be a list of triggers, got ${show(raw.triggers)}`);
