@@ -43,6 +43,24 @@ export const FILE_SECTIONS = [
   'pipeline',
   'webhooks',
   'comments',
+  'local',
+] as const;
+
+/**
+ * The variables that carry baton's own secrets. `baton serve` removes them from its environment
+ * once the config is loaded, so no child process (git, a runner) ever inherits them.
+ */
+export const SECRET_ENV = [
+  'GITEA_DEV_TOKEN',
+  'GITEA_REVIEW_TOKEN',
+  'WEBHOOK_SECRET',
+  'CODER_TOKEN',
+  'CLAUDE_OAUTH_TOKEN',
+  'CLAUDE_CODE_OAUTH_TOKEN',
+  'ANTHROPIC_API_KEY',
+  'BATON_BOOTSTRAP_TOKEN',
+  'BATON_TOKEN',
+  'DATABASE_URL',
 ] as const;
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */

@@ -21,7 +21,8 @@ import {
 import { createStore, type Store } from '../store/index.js';
 import {
   createCoderProviderFromConfig,
-  createLocalProvider,
+  createLocalProviderFromConfig,
+  NO_SANDBOX_WARNING,
   reconcile,
   workspaceNameForKey,
   type WorkspaceProvider,
@@ -50,6 +51,7 @@ import { callbackRoutes } from './routes-callbacks.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes } from './routes-runs.js';
 import { resolveModuleSettings } from './settings.js';
+import type { LocalSettings } from '../workspaces/index.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -95,7 +97,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
   const engine = createRunEngine({ store, queue: config.queue, now });
-  const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
+  const provider = deps.provider ?? createDefaultProvider(config, settings.local, logger, engine);
 
   const dispatcher = createDispatcher({
     engine,
@@ -330,7 +332,7 @@ function webhookResult(status: number): string {
 /** The `baton` bin of this installation: local workspaces run `baton agent` from it. */
 const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
-function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEngine): WorkspaceProvider {
+function createDefaultProvider(config: Config, local: LocalSettings, logger: Logger, engine: FullRunEngine): WorkspaceProvider {
   if (config.workspaceProvider === 'coder') {
     return createCoderProviderFromConfig(config, {
       // Workspace names are per run, so only the run that named it can own it.
@@ -340,15 +342,8 @@ function createDefaultProvider(config: Config, logger: Logger, engine: FullRunEn
       },
     });
   }
-  return createLocalProvider({
-    dataDir: config.dataDir,
-    command: [process.execPath, BATON_BIN, 'agent'],
-    env: {
-      ...config.agentEnv,
-      ...(config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {}),
-    },
-    onError: (message, err) => logger.warn({ err }, message),
-  });
+  if (local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);
+  return createLocalProviderFromConfig(config, local, { batonBin: BATON_BIN, onError: (message, err) => logger.warn({ err }, message) });
 }
 
 /**
@@ -371,6 +366,9 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
     cloneUrl: run.payload.cloneUrl,
     deployEnv: run.payload.deployEnv,
     build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
+    setupTokens: Array.isArray(run.payload.setupTokens)
+      ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
+      : undefined,
     forgeUrl: config.gitea.url,
     forgeToken: account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,

@@ -2,12 +2,15 @@ import type { Config } from '../config/index.js';
 import { resolveIngressConfig, type WebhooksConfig } from '../ingress/index.js';
 import { parseCommentTemplates, type CommentTemplates } from '../outbox/index.js';
 import type { Pipeline } from '../pipeline/index.js';
+import { hiddenPaths, parseLocalSettings, type LocalSettings } from '../workspaces/index.js';
 
 /** The baton.yaml sections owned by modules other than config/, parsed and validated together. */
 export interface ModuleSettings {
   pipeline: Pipeline;
   webhooks: WebhooksConfig;
   commentTemplates: CommentTemplates;
+  /** `local:`: how local workspaces are sandboxed. */
+  local: LocalSettings;
   /** One line per problem, in the same form as config/ problems; empty when all is well. */
   problems: string[];
 }
@@ -15,10 +18,12 @@ export interface ModuleSettings {
 export function resolveModuleSettings(config: Config): ModuleSettings {
   const ingress = resolveIngressConfig(config);
   const comments = parseCommentTemplates(config.file.comments);
+  const local = parseLocalSettings(config.file.local, hiddenPaths(config));
   return {
     pipeline: ingress.pipeline,
     webhooks: ingress.webhooks,
     commentTemplates: comments.templates,
-    problems: [...ingress.problems, ...comments.problems],
+    local: local.settings,
+    problems: [...ingress.problems, ...comments.problems, ...local.problems],
   };
 }
