@@ -160,7 +160,10 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const graceMs = options.stopGraceMs ?? 15_000;
   const onError = options.onError ?? (() => {});
   const sandbox = options.sandbox ?? { kind: 'bwrap' };
-  // Root's files and root's processes must never be the sandbox's own: as root, runs are another user.
+  // Root's files and root's processes must never be the sandbox's own: as root, runs are another
+  // user. It is also what lets the nested sandbox of each step mount its /proc: mapped to root,
+  // bwrap covers /proc/irq and /proc/bus with read-only mounts (bubblewrap.c, cover_proc_dirs),
+  // which become locked in a nested user namespace, and the kernel then refuses a new proc mount.
   const runAs = sandbox.kind === 'bwrap' && process.getuid?.() === 0 ? (sandbox.rootUser ?? { uid: 65534, gid: 65534 }) : undefined;
   const creating = new Map<string, Promise<Workspace>>();
   const deleting = new Map<string, Promise<void>>();

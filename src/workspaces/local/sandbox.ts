@@ -15,6 +15,12 @@ import path from 'node:path';
  * Everything else (baton's data directory and database, its config file, other runs'
  * workspaces, the processes of baton and of other runs) does not exist inside. Paths that must
  * stay hidden but lie inside a bound directory are covered (`hidden`).
+ *
+ * How bwrap behaves here (containers/bubblewrap, bubblewrap.c at v0.11.1, checked against 0.8.0
+ * installed): the outer process ("monitor") exits as soon as the command (pid 2) does, with its
+ * status; the namespace's init (pid 1) waits for every process in it, and when it dies the kernel
+ * kills them all; `--info-fd` reports the init's host pid right after the namespaces exist;
+ * descriptors baton passes are inherited by the command and closed in the monitor and the init.
  */
 export const SANDBOX_WORKDIR = '/workspace';
 export const SANDBOX_HOME = '/home/baton';
@@ -66,7 +72,11 @@ export interface SandboxLayout {
   hidden: readonly string[];
   /** Bound read-only as ~/.gitconfig (identity, URL rewrites). */
   gitConfig?: string;
-  /** A logged-in Claude Code's `.credentials.json`, bound read-only into ~/.claude/. */
+  /**
+   * A logged-in Claude Code's `.credentials.json`, bound read-only into ~/.claude/. (Claude Code
+   * keeps its login there on Linux: ~/.claude/.credentials.json, as third-party account switchers
+   * such as rsnodgrass/claude-code-auth and mr3od/claude-auth document.)
+   */
   claudeCredentials?: string;
 }
 
