@@ -198,6 +198,48 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
   });
 });
 
+describe('local workspace provider in the sandbox', () => {
+  const processesWith = (marker: string) =>
+    fs.readdirSync('/proc').filter((pid) => {
+      try {
+        return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+
+  it('ends what the agent left running, even in a session of its own, with the run', async () => {
+    const marker = `left-behind-${Date.now()}`;
+    const token = 'callback-token-orphans';
+    const receiver = await startCallbackReceiver({ token, runId: 6, failFirst: 0 });
+    try {
+      const p = makeProvider({
+        command: [process.execPath, '--import', TSX, AGENT_CLI],
+        env: {
+          BATON_AGENT_COMMAND: JSON.stringify([
+            '/bin/sh',
+            '-c',
+            `setsid sh -c 'sleep 1000; : ${marker}' </dev/null >/dev/null 2>&1 & echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"left one behind"}'`,
+          ]),
+        },
+      });
+      await p.create({
+        ...defaultSpec('orphans'),
+        runId: 6,
+        stage: 'analyse',
+        cloneUrl: createBareRepo(fixture.shared, 'orphans'),
+        callbackUrl: receiver.callbackUrl,
+        callbackToken: token,
+      });
+      expect(await receiver.accepted()).toMatchObject({ status: 'succeeded', summary: 'left one behind' });
+      await expect.poll(async () => (await p.get('orphans'))?.status, { timeout: 20_000 }).toBe('stopped');
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
 describe('local workspace provider without a sandbox', () => {
   it('fails permanently when the runner command cannot be started, leaving nothing behind', async () => {
     const p = makeProvider({ sandbox: { kind: 'none' }, command: [path.join(dataDir, 'no-such-binary')] });
