@@ -412,6 +412,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         { cause: spawnError },
       );
     }
+    // In a sandbox the child is bwrap's monitor: it exits with the runner's status, or at once
+    // when SIGTERM reaches it while the runner is still reporting (the record's pid, the
+    // namespace's init, says when the run is really over).
     const monitor = child.pid;
     child.once('exit', (code, signal) => {
       // A teardown may already be removing the directory: a file written now makes its rm fail.
