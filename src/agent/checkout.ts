@@ -90,10 +90,12 @@ export async function runSetupCommands(
   repoDir: string,
   commands: readonly { label: string; command: string }[],
   log: (line: string) => void,
+  /** The tokens the stage grants its setup commands; none by default. */
+  env: NodeJS.ProcessEnv = {},
 ): Promise<void> {
   for (const { label, command } of commands) {
     log(`[baton] ${label}: ${command}`);
-    const result = await exec(label, 'sh', ['-c', command], { cwd: repoDir });
+    const result = await exec(label, 'sh', ['-c', command], { cwd: repoDir, env });
     if (result.code !== 0) {
       const how = result.error
         ? `could not start (${result.error.message})`

@@ -8,6 +8,7 @@ import { startLogServer, type LogServer } from './log-server.js';
 import { runAgentProcess } from './agent-process.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
+import type { SetupToken } from '../pipeline/index.js';
 import { isHeavyStage } from './stages.js';
 import { Stopped, type StopRequest } from './stop.js';
 import { FAILURE_KIND, type AgentOutcome, type AgentUsage, type CompletionBody } from './types.js';
@@ -16,6 +17,16 @@ export { CLAUDE_COMMAND } from './agent-process.js';
 export { FAILURE_KIND } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
+
+/** Never inherited by a step: each gets the secrets it needs explicitly. */
+const SECRET_ENV = [
+  'ANTHROPIC_API_KEY',
+  'CALLBACK_TOKEN',
+  'GITEA_TOKEN',
+  'CLAUDE_CODE_OAUTH_TOKEN',
+  'BATON_SECRETS_FD',
+  'BATON_SECRETS_FILE',
+];
 
 export interface RunAgentOptions {
   /** Stage name (`TASK_TYPE`): picks `.claude/commands/<stage>.md`. */
@@ -37,12 +48,24 @@ export interface RunAgentOptions {
   /** @default callbackUrl with `/complete` replaced by `/progress` */
   progressUrl?: string;
   callbackToken: string;
-  /** Base env of the agent and git. `ANTHROPIC_API_KEY` and `CALLBACK_TOKEN` are always removed. */
+  /**
+   * Base env of every step. `ANTHROPIC_API_KEY`, `CALLBACK_TOKEN`, `GITEA_TOKEN` and
+   * `CLAUDE_CODE_OAUTH_TOKEN` are always removed: each step gets only the secrets it needs.
+   */
   env: NodeJS.ProcessEnv;
   /** Put into the agent's env as `CLAUDE_CODE_OAUTH_TOKEN`. */
   claudeOauthToken?: string;
-  /** Forge token (`GITEA_TOKEN`): git credentials for http(s) clone URLs; masked in logs. */
+  /**
+   * Forge token of the stage's bot: git credentials for http(s) clone URLs (git steps and the
+   * agent) and `GITEA_TOKEN` of the agent; masked in logs.
+   */
   forgeToken?: string;
+  /**
+   * Which tokens the install and build commands get. They run the repository's code, so by
+   * default none: `forge` adds `GITEA_TOKEN` and git credentials, `agent` adds `CLAUDE_CODE_OAUTH_TOKEN`.
+   * @default []
+   */
+  setupTokens?: readonly SetupToken[];
   /**
    * Agent command; each `{prompt}` in an argument is replaced by the prompt.
    * @default CLAUDE_COMMAND (`claude -p --output-format stream-json --verbose --dangerously-skip-permissions {prompt}`)
@@ -179,12 +202,17 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   if (options.signal?.aborted) onAbort();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
 
+  // The agent must not be able to report the run's outcome itself (no CALLBACK_TOKEN), and the
+  // repository's install and build scripts get no token the stage did not grant them.
   const secretFreeEnv = (): NodeJS.ProcessEnv => {
     const env = { ...options.env };
-    delete env.ANTHROPIC_API_KEY;
-    // The agent must not be able to report the run's outcome itself.
-    delete env.CALLBACK_TOKEN;
+    for (const name of SECRET_ENV) delete env[name];
     return env;
+  };
+  const setupTokens = options.setupTokens ?? [];
+  const setupEnv: NodeJS.ProcessEnv = {
+    ...(setupTokens.includes('forge') ? { ...gitEnv, ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}) } : {}),
+    ...(setupTokens.includes('agent') && options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}),
   };
 
   const exec: StepRunner = async (label, command, args, stepOptions) => {
@@ -197,7 +225,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     };
     const proc = startProcess(command, args, {
       cwd: stepOptions.cwd,
-      env: { ...secretFreeEnv(), ...gitEnv, ...stepOptions.env },
+      env: { ...secretFreeEnv(), ...stepOptions.env },
       spawn: options.spawn,
       onStdoutLine: (line) => {
         keep(line);
@@ -242,7 +270,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         options.installCommand ? { label: 'install command', command: options.installCommand } : null,
         options.buildCommand ? { label: 'build command', command: options.buildCommand } : null,
       ].filter((c): c is { label: string; command: string } => c !== null);
-      await runSetupCommands(exec, repoDir, commands, (line) => log.write(line));
+      await runSetupCommands(exec, repoDir, commands, (line) => log.write(line), setupEnv);
     }
     if (stop) throw new Stopped(stop);
     phase = 'prompt';
@@ -262,7 +290,12 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       log,
       prompt: resolved.prompt,
       cwd: repoDir,
-      env: { ...secretFreeEnv(), ...gitEnv, ...(options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}) },
+      env: {
+        ...secretFreeEnv(),
+        ...gitEnv,
+        ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}),
+        ...(options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}),
+      },
       rawFile: path.join(stateDir, 'agent.ndjson'),
       onProcess: (proc) => {
         current = proc;

@@ -1,12 +1,21 @@
 import { parseArgs } from 'node:util';
-import { createCallbackClient, runAgent, type RunAgentOptions } from '../agent/index.js';
+import {
+  checkRunner,
+  createCallbackClient,
+  nestedSandboxSpawn,
+  readRunnerSecrets,
+  runAgent,
+  SecretsError,
+  SETUP_TOKENS,
+  type RunAgentOptions,
+  type SetupToken,
+} from '../agent/index.js';
 
 const HELP = `Usage: baton agent [options]
 
 Runs one pipeline stage inside a workspace: clones the repository, builds the stage prompt from
 .claude/commands/<stage>.md, runs the agent, streams its log to the server and always posts the
-completion callback. Every option can also be given as the environment variable in brackets;
-secrets are read from the environment only.
+completion callback. Every option can also be given as the environment variable in brackets.
 
 Options:
   --task-type NAME          stage to run                      [TASK_TYPE]
@@ -25,12 +34,21 @@ Options:
   --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
   --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
+  --check                   only check that the agent command (and the nested sandbox) can
+                            start here; print what was found, exit 0 or 1
   -h, --help                show this help
 
-Secrets (environment only): CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN.
+Secrets: CALLBACK_TOKEN, GITEA_TOKEN and CLAUDE_CODE_OAUTH_TOKEN as NAME=value lines, read once
+at start from BATON_SECRETS_FILE (a file of mode 0600, deleted once read) or BATON_SECRETS_FD (an
+inherited descriptor, closed once read). Secrets in the environment still work but are warned
+about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and
+CLAUDE_CODE_OAUTH_TOKEN, never CALLBACK_TOKEN; install and build commands get only the tokens
+named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
 Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
-(heavy | light: whether install/build run first; set by baton, default from the built-in stage table).
+(heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
+BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
+that cannot see the runner).
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
 server could not be told; 2 the runner is misconfigured (nothing could be reported).
@@ -62,6 +80,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
         'output-format': { type: 'string' },
         install: { type: 'string' },
         build: { type: 'string' },
+        check: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -81,14 +100,57 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     return value === undefined || value.trim() === '' ? undefined : value.trim();
   };
 
+  // Before anything else, and whatever else is wrong: the secrets leave the environment (and a
+  // secrets file the disk) before any child process could inherit or find them.
+  let secrets: ReturnType<typeof readRunnerSecrets>['secrets'];
+  try {
+    const intake = readRunnerSecrets(env);
+    secrets = intake.secrets;
+    for (const warning of intake.warnings) console.error(`baton agent: warning: ${warning}`);
+  } catch (err) {
+    if (!(err instanceof SecretsError)) throw err;
+    console.error(`baton agent: ${err.message}; the outcome cannot be reported`);
+    return 2;
+  }
+
+  const sandbox = env.BATON_SANDBOX?.trim() || undefined;
+  const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
+  const agentCommandProblem = (raw: string) =>
+    `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
+  const parseAgentCommand = (raw: string): string[] | undefined => {
+    try {
+      const parsed: unknown = JSON.parse(raw);
+      if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string')) return parsed as string[];
+    } catch {
+      // Reported below.
+    }
+    return undefined;
+  };
+
+  if (values.check) {
+    const raw = opt('agent-command', 'BATON_AGENT_COMMAND');
+    const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
+    if (raw !== undefined && agentCommand === undefined) {
+      console.log(agentCommandProblem(raw));
+      return 1;
+    }
+    if (sandbox !== undefined && sandbox !== 'bwrap') {
+      console.log(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
+      return 1;
+    }
+    const result = await checkRunner({ env, cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(), agentCommand, spawn: stepSpawn });
+    console.log(result.message);
+    return result.ok ? 0 : 1;
+  }
+
   const callbackUrl = opt('callback-url', 'CALLBACK_URL');
-  const callbackToken = env.CALLBACK_TOKEN?.trim() || undefined;
+  const callbackToken = secrets.CALLBACK_TOKEN || undefined;
   if (!callbackUrl || !callbackToken || !isHttpUrl(callbackUrl)) {
     const problem = !callbackUrl
       ? 'CALLBACK_URL is not set (the full completion URL, e.g. http://baton:3000/api/runs/42/complete)'
       : !isHttpUrl(callbackUrl)
         ? `CALLBACK_URL must be an http(s) URL, got "${callbackUrl}"`
-        : 'CALLBACK_TOKEN is not set';
+        : 'CALLBACK_TOKEN is not set (pass it in BATON_SECRETS_FILE or BATON_SECRETS_FD)';
     console.error(`baton agent: ${problem}; the outcome cannot be reported`);
     return 2;
   }
@@ -117,15 +179,8 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   let agentCommand: string[] | undefined;
   const rawCommand = opt('agent-command', 'BATON_AGENT_COMMAND');
   if (rawCommand !== undefined) {
-    try {
-      const parsed: unknown = JSON.parse(rawCommand);
-      if (!Array.isArray(parsed) || parsed.length === 0 || !parsed.every((a) => typeof a === 'string')) throw new Error('not an array');
-      agentCommand = parsed as string[];
-    } catch {
-      problems.push(
-        `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(rawCommand)}`,
-      );
-    }
+    agentCommand = parseAgentCommand(rawCommand);
+    if (agentCommand === undefined) problems.push(agentCommandProblem(rawCommand));
   }
   const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? 'stream-json';
   if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
@@ -135,6 +190,13 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   const stageBuild = env.BATON_STAGE_BUILD?.trim() || undefined;
   if (stageBuild !== undefined && stageBuild !== 'heavy' && stageBuild !== 'light') {
     problems.push(`BATON_STAGE_BUILD must be heavy or light, got "${stageBuild}"`);
+  }
+  if (sandbox !== undefined && sandbox !== 'bwrap') problems.push(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
+  const setupTokens: SetupToken[] = [];
+  for (const token of (env.BATON_SETUP_TOKENS ?? '').split(',').map((t) => t.trim())) {
+    if (token === '') continue;
+    if ((SETUP_TOKENS as readonly string[]).includes(token)) setupTokens.push(token as SetupToken);
+    else problems.push(`BATON_SETUP_TOKENS must list ${SETUP_TOKENS.join(', ')} (comma-separated), got "${token}"`);
   }
 
   if (problems.length > 0) {
@@ -184,8 +246,10 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       progressUrl,
       callbackToken,
       env,
-      claudeOauthToken: env.CLAUDE_CODE_OAUTH_TOKEN?.trim() || undefined,
-      forgeToken: env.GITEA_TOKEN?.trim() || undefined,
+      claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
+      forgeToken: secrets.GITEA_TOKEN || undefined,
+      setupTokens,
+      spawn: stepSpawn,
       agentCommand,
       outputFormat: outputFormat as 'stream-json' | 'text',
       heavy: stageBuild === undefined ? undefined : stageBuild === 'heavy',

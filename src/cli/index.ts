@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { ConfigError, formatConfig, loadConfig, type LoadedConfig } from '../config/index.js';
+import { ConfigError, formatConfig, loadConfig, SECRET_ENV, type LoadedConfig } from '../config/index.js';
 import { ApiError } from './api-client.js';
 import { UsageError } from './args.js';
 import { processIo, type CommandIo } from './io.js';
@@ -62,6 +62,8 @@ async function operator(
 const commands: Record<string, Command> = {
   serve: async () => {
     const loaded = loadOrReport();
+    // Read once, then gone from the environment: no child of the server (git, a runner) inherits them.
+    if (loaded) for (const name of SECRET_ENV) delete process.env[name];
     // Imported on demand: `baton --help` should not pay for loading the whole server.
     const { runServe } = await import('./serve.js');
     return loaded ? runServe(loaded) : 1;

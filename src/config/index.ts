@@ -1,4 +1,4 @@
-export { loadConfig, AGENT_PASSTHROUGH_ENV, type Env, type LoadedConfig } from './load.js';
+export { loadConfig, AGENT_PASSTHROUGH_ENV, SECRET_ENV, type Env, type LoadedConfig } from './load.js';
 export { ConfigError } from './problems.js';
 export { describeConfig, formatConfig } from './describe.js';
 export { DEFAULTS, defaultQueueConfig } from './defaults.js';

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { contextFor, mapping, readNode, type Env, type Source } from '../config-schema/index.js';
+import { contextFor, mapping, readNode, type Env, type Node, type Source } from '../config-schema/index.js';
 import { ConfigError } from './problems.js';
 import { rootNode } from './root-section.js';
 import { SECTIONS } from './sections.js';
@@ -27,6 +27,34 @@ export interface LoadedConfig {
   values: Readonly<Record<string, unknown>>;
   /** Where each value that is not a default came from, by baton.yaml path. */
   sources: ReadonlyMap<string, Source>;
+}
+
+/**
+ * The variables that carry secrets: every sensitive setting's variable (from the sections), and
+ * the agents' own credentials and the CLI's token, which baton never reads but must not pass on.
+ * `baton serve` removes them from its environment once the config is loaded, so no child
+ * process (git, a runner) ever inherits them.
+ */
+export const SECRET_ENV: readonly string[] = [
+  ...sensitiveVariables(FILE_NODE),
+  'CLAUDE_CODE_OAUTH_TOKEN',
+  'ANTHROPIC_API_KEY',
+  'BATON_TOKEN',
+];
+
+function sensitiveVariables(node: Node): string[] {
+  switch (node.kind) {
+    case 'leaf':
+      return node.sensitive && node.env ? [node.env] : [];
+    case 'mapping':
+      return Object.values(node.shape).flatMap(sensitiveVariables);
+    case 'list':
+      return sensitiveVariables(node.item);
+    case 'record':
+      return sensitiveVariables(node.value);
+    case 'orFalse':
+      return sensitiveVariables(node.mapping);
+  }
 }
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */
@@ -63,7 +91,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
   }) as Record<string, unknown> & { [K in keyof typeof FILE_NODE.shape]: unknown };
 
   const root = resolveRoot(values as never, { cwd, sources, problems, notices, warnings });
-  const resolved: Record<string, unknown> = { ...root };
+  const resolved: Record<string, unknown> = { ...root, configFile };
   for (const [key, s] of Object.entries(SECTIONS)) {
     // Sections come in dependency order, so `resolved` holds what each one's deps name (types.ts checks it).
     const ctx = contextFor({ node: s.node, key, deps: resolved as never, problems, warnings, sources });

@@ -6,7 +6,7 @@ import { maintenanceSection, pipelineSection, schedulesSection } from '../pipeli
 import { cleanupSection, queueSection } from '../runs/index.js';
 import { databaseSection } from '../store/index.js';
 import { apiSection } from '../tokens/index.js';
-import { claudeSection, coderSection } from '../workspaces/index.js';
+import { claudeSection, coderSection, localSection } from '../workspaces/index.js';
 
 /**
  * Every section of baton.yaml, by its key, each declared by the module that owns it. Adding a
@@ -28,6 +28,7 @@ export const SECTIONS = {
   bots: botsSection,
   coder: coderSection,
   claude: claudeSection,
+  local: localSection,
   api: apiSection,
   events: eventsSection,
   pipeline: pipelineSection,

@@ -66,4 +66,23 @@ describe('parsePipelineConfig', () => {
     expect(pipeline.stages.map((s) => s.name)).not.toEqual(expect.arrayContaining(['analyse']));
     expect(pipeline.stages.map((s) => s.name)).toHaveLength(7);
   });
+
+  it('grants setup tokens per stage (none by default) and names unknown ones', () => {
+    const { pipeline, problems } = parsePipelineConfig(
+      {
+        stages: {
+          test: { setupTokens: ['forge', 'agent', 'forge'] },
+          develop: { setupTokens: 'forge' },
+          'review-code': { setupTokens: ['coder'] },
+        },
+      },
+      bots,
+    );
+    expect(problems).toEqual(['pipeline.stages.review-code.setupTokens[0] must be one of forge, agent, got "coder"']);
+    const stage = (name: string) => pipeline.stages.find((s) => s.name === name);
+    expect(stage('test')?.setupTokens).toEqual(['forge', 'agent']);
+    expect(stage('develop')?.setupTokens).toEqual(['forge']);
+    expect(stage('review-code')?.setupTokens).toBeUndefined();
+    expect(stage('fix-bug')?.setupTokens).toBeUndefined();
+  });
 });

@@ -17,7 +17,7 @@ import {
 } from '../config-schema/index.js';
 import type { MaintenanceRepo } from '../config/index.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, defaultStages } from './stages.js';
-import { TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
+import { SETUP_TOKENS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
 
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -48,6 +48,9 @@ const stage = orFalse(
     onDuplicate: oneOf(['followup', 'drop'], { doc: 'a trigger while the run is live asks for one follow-up run, or is dropped' }),
     triggers: list(trigger, { doc: 'what starts the stage' }),
     deploys: bool({ doc: 'the stage deploys: its runs carry the deploy:ENV label’s environment' }),
+    setupTokens: list(oneOf(SETUP_TOKENS, { doc: 'forge (the bot account’s token) or agent (the Claude token)' }), {
+      doc: 'tokens the install and build commands (the repository’s own code) get; none by default',
+    }),
     enabled: bool({ doc: 'false removes the stage' }),
   }),
 );
@@ -62,6 +65,7 @@ const stage = orFalse(
  *   deploy: { labelPrefix: "deploy:", defaultEnv: staging }
  *   stages:
  *     develop: { account: review, onDuplicate: drop }
+ *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
  *       account: dev
@@ -115,6 +119,7 @@ export const pipelineSection = section(
       if (raw.build !== undefined) next.build = raw.build;
       if (raw.onDuplicate !== undefined) next.onDuplicate = raw.onDuplicate;
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
+      if (raw.setupTokens?.length) next.setupTokens = [...new Set(raw.setupTokens)];
       if (raw.triggers !== undefined) next.triggers = raw.triggers.map(toTrigger);
       else if (!base) {
         ctx.problem(`${key}.triggers is required for a new stage (e.g. [{ event: labeled, label: ${name} }])`);

@@ -21,6 +21,7 @@ export function maintenanceRequests(repos: readonly MaintenanceRepo[], pipeline:
           account: stage.account,
           accountUser: pipeline.accounts[stage.account],
           build: stage.build,
+          ...(stage.setupTokens?.length ? { setupTokens: stage.setupTokens } : {}),
           cloneUrl: r.cloneUrl,
           trigger: options.slot ? `schedule ${options.slot}` : 'schedule',
         },

@@ -57,6 +57,12 @@ describe('route: default SDLC table', () => {
     expect(request.payload?.trigger).toBe('issue #7 opened by alice');
   });
 
+  it('carries the setup tokens a stage grants in the payload, and none by default', () => {
+    const granted = parsePipelineConfig({ stages: { 'fix-bug': { setupTokens: ['forge'] } } }, bots).pipeline;
+    expect(only(route(issue({ labels: ['bug'] }), granted, fresh)).payload?.setupTokens).toEqual(['forge']);
+    expect(only(route(issue({ labels: ['bug'] }), pipeline, fresh)).payload).not.toHaveProperty('setupTokens');
+  });
+
   it('starts fix-bug, not analyse, for a new issue labelled bug', () => {
     const request = only(route(issue({ labels: ['bug'] }), pipeline, fresh));
     expect(request.stage).toBe('fix-bug');

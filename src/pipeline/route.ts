@@ -123,6 +123,7 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
     account: stage.account,
     accountUser: pipeline.accounts[stage.account],
     build: stage.build,
+    ...(stage.setupTokens?.length ? { setupTokens: stage.setupTokens } : {}),
     trigger: describe(occurrence, event),
     sender: event.sender,
     event: event.kind,

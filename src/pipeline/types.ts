@@ -108,6 +108,13 @@ export interface Trigger {
 
 export type BuildWeight = 'light' | 'heavy';
 
+/**
+ * Tokens a stage may hand to its install and build commands, which run the repository's code:
+ * `forge` (the bot's forge token and git credentials), `agent` (`CLAUDE_CODE_OAUTH_TOKEN`).
+ */
+export const SETUP_TOKENS = ['forge', 'agent'] as const;
+export type SetupToken = (typeof SETUP_TOKENS)[number];
+
 export interface StageDefinition {
   name: string;
   /** Bot account that acts for the stage: a key of `config.bots` (`dev`, `review`). */
@@ -118,6 +125,8 @@ export interface StageDefinition {
   triggers: Trigger[];
   /** The stage deploys: its runs carry `deployEnv` from a `deploy:<env>` label or the default. */
   deploys?: boolean;
+  /** Tokens its install and build commands get. @default [] (none: they run the repository's code) */
+  setupTokens?: SetupToken[];
 }
 
 export interface Pipeline {

@@ -4,7 +4,8 @@ import type { Logger } from '../log/index.js';
 import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
-  createLocalProvider,
+  createLocalProviderFromConfig,
+  NO_SANDBOX_WARNING,
   reconcile,
   workspaceNameForKey,
   type WorkspaceProvider,
@@ -25,13 +26,9 @@ export function createConfiguredProvider(config: Config, logger: Logger, runs: P
       },
     });
   }
-  return createLocalProvider({
-    dataDir: config.dataDir,
-    command: [process.execPath, BATON_BIN, 'agent'],
-    env: {
-      ...config.agentEnv,
-      ...(config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {}),
-    },
+  if (config.local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);
+  return createLocalProviderFromConfig(config, config.local, {
+    batonBin: BATON_BIN,
     onError: (message, err) => logger.warn({ err }, message),
   });
 }
@@ -57,6 +54,9 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     cloneUrl: run.payload.cloneUrl,
     deployEnv: run.payload.deployEnv,
     build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
+    setupTokens: Array.isArray(run.payload.setupTokens)
+      ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
+      : undefined,
     forgeUrl: config.gitea.url,
     forgeToken: account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,

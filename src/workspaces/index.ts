@@ -1,6 +1,6 @@
 export * from './types.js';
 export { createMemoryProvider, type MemoryProvider, type MemoryProviderOptions } from './memory.js';
-export { createLocalProvider, runnerEnv, type LocalProviderOptions } from './local/index.js';
+export * from './local/index.js';
 export * from './coder/index.js';
 export { teardownWorkspace, TeardownIncompleteError, type TeardownOptions, type TeardownResult } from './teardown.js';
 export { reconcile, type ReconcileAction, type ReconcileItem, type ReconcileOptions, type ReconcileRuns } from './reconcile.js';

@@ -39,6 +39,8 @@ export interface WorkspaceSpec {
   deployEnv?: string;
   /** `heavy` stages build the code before the agent starts; from the pipeline's stage table. */
   build?: 'light' | 'heavy';
+  /** Tokens the install and build commands get (`forge`, `agent`); none unless the stage table grants them. */
+  setupTokens?: readonly ('forge' | 'agent')[];
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
   forgeUrl?: string;

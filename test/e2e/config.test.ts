@@ -101,6 +101,8 @@ describe('baton config check and baton serve', () => {
   });
 
   it('serve keeps the default database in BATON_DATA_DIR and warns that without GITEA_URL no comment is posted', async () => {
+    // Runs are sandboxed as nobody when this suite runs as root: it must reach ./state/workspaces.
+    fs.chmodSync(cwd, 0o711);
     server = await startServe({ BATON_DATA_DIR: './state', HOST: '127.0.0.1' }, cwd);
     const url = server.url;
     await until(async () => (await fetch(`${url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');

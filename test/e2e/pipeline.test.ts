@@ -47,18 +47,22 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
 
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-pipeline-'));
+    // Runs are sandboxed as nobody (this suite runs as root): it must reach the workspaces and repositories.
+    fs.chmodSync(root, 0o711);
     dataDir = path.join(root, 'data');
     const repos = path.join(root, 'repos');
     for (const owner of ['example', 'acme']) fs.mkdirSync(path.join(repos, owner), { recursive: true });
     createBareRepo(path.join(repos, 'example'), 'example');
     createBareRepo(path.join(repos, 'acme'), 'app');
 
-    // The payloads' clone URLs point at hosts that do not exist here; git in the workspace
-    // (which inherits HOME) is sent to the bare repositories instead.
+    // The payloads' clone URLs point at hosts that do not exist here; git in the workspace (whose
+    // ~/.gitconfig is local.gitConfig) is sent to the bare repositories instead, which the sandbox
+    // may read (local.readOnlyPaths), though they belong to another user (safe.directory).
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
+    const gitConfig = path.join(home, '.gitconfig');
     fs.writeFileSync(
-      path.join(home, '.gitconfig'),
+      gitConfig,
       [
         '[user]',
         '\tname = Baton E2E',
@@ -66,8 +70,14 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         `[url "file://${repos}/"]`,
         '\tinsteadOf = http://localhost:3000/',
         '\tinsteadOf = http://gitea.test/',
+        '[safe]',
+        '\tdirectory = *',
         '',
       ].join('\n'),
+    );
+    fs.writeFileSync(
+      path.join(root, 'baton.yaml'),
+      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
     );
 
     gitea = await createFakeGitea();
@@ -95,8 +105,6 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         BATON_DATA_DIR: dataDir,
         QUEUE_CONCURRENCY: '2',
         BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '{prompt}']),
-        // The fake ignores it; the real CLI needs it when the runner is root.
-        IS_SANDBOX: '1',
       },
       root,
     );

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
 import { runBaton, startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import { until } from '../helpers/until.js';
 
 describe('the baton CLI', () => {
   let cwd: string;
@@ -64,9 +65,17 @@ describe('the baton CLI', () => {
   });
 
   it('serves on the embedded default and shuts down gracefully on SIGTERM with exit code 0', async () => {
+    // Runs are sandboxed as nobody when this suite runs as root: it must reach ./data/workspaces.
+    fs.chmodSync(cwd, 0o711);
     server = await startServe({}, cwd);
-    const ready = await fetch(`${server.url}/ready`);
-    expect(ready.status).toBe(200);
+    // Ready once the local provider has checked its sandbox and found claude (node_modules/.bin
+    // is on the PATH of npm test, as of npm start).
+    const ready = await until(async () => {
+      const res = await fetch(`${server!.url}/ready`);
+      const body = (await res.json()) as { checks: { name: string; error?: string }[] };
+      return body.checks.some((c) => c.error?.includes('checking the sandbox')) ? null : { status: res.status, body };
+    }, 'the local provider check');
+    expect(ready.status, JSON.stringify(ready.body)).toBe(200);
     expect(fs.existsSync(path.join(cwd, 'data/baton.db'))).toBe(true);
     // First start: the admin token is printed once on the terminal, and /queue needs it.
     const deadline = Date.now() + 10_000;

@@ -63,7 +63,13 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
 
   it('runs a queued run through a workspace to its authenticated completion and tears the workspace down', async () => {
     await app.start();
-    const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7, payload: { account: 'dev' } });
+    const { run } = await app.engine.enqueue({
+      stage: 'develop',
+      owner: 'acme',
+      repo: 'app',
+      number: 7,
+      payload: { account: 'dev', build: 'heavy', setupTokens: ['forge', 'bogus'] },
+    });
     const running = await until(async () => {
       const r = await app.engine.get(run.id);
       return r?.status === 'running' ? r : null;
@@ -71,6 +77,8 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     expect(provider.created).toHaveLength(1);
     const spec = provider.created[0]!;
     expect(spec.callbackUrl).toMatch(new RegExp(`/api/runs/${run.id}/complete$`));
+    // The stage's grants reach the workspace as the pipeline table gave them; nothing else does.
+    expect(spec).toMatchObject({ build: 'heavy', setupTokens: ['forge'] });
 
     expect((await app.hono.request('/queue')).status).toBe(401);
     const queue = (await (await app.hono.request('/queue', { headers: { authorization: `Bearer ${ADMIN}` } })).json()) as {

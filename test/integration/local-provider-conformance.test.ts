@@ -1,30 +1,31 @@
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createLocalProvider } from '../../src/workspaces/index.js';
 import { describeWorkspaceProvider } from '../conformance/workspace-provider.js';
+import { createSandboxFixture } from '../helpers/sandbox.js';
 
 const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
 
-describeWorkspaceProvider(
-  'local',
-  async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-local-conf-'));
-    // The fake agent in "hang" mode stands in for the runner: it runs until signalled.
-    const provider = createLocalProvider({
-      dataDir,
-      command: [process.execPath, FAKE_CLAUDE],
-      env: { FAKE_CLAUDE_MODE: 'hang' },
-      stopGraceMs: 2_000,
-    });
-    return {
-      provider,
-      cleanup: async () => {
-        await provider.close?.();
-        fs.rmSync(dataDir, { recursive: true, force: true });
-      },
-    };
-  },
-  { timeoutMs: 15_000 },
-);
+for (const kind of ['bwrap', 'none'] as const) {
+  describeWorkspaceProvider(
+    `local (sandbox ${kind})`,
+    async () => {
+      const fixture = createSandboxFixture();
+      // The fake agent in "hang" mode stands in for the runner: it runs until signalled.
+      const provider = createLocalProvider({
+        dataDir: fixture.dataDir,
+        command: [process.execPath, FAKE_CLAUDE],
+        env: { FAKE_CLAUDE_MODE: 'hang' },
+        stopGraceMs: 2_000,
+        sandbox: kind === 'bwrap' ? fixture.sandbox : { kind },
+      });
+      return {
+        provider,
+        cleanup: async () => {
+          await provider.close?.();
+          fixture.cleanup();
+        },
+      };
+    },
+    { timeoutMs: 15_000 },
+  );
+}

@@ -1,7 +1,6 @@
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -9,19 +8,22 @@ import { createLocalProvider, PermanentWorkspaceError, type WorkspaceProvider } 
 import { defaultSpec } from '../conformance/workspace-provider.js';
 import { startCallbackReceiver } from '../fakes/agent/callback-receiver.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
+import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
 
 const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
 const AGENT_CLI = fileURLToPath(new URL('../fakes/agent/agent-cli.ts', import.meta.url));
 const TSX = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
 
+let fixture: SandboxFixture;
 let dataDir: string;
 const providers: WorkspaceProvider[] = [];
-const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) => {
+const makeProvider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) => {
   const p = createLocalProvider({
     dataDir,
     command: [process.execPath, FAKE_CLAUDE],
     env: { FAKE_CLAUDE_MODE: 'hang' },
     stopGraceMs: 500,
+    sandbox: fixture.sandbox,
     ...options,
   });
   providers.push(p);
@@ -29,7 +31,8 @@ const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = 
 };
 
 beforeEach(() => {
-  dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-local-'));
+  fixture = createSandboxFixture();
+  dataDir = fixture.dataDir;
 });
 
 afterEach(async () => {
@@ -37,49 +40,74 @@ afterEach(async () => {
     for (const w of await p.list()) await p.delete(w.name);
     await p.close?.();
   }
-  fs.rmSync(dataDir, { recursive: true, force: true });
+  fixture.cleanup();
 });
 
-describe('local workspace provider', () => {
-  it('passes the run to the runner as env, logs its output and keeps secrets out of files', async () => {
-    const script = 'require("fs").writeFileSync("env.json", JSON.stringify(process.env)); console.log("runner says hi")';
-    const p = provider({ command: [process.execPath, '-e', script], env: { CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value' } });
+/** Writes what the runner was given (env, and the secrets on its descriptor) to files in its workspace. */
+const REPORTING_RUNNER =
+  'const fs = require("fs"); fs.writeFileSync("env.json", JSON.stringify(process.env));' +
+  'fs.writeFileSync("secrets.txt", fs.readFileSync(Number(process.env.BATON_SECRETS_FD), "utf8")); console.log("runner says hi")';
+
+describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s', (kind) => {
+  const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) =>
+    makeProvider({ ...(kind === 'none' ? { sandbox: { kind } } : {}), ...options });
+
+  it('passes the run as env and the secrets on a descriptor, logs the output, and leaves no secret in a file or the env', async () => {
+    const p = provider({
+      command: [process.execPath, '-e', REPORTING_RUNNER],
+      env: { CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value' },
+    });
     const spec = {
       ...defaultSpec('env-check'),
       deployEnv: 'staging',
       build: 'heavy' as const,
+      setupTokens: ['forge' as const],
       extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' },
     };
     await p.create(spec);
     const dir = path.join(dataDir, 'workspaces', 'env-check');
     await expect.poll(async () => (await p.get('env-check'))?.status, { timeout: 10_000 }).toBe('stopped');
-    const env = JSON.parse(fs.readFileSync(path.join(dir, 'env.json'), 'utf8')) as Record<string, string>;
+    const env = JSON.parse(fs.readFileSync(path.join(dir, 'work', 'env.json'), 'utf8')) as Record<string, string>;
     expect(env).toMatchObject({
       TASK_TYPE: 'develop',
       ISSUE_NUMBER: '7',
       GITEA_URL: 'https://forge.invalid',
       GITEA_ORG: 'acme',
       GITEA_REPO: 'app',
-      GITEA_TOKEN: 'forge-token-for-conformance',
       REPO_CLONE_URL: 'https://forge.invalid/acme/app.git',
       DEPLOY_ENV: 'staging',
       CALLBACK_URL: 'http://127.0.0.1:9/api/runs/1/complete',
-      CALLBACK_TOKEN: 'callback-token-for-conformance',
       BATON_RUN_ID: '1',
       BATON_MAX_DURATION_MS: '60000',
       BATON_AGENT_LOG_PORT: '0',
-      BATON_WORKDIR: dir,
-      CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value',
+      BATON_WORKDIR: kind === 'bwrap' ? '/workspace' : path.join(dir, 'work'),
       BATON_INSTALL_COMMAND: 'npm ci',
       BATON_STAGE_BUILD: 'heavy',
+      BATON_SETUP_TOKENS: 'forge',
+      BATON_SECRETS_FD: '3',
     });
-    expect(env['not an env name']).toBeUndefined();
+    for (const name of ['CALLBACK_TOKEN', 'GITEA_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'not an env name']) expect(env[name]).toBeUndefined();
+    expect(
+      fs
+        .readFileSync(path.join(dir, 'work', 'secrets.txt'), 'utf8')
+        .split('\n')
+        .sort(),
+    ).toEqual([
+      '',
+      'CALLBACK_TOKEN=callback-token-for-conformance',
+      'CLAUDE_CODE_OAUTH_TOKEN=oauth-secret-value',
+      'GITEA_TOKEN=forge-token-for-conformance',
+    ]);
     // baton's own environment is not inherited wholesale.
     expect(env.VITEST).toBeUndefined();
     expect(fs.readFileSync(path.join(dir, 'runner.log'), 'utf8')).toContain('runner says hi');
-    const record = fs.readFileSync(path.join(dir, 'runner.json'), 'utf8');
-    for (const secret of ['forge-token-for-conformance', 'callback-token-for-conformance', 'oauth-secret-value']) {
-      expect(record).not.toContain(secret);
+    // Outside the test's own report, no file of the workspace holds a secret.
+    const files = fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((f) => f.isFile() && f.name !== 'secrets.txt');
+    for (const file of files) {
+      const text = fs.readFileSync(path.join(file.parentPath, file.name), 'utf8');
+      for (const secret of ['forge-token-for-conformance', 'callback-token-for-conformance', 'oauth-secret-value']) {
+        expect(text, file.name).not.toContain(secret);
+      }
     }
     // Written when this process reaps the runner, which may come just after it looks stopped.
     await expect.poll(() => fs.existsSync(path.join(dir, 'exit.json')), { timeout: 10_000 }).toBe(true);
@@ -129,17 +157,11 @@ describe('local workspace provider', () => {
     expect(await p.get('../escape')).toBeNull();
   });
 
-  it('fails permanently when the runner command cannot be started, leaving nothing behind', async () => {
-    const p = provider({ command: [path.join(dataDir, 'no-such-binary')] });
-    await expect(p.create(defaultSpec('nocmd'))).rejects.toThrow(/could not be started: spawn .*ENOENT/);
-    expect(await p.get('nocmd')).toBeNull();
-  });
-
   it('runs the real runner end to end: clone, fake agent, completion callback', async () => {
     const token = 'callback-token-end-to-end';
     const receiver = await startCallbackReceiver({ token, runId: 5, failFirst: 0 });
     try {
-      const cloneUrl = createBareRepo(dataDir, 'shop');
+      const cloneUrl = createBareRepo(fixture.shared, 'shop');
       const p = provider({
         command: [process.execPath, '--import', TSX, AGENT_CLI],
         env: {
@@ -165,14 +187,64 @@ describe('local workspace provider', () => {
         callbackToken: token,
       });
       const body = await receiver.accepted();
-      expect(body).toMatchObject({ status: 'succeeded', exitCode: 0 });
+      expect(body, JSON.stringify(body)).toMatchObject({ status: 'succeeded', exitCode: 0 });
       expect(body.summary).toMatch(/^Finished the task for: /);
       await expect.poll(async () => (await p.get('e2e'))?.status, { timeout: 10_000 }).toBe('stopped');
-      expect(fs.existsSync(path.join(dataDir, 'workspaces', 'e2e', 'shop', 'DEVELOP.md'))).toBe(true);
+      expect(fs.existsSync(path.join(dataDir, 'workspaces', 'e2e', 'work', 'shop', 'DEVELOP.md'))).toBe(true);
       expect(fs.readFileSync(path.join(dataDir, 'workspaces', 'e2e', 'runner.log'), 'utf8')).not.toContain(token);
     } finally {
       await receiver.close();
     }
+  });
+});
+
+describe('local workspace provider in the sandbox', () => {
+  const processesWith = (marker: string) =>
+    fs.readdirSync('/proc').filter((pid) => {
+      try {
+        return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(marker);
+      } catch {
+        return false;
+      }
+    });
+
+  it('ends what the agent left running, even in a session of its own, with the run', async () => {
+    const marker = `left-behind-${Date.now()}`;
+    const token = 'callback-token-orphans';
+    const receiver = await startCallbackReceiver({ token, runId: 6, failFirst: 0 });
+    try {
+      const p = makeProvider({
+        command: [process.execPath, '--import', TSX, AGENT_CLI],
+        env: {
+          BATON_AGENT_COMMAND: JSON.stringify([
+            '/bin/sh',
+            '-c',
+            `setsid sh -c 'sleep 1000; : ${marker}' </dev/null >/dev/null 2>&1 & echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"left one behind"}'`,
+          ]),
+        },
+      });
+      await p.create({
+        ...defaultSpec('orphans'),
+        runId: 6,
+        stage: 'analyse',
+        cloneUrl: createBareRepo(fixture.shared, 'orphans'),
+        callbackUrl: receiver.callbackUrl,
+        callbackToken: token,
+      });
+      expect(await receiver.accepted()).toMatchObject({ status: 'succeeded', summary: 'left one behind' });
+      await expect.poll(async () => (await p.get('orphans'))?.status, { timeout: 20_000 }).toBe('stopped');
+      expect(processesWith(marker)).toEqual([]);
+    } finally {
+      await receiver.close();
+    }
+  });
+});
+
+describe('local workspace provider without a sandbox', () => {
+  it('fails permanently when the runner command cannot be started, leaving nothing behind', async () => {
+    const p = makeProvider({ sandbox: { kind: 'none' }, command: [path.join(dataDir, 'no-such-binary')] });
+    await expect(p.create(defaultSpec('nocmd'))).rejects.toThrow(/could not be started: spawn .*ENOENT/);
+    expect(await p.get('nocmd')).toBeNull();
   });
 });
 
@@ -181,6 +253,9 @@ describe('baton agent CLI process', () => {
     const token = 'callback-token-sigterm';
     const receiver = await startCallbackReceiver({ token, runId: 9, failFirst: 1 });
     const work = fs.mkdtempSync(path.join(dataDir, 'ws-'));
+    // The contract a Coder template uses: a 0600 file the runner reads and deletes.
+    const secretsFile = path.join(dataDir, 'secrets.env');
+    fs.writeFileSync(secretsFile, `# written by the workspace template\nCALLBACK_TOKEN=${token}\n`, { mode: 0o600 });
     try {
       const cloneUrl = createBareRepo(dataDir, 'svc');
       const child = spawn(process.execPath, ['--import', TSX, AGENT_CLI], {
@@ -193,7 +268,7 @@ describe('baton agent CLI process', () => {
           ISSUE_NUMBER: '3',
           REPO_CLONE_URL: cloneUrl,
           CALLBACK_URL: receiver.callbackUrl,
-          CALLBACK_TOKEN: token,
+          BATON_SECRETS_FILE: secretsFile,
           BATON_AGENT_LOG_PORT: '0',
           BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '{prompt}']),
           FAKE_CLAUDE_MODE: 'hang',
@@ -204,6 +279,7 @@ describe('baton agent CLI process', () => {
       child.stderr.on('data', (d: Buffer) => (output += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       await expect.poll(() => output, { timeout: 20_000 }).toContain('[init]');
+      expect(fs.existsSync(secretsFile)).toBe(false);
       child.kill('SIGTERM');
       expect(await exited).toBe(1);
       const body = await receiver.accepted();

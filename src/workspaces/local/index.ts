@@ -1,1 +1,5 @@
-export { createLocalProvider, runnerEnv, type LocalProviderOptions } from './provider.js';
+export { createLocalProvider, runnerEnv, runnerSecrets, type LocalProviderOptions, type LocalSandboxOptions } from './provider.js';
+export { createLocalProviderFromConfig, NO_SANDBOX_WARNING } from './from-config.js';
+export { hiddenPaths } from './hidden-paths.js';
+export { localSection, type LocalSettings } from './settings.js';
+export { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';

@@ -1,36 +1,76 @@
-import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions, type StdioOptions } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../agent/index.js';
 import { PermanentWorkspaceError, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
-import { isRunnerAlive, readProcStat, readRunnerRecord, signalRunnerGroup, type RunnerRecord } from './runner-process.js';
+import { isRunnerAlive, readProcStat, readRunnerRecord, signalRunner, type RunnerRecord } from './runner-process.js';
+import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
 
 export interface LocalProviderOptions {
   /** Workspaces are directories under `<dataDir>/workspaces/`. */
   dataDir: string;
   /**
-   * The runner command; the workspace's env carries the run.
+   * The runner command; the workspace's env carries the run, a descriptor its secrets.
    * @example [process.execPath, '/opt/baton/bin/baton.js', 'agent']
    */
   command: readonly string[];
   /**
-   * Extra env for every runner (e.g. `CLAUDE_CODE_OAUTH_TOKEN`, `BATON_INSTALL_COMMAND`).
-   * The run's own variables take precedence.
+   * Extra env for every runner (e.g. `BATON_INSTALL_COMMAND`). The run's own variables take
+   * precedence. Secrets given here (`CLAUDE_CODE_OAUTH_TOKEN`, …) are moved to the runner's
+   * secrets, never passed as environment.
    */
   env?: Record<string, string>;
+  /** Secrets every runner gets besides the run's own, e.g. `CLAUDE_CODE_OAUTH_TOKEN`. */
+  secrets?: RunnerSecrets;
   /**
    * Variables of baton's own environment passed through. The server's env holds its secrets
-   * (bot tokens, database URL), so only these go to the agent.
+   * (bot tokens, database URL), so only these go to the runner.
    * @default ['PATH', 'HOME', 'USER', 'LOGNAME', 'SHELL', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR', 'NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'HTTP_PROXY', 'HTTPS_PROXY', 'NO_PROXY', 'http_proxy', 'https_proxy', 'no_proxy']
    */
   inheritEnv?: readonly string[];
   /** Port of each runner's live log page (`BATON_AGENT_LOG_PORT`); 0 = off, as several runners share the host. @default 0 */
   logPort?: number;
-  /** Time between SIGTERM and SIGKILL of a runner's process group on stop/delete. @default 15_000 */
+  /** Time between SIGTERM and SIGKILL of a runner on stop/delete. @default 15_000 */
   stopGraceMs?: number;
+  /**
+   * How runs are isolated from baton and from each other. `none` runs them as baton's own user,
+   * seeing everything baton sees: only for machines where nothing else matters.
+   * @default { kind: 'bwrap' }
+   */
+  sandbox?: LocalSandboxOptions | { kind: 'none' };
+  /**
+   * Run like a runner (same sandbox, same env, no secrets) to tell whether runs can start, for
+   * `/ready` and before each run while the last check failed. Exit 0 means ready; otherwise its
+   * last output line is the reason.
+   * @default ['true']
+   * @example [process.execPath, '/opt/baton/bin/baton.js', 'agent', '--check']
+   */
+  check?: readonly string[];
   now?: () => number;
   spawn?: (command: string, args: readonly string[], options: SpawnOptions) => ChildProcess;
   /** Problems in background work (deleting a directory failed, …). */
   onError?: (message: string, error: unknown) => void;
+}
+
+export interface LocalSandboxOptions {
+  kind: 'bwrap';
+  /** The bubblewrap binary, looked up on baton's PATH. @default 'bwrap' */
+  bwrap?: string;
+  /** Host paths visible read-only at the same path: Node.js, baton's code, the agent CLI, toolchains. */
+  readOnlyPaths?: readonly string[];
+  /** Host paths never visible, even inside a read-only path (the data directory always is). */
+  hiddenPaths?: readonly string[];
+  /** Bound read-only as the runs' ~/.gitconfig. */
+  gitConfig?: string;
+  /** A logged-in Claude Code's `.credentials.json`, bound read-only as the runs' ~/.claude/.credentials.json. */
+  claudeCredentials?: string;
+  /**
+   * The host user runs are when baton itself runs as root: a sandbox never maps to root, whose
+   * files (and /proc entries) it could otherwise read. Baton's own user otherwise.
+   * @default { uid: 65534, gid: 65534 } (nobody)
+   */
+  rootUser?: { uid: number; gid: number };
 }
 
 const DEFAULT_INHERIT = [
@@ -59,10 +99,22 @@ const LOG = 'runner.log';
 const EXIT = 'exit.json';
 const STOP_MARKER = 'stop-requested';
 const DELETE_MARKER = 'deleting';
+/** What the runner sees of a workspace; the records above stay outside, out of its reach. */
+const WORK = 'work';
+const HOME = 'home';
+const SECRETS = '.secrets';
+/** Descriptor numbers in the runner: its secrets, and (sandbox) where bwrap tells its init's pid. */
+const SECRETS_FD = 3;
+const INFO_FD = 4;
+/** Longest a readiness check may run before it counts as failed. */
+const CHECK_TIMEOUT_MS = 60_000;
+/** How long a check result is trusted: a failure is retried soon, a success re-checked now and then. */
+const CHECK_RETRY_MS = 10_000;
+const CHECK_REFRESH_MS = 5 * 60_000;
 
 /**
- * The run's variables, as `baton agent` reads them (see src/cli/agent.ts). Shared by every
- * provider that passes the run through environment variables.
+ * The run's variables, as `baton agent` reads them (see src/cli/agent.ts). No secrets: those go
+ * through `runnerSecrets`.
  */
 export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
   const env: Record<string, string | undefined> = {
@@ -71,23 +123,34 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     GITEA_URL: spec.forgeUrl,
     GITEA_ORG: spec.owner,
     GITEA_REPO: spec.repo,
-    GITEA_TOKEN: spec.forgeToken,
     REPO_CLONE_URL: spec.cloneUrl,
     DEPLOY_ENV: spec.deployEnv,
     CALLBACK_URL: spec.callbackUrl,
-    CALLBACK_TOKEN: spec.callbackToken,
     BATON_RUN_ID: String(spec.runId),
     BATON_MAX_DURATION_MS: spec.maxDurationMs?.toString(),
     BATON_STAGE_BUILD: spec.build,
+    BATON_SETUP_TOKENS: spec.setupTokens?.join(','),
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }
 
+/** The run's secrets, as `baton agent` reads them from `BATON_SECRETS_FILE` or `BATON_SECRETS_FD`. */
+export function runnerSecrets(spec: WorkspaceSpec): RunnerSecrets {
+  return { CALLBACK_TOKEN: spec.callbackToken, ...(spec.forgeToken ? { GITEA_TOKEN: spec.forgeToken } : {}) };
+}
+
+interface Health {
+  ok: boolean;
+  reason?: string;
+  at: number;
+}
+
 /**
- * Workspaces as child processes on this machine: `<dataDir>/workspaces/<name>/` holds the
- * runner's working directory, `runner.json` (pid and process start time, no secrets) and
- * `runner.log`. Runners are their own process groups and outlive a baton restart; the next
- * baton finds them again through `runner.json`.
+ * Workspaces as processes on this machine: `<dataDir>/workspaces/<name>/` holds `runner.json`
+ * (pids and process start time, no secrets), `runner.log`, and the two directories the run sees:
+ * `work/` (its workspace) and `home/`. Each runner and its agent live in a bubblewrap sandbox of
+ * their own (see sandbox.ts) unless the operator turned it off. Runners outlive a baton restart;
+ * the next baton finds them again through `runner.json`.
  */
 export function createLocalProvider(options: LocalProviderOptions): WorkspaceProvider {
   if (options.command.length === 0) throw new Error('createLocalProvider: command must not be empty');
@@ -96,9 +159,17 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const spawn = options.spawn ?? nodeSpawn;
   const graceMs = options.stopGraceMs ?? 15_000;
   const onError = options.onError ?? (() => {});
+  const sandbox = options.sandbox ?? { kind: 'bwrap' };
+  // Root's files and root's processes must never be the sandbox's own: as root, runs are another
+  // user. It is also what lets the nested sandbox of each step mount its /proc: mapped to root,
+  // bwrap covers /proc/irq and /proc/bus with read-only mounts (bubblewrap.c, cover_proc_dirs),
+  // which become locked in a nested user namespace, and the kernel then refuses a new proc mount.
+  const runAs = sandbox.kind === 'bwrap' && process.getuid?.() === 0 ? (sandbox.rootUser ?? { uid: 65534, gid: 65534 }) : undefined;
   const creating = new Map<string, Promise<Workspace>>();
   const deleting = new Map<string, Promise<void>>();
   const timers = new Set<NodeJS.Timeout>();
+  let health: Health | null = null;
+  let checking: Promise<Health> | null = null;
 
   const dirOf = (name: string) => path.join(root, name);
   const checkName = (name: string) => {
@@ -139,13 +210,13 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     timers.add(timer);
   };
 
-  /** SIGTERM now, SIGKILL after the grace period if the runner is still the same live process. */
+  /** SIGTERM now, SIGKILL after the grace period if the run is still the same live process. */
   const terminate = (dir: string, record: RunnerRecord) => {
     if (record.pid === null || !isRunnerAlive(record)) return false;
     fs.writeFileSync(path.join(dir, STOP_MARKER), `${new Date(now()).toISOString()}\n`);
-    signalRunnerGroup(record.pid, 'SIGTERM');
+    signalRunner(record, 'SIGTERM');
     later(graceMs, () => {
-      if (record.pid !== null && isRunnerAlive(record)) signalRunnerGroup(record.pid, 'SIGKILL');
+      if (isRunnerAlive(record)) signalRunner(record, 'SIGKILL');
     });
     return true;
   };
@@ -156,15 +227,143 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     return !isRunnerAlive(record);
   };
 
+  /** `dir` under `parent`, and in it the two directories a run sees, owned by the user it runs as. */
+  const prepareDirs = (parent: string, dir: string) => {
+    // Traversable (not listable) for the sandbox user, when it is not baton's own.
+    const mode = runAs ? 0o711 : 0o700;
+    for (const d of [parent, dir]) {
+      fs.mkdirSync(d, { recursive: true, mode });
+      fs.chmodSync(d, mode);
+    }
+    const workDir = path.join(dir, WORK);
+    const homeDir = path.join(dir, HOME);
+    for (const d of [workDir, homeDir]) {
+      fs.mkdirSync(d, { recursive: true, mode: 0o700 });
+      if (runAs) fs.chownSync(d, runAs.uid, runAs.gid);
+    }
+    return { workDir, homeDir };
+  };
+
+  /** baton's environment (only the allowed variables), the settings, then what the sandbox dictates. */
+  const baseEnv = (workDir: string): Record<string, string> => {
+    const inherited = Object.fromEntries(
+      (options.inheritEnv ?? DEFAULT_INHERIT).flatMap((key) => (process.env[key] !== undefined ? [[key, process.env[key]!]] : [])),
+    );
+    const env: Record<string, string> = { ...inherited, ...withoutSecrets(options.env ?? {}) };
+    if (sandbox.kind === 'bwrap') {
+      return { ...env, HOME: SANDBOX_HOME, TMPDIR: '/tmp', BATON_WORKDIR: SANDBOX_WORKDIR, BATON_SANDBOX: 'bwrap' };
+    }
+    return { ...env, BATON_WORKDIR: workDir };
+  };
+
+  const bwrapPath = () => (sandbox.kind === 'bwrap' ? findCommand(sandbox.bwrap ?? 'bwrap', process.env.PATH) : null);
+
+  /** Starts `command` as a run would be started: in its sandbox (or not), detached, as its user. */
+  const startRun = (
+    command: readonly string[],
+    dirs: { workDir: string; homeDir: string },
+    env: Record<string, string>,
+    stdio: StdioOptions,
+  ) => {
+    if (sandbox.kind === 'none') {
+      const [file, ...args] = command as [string, ...string[]];
+      return spawn(file, args, { cwd: dirs.workDir, env, detached: true, stdio });
+    }
+    const bwrap = bwrapPath();
+    if (bwrap === null) throw new Error(missingBwrap(sandbox.bwrap ?? 'bwrap'));
+    const args = sandboxArguments({
+      workDir: dirs.workDir,
+      homeDir: dirs.homeDir,
+      readOnly: sandbox.readOnlyPaths ?? [],
+      hidden: [options.dataDir, ...(sandbox.hiddenPaths ?? [])],
+      gitConfig: sandbox.gitConfig,
+      claudeCredentials: sandbox.claudeCredentials,
+    });
+    return spawn(bwrap, [...args, '--info-fd', String(INFO_FD), '--', ...command], {
+      cwd: dirs.workDir,
+      env,
+      detached: true,
+      stdio,
+      ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+    });
+  };
+
+  /** Runs the readiness check in a throw-away workspace, exactly as a runner would run. */
+  const runCheck = async (): Promise<Health> => {
+    const dir = path.join(path.resolve(options.dataDir), 'sandbox-checks', randomUUID());
+    const at = now();
+    try {
+      if (sandbox.kind === 'bwrap' && bwrapPath() === null)
+        return { ok: false, reason: `local provider: ${missingBwrap(sandbox.bwrap ?? 'bwrap')}`, at };
+      const dirs = prepareDirs(path.dirname(dir), dir);
+      let output = '';
+      const child = startRun(options.check ?? ['true'], dirs, baseEnv(dirs.workDir), ['ignore', 'pipe', 'pipe', 'ignore', 'pipe']);
+      for (const stream of [child.stdout, child.stderr]) {
+        stream?.setEncoding('utf8');
+        stream?.on('data', (chunk: string) => (output += chunk));
+      }
+      // bwrap's --info-fd answer is not needed here, but must be drained for 'close' to come.
+      child.stdio[INFO_FD]?.on('data', () => {});
+      const exit = await new Promise<{ code: number | null; error?: Error }>((resolve) => {
+        const timer = setTimeout(() => {
+          try {
+            if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+          } catch {
+            // Gone meanwhile.
+          }
+          resolve({ code: null, error: new Error(`the check did not finish within ${CHECK_TIMEOUT_MS / 1000} s`) });
+        }, CHECK_TIMEOUT_MS);
+        child.once('error', (error) => {
+          clearTimeout(timer);
+          resolve({ code: null, error });
+        });
+        child.once('close', (code) => {
+          clearTimeout(timer);
+          resolve({ code });
+        });
+      });
+      if (exit.code === 0) return { ok: true, at };
+      const last =
+        output
+          .split('\n')
+          .filter((l) => l.trim() !== '')
+          .at(-1)
+          ?.trim() ??
+        exit.error?.message ??
+        `exit code ${exit.code}`;
+      return { ok: false, reason: `local provider: ${describeCheckFailure(last, sandbox.kind, runAs)}`, at };
+    } catch (err) {
+      return { ok: false, reason: `local provider: ${describeCheckFailure((err as Error).message, sandbox.kind, runAs)}`, at };
+    } finally {
+      await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
+    }
+  };
+
+  const refreshHealth = (): Promise<Health> => {
+    checking ??= runCheck()
+      .then((result) => {
+        health = result;
+        return result;
+      })
+      .finally(() => {
+        checking = null;
+      });
+    return checking;
+  };
+
   const start = async (spec: WorkspaceSpec): Promise<Workspace> => {
+    // A run is never started where the check says it cannot work: the reason is the run's error.
+    const ready = health?.ok ? health : await refreshHealth();
+    if (!ready.ok) throw new Error(ready.reason ?? 'local provider: not ready');
+
     const dir = dirOf(spec.name);
     if (fs.existsSync(path.join(dir, DELETE_MARKER))) {
       // The old workspace of this name is going away; the new one must not inherit its files.
       await (deleting.get(spec.name) ?? removeWorkspace(spec.name));
     }
-    fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const dirs = prepareDirs(root, dir);
     const recordFile = path.join(dir, RECORD);
-    const claim: RunnerRecord = { pid: null, startedAt: now(), startTicks: null, runId: spec.runId, stage: spec.stage };
+    const claim: RunnerRecord = { pid: null, pgid: null, startedAt: now(), startTicks: null, runId: spec.runId, stage: spec.stage };
     try {
       // 'wx' makes the claim atomic: a second baton creating the same name adopts this one.
       fs.writeFileSync(recordFile, JSON.stringify(claim), { flag: 'wx', mode: 0o600 });
@@ -176,25 +375,31 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       throw err;
     }
 
-    const inherited = Object.fromEntries(
-      (options.inheritEnv ?? DEFAULT_INHERIT).flatMap((key) => (process.env[key] !== undefined ? [[key, process.env[key]!]] : [])),
-    );
     const extra = Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([key]) => /^[A-Z_][A-Z0-9_]*$/.test(key)));
     const env = {
-      ...inherited,
-      ...options.env,
-      ...extra,
+      ...baseEnv(dirs.workDir),
+      ...withoutSecrets(extra),
       ...runnerEnv(spec),
-      BATON_WORKDIR: dir,
       BATON_AGENT_LOG_PORT: String(options.logPort ?? 0),
+      BATON_SECRETS_FD: String(SECRETS_FD),
     };
+    const secrets = openSecrets(path.join(dir, SECRETS), {
+      ...secretsIn(options.env ?? {}),
+      ...options.secrets,
+      ...secretsIn(extra),
+      ...runnerSecrets(spec),
+    });
     const log = fs.openSync(path.join(dir, LOG), 'a', 0o600);
     let child: ChildProcess;
     try {
-      const [command, ...args] = options.command as [string, ...string[]];
-      child = spawn(command, args, { cwd: dir, env, detached: true, stdio: ['ignore', log, log] });
+      child = startRun(options.command, dirs, env, ['ignore', log, log, secrets, sandbox.kind === 'bwrap' ? 'pipe' : 'ignore']);
+    } catch (err) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw new Error(`the local runner could not be started: ${(err as Error).message}`, { cause: err });
     } finally {
+      // The runner holds its own copies now; baton keeps none of the secrets.
       fs.closeSync(log);
+      fs.closeSync(secrets);
     }
     const spawnError = await new Promise<Error | null>((resolve) => {
       if (child.pid !== undefined) return resolve(null);
@@ -203,13 +408,14 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     if (spawnError || child.pid === undefined) {
       fs.rmSync(dir, { recursive: true, force: true });
       throw new PermanentWorkspaceError(
-        `the local runner command ${JSON.stringify(options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
-        {
-          cause: spawnError,
-        },
+        `the local runner command ${JSON.stringify(sandbox.kind === 'bwrap' ? (bwrapPath() ?? 'bwrap') : options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
+        { cause: spawnError },
       );
     }
-    const pid = child.pid;
+    // In a sandbox the child is bwrap's monitor: it exits with the runner's status, or at once
+    // when SIGTERM reaches it while the runner is still reporting (the record's pid, the
+    // namespace's init, says when the run is really over).
+    const monitor = child.pid;
     child.once('exit', (code, signal) => {
       // A teardown may already be removing the directory: a file written now makes its rm fail.
       if (deleting.has(spec.name)) return;
@@ -221,7 +427,17 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     });
     // The runner must be able to outlive this process (a baton restart does not kill runs).
     child.unref();
-    const record: RunnerRecord = { ...claim, pid, startTicks: readProcStat(pid)?.startTicks ?? null };
+    let pid = monitor;
+    if (sandbox.kind === 'bwrap') {
+      const init = await readSandboxInit(child);
+      if (init === null) {
+        const tail = lastLines(path.join(dir, LOG));
+        fs.rmSync(dir, { recursive: true, force: true });
+        throw new Error(`the local sandbox could not be set up: ${tail || 'bwrap exited before starting the runner'}`);
+      }
+      pid = init;
+    }
+    const record: RunnerRecord = { ...claim, pid, pgid: monitor, startTicks: readProcStat(pid)?.startTicks ?? null };
     fs.writeFileSync(recordFile, JSON.stringify(record), { mode: 0o600 });
     return { id: spec.name, name: spec.name, status: 'running', createdAt: claim.startedAt };
   };
@@ -279,10 +495,85 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         .finally(() => deleting.delete(name));
       deleting.set(name, promise);
     },
+    health() {
+      // Checked in the background: /ready answers at once with the last result, and a failure
+      // is checked again soon, so fixing it turns /ready green without a restart.
+      if (health === null || now() - health.at > (health.ok ? CHECK_REFRESH_MS : CHECK_RETRY_MS)) void refreshHealth();
+      if (health === null) return { ok: false, reason: 'local provider: checking the sandbox and the agent command' };
+      return health.ok ? { ok: true } : { ok: false, reason: health.reason };
+    },
     async close() {
-      await Promise.all([...deleting.values()]);
+      await Promise.all([...deleting.values(), checking]);
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
     },
   };
+}
+
+function withoutSecrets(env: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => !(RUNNER_SECRETS as readonly string[]).includes(key)));
+}
+
+function secretsIn(env: Record<string, string>): RunnerSecrets {
+  return Object.fromEntries(Object.entries(env).filter(([key]) => (RUNNER_SECRETS as readonly string[]).includes(key)));
+}
+
+/**
+ * The secrets as a descriptor the runner inherits: written to a 0600 file, opened, and unlinked
+ * before anything runs, so no file is left for anyone to find; the runner reads and closes it.
+ */
+function openSecrets(file: string, secrets: RunnerSecrets): number {
+  fs.rmSync(file, { force: true });
+  fs.writeFileSync(file, formatRunnerSecrets(secrets), { mode: 0o600, flag: 'wx' });
+  try {
+    return fs.openSync(file, 'r');
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
+/** The host pid of the sandbox's init, from `--info-fd`; null when bwrap failed before it. */
+async function readSandboxInit(child: ChildProcess): Promise<number | null> {
+  const info = child.stdio[INFO_FD];
+  if (!info) return null;
+  let text = '';
+  (info as NodeJS.ReadableStream).setEncoding('utf8');
+  for await (const chunk of info as AsyncIterable<string>) text += chunk;
+  try {
+    const pid = (JSON.parse(text) as { 'child-pid'?: unknown })['child-pid'];
+    return typeof pid === 'number' && pid > 0 ? pid : null;
+  } catch {
+    return null;
+  }
+}
+
+function lastLines(file: string): string {
+  try {
+    return fs
+      .readFileSync(file, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .slice(-3)
+      .join('; ');
+  } catch {
+    return '';
+  }
+}
+
+function missingBwrap(command: string): string {
+  return (
+    `bubblewrap ("${command}") is not installed or not on baton's PATH (${process.env.PATH ?? 'unset'}), so runs cannot be sandboxed: ` +
+    'install the bubblewrap package, or set local.sandbox: none in baton.yaml to run them without isolation (not recommended)'
+  );
+}
+
+function describeCheckFailure(line: string, kind: 'bwrap' | 'none', runAs: { uid: number } | undefined): string {
+  if (kind === 'bwrap' && line.startsWith('bwrap:')) {
+    const hint =
+      runAs && /Permission denied/.test(line)
+        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x)`
+        : '';
+    return `the bubblewrap sandbox cannot be set up: ${line}${hint}; fix it, or set local.sandbox: none in baton.yaml to run without isolation (not recommended)`;
+  }
+  return line;
 }

@@ -1,12 +1,22 @@
 import fs from 'node:fs';
 
 /**
- * What a local workspace records about its runner in `runner.json`. No secrets: the tokens live
- * only in the runner's environment.
+ * What a local workspace records about its runner in `runner.json`. No secrets: the runner read
+ * its tokens from a descriptor that no longer exists.
  */
 export interface RunnerRecord {
-  /** null between claiming the directory and spawning the process. */
+  /**
+   * The process whose life is the run's: in a sandbox the init of the run's PID namespace (when
+   * it ends, the kernel ends every process of the run), else the runner itself. null between
+   * claiming the directory and spawning the process.
+   */
   pid: number | null;
+  /**
+   * Process group that SIGTERM goes to: it holds the runner (which stops its agent and still
+   * reports) and, in a sandbox, bwrap's monitor. Records from before sandboxes lack it: their
+   * runner led its own group.
+   */
+  pgid: number | null;
   /** Epoch ms when the runner was started. */
   startedAt: number;
   /**
@@ -22,8 +32,10 @@ export function readRunnerRecord(file: string): RunnerRecord | null {
   try {
     const parsed = JSON.parse(fs.readFileSync(file, 'utf8')) as Partial<RunnerRecord>;
     if (typeof parsed.startedAt !== 'number') return null;
+    const pid = typeof parsed.pid === 'number' ? parsed.pid : null;
     return {
-      pid: typeof parsed.pid === 'number' ? parsed.pid : null,
+      pid,
+      pgid: typeof parsed.pgid === 'number' ? parsed.pgid : pid,
       startedAt: parsed.startedAt,
       startTicks: typeof parsed.startTicks === 'number' ? parsed.startTicks : null,
       runId: typeof parsed.runId === 'number' ? parsed.runId : 0,
@@ -67,12 +79,18 @@ export function isRunnerAlive(record: RunnerRecord): boolean {
   return record.startTicks === null || stat.startTicks === record.startTicks;
 }
 
-/** Signals the runner's process group; false when nothing was there to signal. */
-export function signalRunnerGroup(pid: number, signal: NodeJS.Signals): boolean {
-  try {
-    process.kill(-pid, signal);
-    return true;
-  } catch {
-    return false;
+/**
+ * SIGTERM asks the runner to stop (it stops its agent and still reports); SIGKILL ends the whole
+ * run at once: the group, and the PID namespace's init, whose death takes every process of the
+ * run with it, whatever group or session they moved to.
+ */
+export function signalRunner(record: RunnerRecord, signal: 'SIGTERM' | 'SIGKILL'): void {
+  for (const target of [record.pgid !== null ? -record.pgid : null, signal === 'SIGKILL' ? record.pid : null]) {
+    if (target === null) continue;
+    try {
+      process.kill(target, signal);
+    } catch {
+      // Already gone.
+    }
   }
 }

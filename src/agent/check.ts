@@ -1,0 +1,54 @@
+import { CLAUDE_COMMAND } from './agent-process.js';
+import { findCommand } from './find-command.js';
+import { startProcess, type SpawnFunction } from './process-group.js';
+
+export interface RunnerCheck {
+  ok: boolean;
+  /** What was found, or what is missing and what to do about it. */
+  message: string;
+}
+
+/**
+ * `baton agent --check`: whether a run could start its agent here, with the PATH and the
+ * sandbox the runner really has. The local provider runs it in a workspace's sandbox for
+ * `/ready`, so an agent command that is missing (or only on the PATH of baton's own shell) is
+ * reported before a run needs it.
+ */
+export async function checkRunner(options: {
+  env: NodeJS.ProcessEnv;
+  cwd: string;
+  agentCommand?: readonly string[];
+  /** How steps are started (the nested sandbox when the runner is sandboxed). */
+  spawn?: SpawnFunction;
+}): Promise<RunnerCheck> {
+  const command = (options.agentCommand ?? CLAUDE_COMMAND)[0] ?? '';
+  const found = findCommand(command, options.env.PATH, options.cwd);
+  if (found === null) {
+    const how = options.agentCommand
+      ? 'fix BATON_AGENT_COMMAND'
+      : 'install Claude Code where the runner finds it (npm install -g @anthropic-ai/claude-code), or set BATON_AGENT_COMMAND to its absolute path';
+    return {
+      ok: false,
+      message: `agent command "${command}" is not found on the runner's PATH (${options.env.PATH ?? 'unset'}): ${how}`,
+    };
+  }
+  if (options.spawn) {
+    const output: string[] = [];
+    const keep = (line: string) => {
+      if (line.trim() !== '') output.push(line.trim());
+    };
+    const proc = startProcess('true', [], {
+      cwd: options.cwd,
+      env: options.env,
+      spawn: options.spawn,
+      onStdoutLine: keep,
+      onStderrLine: keep,
+    });
+    const exit = await proc.exited;
+    if (exit.error || exit.code !== 0) {
+      const why = exit.error?.message ?? output.at(-1) ?? `exit code ${exit.code}${exit.signal ? `, signal ${exit.signal}` : ''}`;
+      return { ok: false, message: `the agent's nested sandbox cannot be started: ${why}` };
+    }
+  }
+  return { ok: true, message: `agent command ${found}` };
+}
