@@ -1,15 +1,7 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describeWithReference } from '../../helpers/reference.js';
 import { createFakeCoder, type FakeCoder } from './index.js';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-// BATON_REFERENCE_DIR lets a git worktree (whose ../shared is elsewhere) point at the reference.
-const referenceDir = process.env.BATON_REFERENCE_DIR ?? path.resolve(repoRoot, '../shared/reference');
-const exampleFile = path.join(referenceDir, 'coder/workspace-example.json');
-const haveReference = existsSync(exampleFile);
-if (!haveReference) console.warn(`[fake-coder] ${exampleFile} not found: skipping the shape check against Coder's example`);
 
 let coder: FakeCoder;
 beforeEach(async () => {
@@ -221,7 +213,7 @@ describe('fake Coder: faults', () => {
   });
 });
 
-describe.skipIf(!haveReference)('fake Coder: shape of reference/coder/workspace-example.json', () => {
+describeWithReference('coder/workspace-example.json', 'fake Coder: shape of reference/coder/workspace-example.json', (exampleFile) => {
   it('renders every field of the documented Workspace, latest_build and job', async () => {
     const example = JSON.parse(readFileSync(exampleFile, 'utf8')) as Json;
     const res = await create('shape');

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ConfigError, describeConfig, loadConfig } from './index.js';
+import { ConfigError, describeConfig, loadConfig } from '../../src/config/index.js';
 
 describe('api and events sections of baton.yaml', () => {
   let dir: string;

@@ -1,7 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { fixtureJson, giteaHeaders, readFixture, toBody } from '../../../test/helpers/gitea-webhook.js';
-import { createIngressHarness, type IngressHarness } from '../../../test/helpers/ingress.js';
-import { signBody } from '../signature.js';
+import { createGiteaIngress, signBody } from '../../src/ingress/index.js';
+import { parsePipelineConfig } from '../../src/pipeline/index.js';
+import { fixtureJson, giteaHeaders, readFixture, toBody } from '../helpers/gitea-webhook.js';
+import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js';
 
 const SECRET = 'test-webhook-secret';
 let h: IngressHarness | undefined;
@@ -364,8 +365,6 @@ describe('POST /webhook/gitea: security', () => {
     const first = await harness();
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'durable-1' });
     expect((await first.post('/webhook/gitea', body, headers)).status).toBe(202);
-    const { createGiteaIngress } = await import('../index.js');
-    const { parsePipelineConfig } = await import('../../pipeline/index.js');
     const again = createGiteaIngress({
       engine: first.engine,
       store: first.t.store,
@@ -403,8 +402,6 @@ describe('POST /webhook/gitea: security', () => {
 describe('when acting on a delivery fails', () => {
   it('answers 503 and forgets the delivery, so a redelivery is acted on', async () => {
     const { t, engine } = await harness();
-    const { createGiteaIngress } = await import('../index.js');
-    const { parsePipelineConfig } = await import('../../pipeline/index.js');
     let failures = 1;
     const app = createGiteaIngress({
       engine: {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, describeConfig, loadConfig } from './index.js';
+import { ConfigError, describeConfig, loadConfig } from '../../src/config/index.js';
 
 const cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-config-'));
 

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseCommandFile, STAGES } from '../agent/index.js';
-import { loadConfig } from '../config/index.js';
-import { runInit } from './init.js';
+import { parseCommandFile, STAGES } from '../../src/agent/index.js';
+import { loadConfig } from '../../src/config/index.js';
+import { runInit } from '../../src/cli/init.js';
 
 let dir: string;
 let lines: string[];
