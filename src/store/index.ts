@@ -66,7 +66,7 @@ export function createStore(options: StoreOptions): Store {
 }
 
 function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store {
-  const db = createSqliteKysely(file, synchronous);
+  const { db, close } = createSqliteKysely(file, synchronous);
   type Waiting = { fn: (trx: Kysely<Database>) => Promise<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   const waiting: Waiting[] = [];
   let draining = false;
@@ -133,7 +133,7 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous): Store 
     },
     notify: async () => {},
     listen: async () => async () => {},
-    close: once(() => db.destroy()),
+    close: once(close),
   };
 }
 
