@@ -7,6 +7,7 @@ import {
   type CoderProvider,
 } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { until } from '../helpers/until.js';
 import { fastProvider, specFor } from './coder-support.js';
 
 let coder: FakeCoder;
@@ -99,7 +100,7 @@ describe('teardownWorkspace is provider-agnostic', () => {
   it('tears down a memory workspace', async () => {
     const memory = createMemoryProvider({ transitionMs: 1 });
     await memory.create(specFor('bt-m'));
-    await new Promise((r) => setTimeout(r, 5));
+    await until(async () => (await memory.get('bt-m'))?.status === 'running', 'the memory workspace to run');
     expect(await teardownWorkspace(memory, 'bt-m', fast)).toMatchObject({ outcome: 'deleted' });
     expect(await memory.get('bt-m')).toBeNull();
     await memory.close?.();

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { describeWithReference } from '../../helpers/reference.js';
+import { until } from '../../helpers/until.js';
 import { createFakeCoder, type FakeCoder } from './index.js';
 
 let coder: FakeCoder;
@@ -27,14 +28,13 @@ async function call(method: string, p: string, body?: unknown, token: string | n
 const create = (name: string, extra: Record<string, unknown> = {}) =>
   call('POST', '/users/me/workspaces', { name, template_id: coder.template.id, ...extra });
 
-async function waitStatus(id: string, status: string) {
-  for (let i = 0; i < 500; i++) {
+function waitStatus(id: string, status: string): Promise<Json> {
+  return until(async () => {
     const ws = await call('GET', `/workspaces/${id}`);
     if (ws.status === 200 && ws.body.latest_build.status === status) return ws.body;
     if (ws.status === 410 && status === 'deleted') return ws.body;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`workspace never became ${status}`);
+    return null;
+  }, `workspace ${id} to become ${status}`);
 }
 
 describe('fake Coder: auth', () => {
@@ -184,7 +184,9 @@ describe('fake Coder: builds', () => {
 
   it('keeps a stuck stop in stopping until it is cancelled', async () => {
     const ws = coder.seedWorkspace({ name: 'w1', status: 'stopping', stuck: true });
-    await new Promise((r) => setTimeout(r, 20));
+    // A stop that is not stuck finishing shows that builds advanced meanwhile.
+    const witness = coder.seedWorkspace({ name: 'w2', status: 'stopping' });
+    await waitStatus(witness.id, 'stopped');
     const current = await call('GET', `/workspaces/${ws.id}`);
     expect(current.body.latest_build).toMatchObject({ status: 'stopping', job: { status: 'running' } });
     expect((await call('PATCH', `/workspacebuilds/${current.body.latest_build.id}/cancel`)).status).toBe(200);
