@@ -289,8 +289,16 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     it('runs every routed stage to success and removes every workspace', async () => {
       const settled = await until(async () => {
         const rows = await store.db.selectFrom('runs').selectAll().execute();
-        return rows.length > 0 && rows.every((r) => TERMINAL.includes(r.status) && r.followup === 0) ? rows : null;
-      }, 'every run to finish');
+        // A run that finishes with a follow-up queues it in the same transaction (and keeps its
+        // followup flag as a record), so "all terminal" means no follow-up is left to run.
+        return rows.length > 0 && rows.every((r) => TERMINAL.includes(r.status)) ? rows : null;
+      }, 'every run to finish').catch(async (err: Error) => {
+        const rows = await store.db
+          .selectFrom('runs')
+          .select(['id', 'stage', 'status', 'followup', 'attempts', 'run_at', 'last_error'])
+          .execute();
+        throw new Error(`${err.message}: ${JSON.stringify(rows)}\n${server.output().slice(-6000)}`);
+      });
       const failures = settled.filter((r) => r.status !== 'succeeded').map((r) => `${r.id} ${r.stage} ${r.status}: ${r.last_error}`);
       expect(failures, server.output().slice(-4000)).toEqual([]);
       expect(settled.map((r) => r.stage)).toEqual(
