@@ -19,6 +19,8 @@ export interface Snapshot {
   /** Descendant processes by `pid:starttime` (a reused pid is another process). */
   processes: Map<string, ProcessInfo>;
   timers: Set<TrackedTimer>;
+  /** How many timers had been created by then (see `TrackedTimer.seq`). */
+  timerSeq: number;
 }
 
 interface ProcessInfo {
@@ -32,8 +34,10 @@ interface TrackedTimer {
   handle: NodeJS.Timeout;
   kind: 'setTimeout' | 'setInterval';
   ms: number;
-  /** Where it was created; its stack is formatted only when it is reported. */
-  site: Error;
+  /** Where it was created: the first stack frame outside Node and this file. */
+  site: string;
+  /** Creation order, across all timers. */
+  seq: number;
 }
 
 const PROC = fs.existsSync('/proc/self/fd');
@@ -41,6 +45,9 @@ const PROC = fs.existsSync('/proc/self/fd');
 interface TimerState {
   live: Set<TrackedTimer>;
   byHandle: WeakMap<object, TrackedTimer>;
+  seq: number;
+  /** Creation site → `seq` of the first timer made there. */
+  firstAtSite: Map<string, number>;
   /** The unwrapped functions, for the checker's own waiting. */
   original: Pick<typeof globalThis, 'setTimeout' | 'setInterval' | 'clearTimeout' | 'clearInterval'>;
   installed: boolean;
@@ -51,6 +58,8 @@ interface TimerState {
 const state: TimerState = ((globalThis as Record<symbol, TimerState>)[Symbol.for('baton.test.timers')] ??= {
   live: new Set(),
   byHandle: new WeakMap(),
+  seq: 0,
+  firstAtSite: new Map(),
   original: {
     setTimeout: globalThis.setTimeout,
     setInterval: globalThis.setInterval,
@@ -71,7 +80,10 @@ export function trackTimers(): void {
   state.installed = true;
   const original = state.original;
   const track = (kind: TrackedTimer['kind'], handle: NodeJS.Timeout, ms: unknown) => {
-    const timer: TrackedTimer = { handle, kind, ms: Number(ms) || 0, site: new Error(kind) };
+    const seq = ++state.seq;
+    const site = creationSite();
+    if (!state.firstAtSite.has(site)) state.firstAtSite.set(site, seq);
+    const timer: TrackedTimer = { handle, kind, ms: Number(ms) || 0, site, seq };
     liveTimers.add(timer);
     byHandle.set(handle, timer);
   };
@@ -129,11 +141,16 @@ export function trackTimers(): void {
 }
 
 export function takeSnapshot(): Snapshot {
-  return { fds: openFds(), processes: descendants(), timers: new Set(liveTimers) };
+  return { fds: openFds(), processes: descendants(), timers: new Set(liveTimers), timerSeq: state.seq };
 }
 
-/** A description of each thing opened or started since `before` and still there. */
-export function findLeaks(before: Snapshot): string[] {
+/**
+ * A description of each thing opened or started since `before` and still there. With
+ * `ownTimeoutsOnly`, a pending timeout made where timers were made before `before` is left out:
+ * a component that outlives the test (an app started in beforeAll) arms its next timeout from
+ * the same place during every test; it is checked when its file ends.
+ */
+export function findLeaks(before: Snapshot, options: { ownTimeoutsOnly?: boolean } = {}): string[] {
   const leaks: string[] = [];
 
   const processes = descendants();
@@ -168,8 +185,9 @@ export function findLeaks(before: Snapshot): string[] {
     // A pending timeout that does not hold the process open fires on its own and is harmless;
     // an interval never ends by itself.
     if (timer.kind === 'setTimeout' && !timer.handle.hasRef()) continue;
+    if (options.ownTimeoutsOnly && timer.kind === 'setTimeout' && state.firstAtSite.get(timer.site)! <= before.timerSeq) continue;
     const what = timer.kind === 'setInterval' ? `a setInterval every ${timer.ms} ms` : `a pending setTimeout of ${timer.ms} ms`;
-    leaks.push(`${what}${timer.handle.hasRef() ? '' : ' (unref)'}, created ${creationSite(timer.site)}`);
+    leaks.push(`${what}${timer.handle.hasRef() ? '' : ' (unref)'}, created at ${timer.site}`);
   }
   return leaks;
 }
@@ -178,10 +196,14 @@ export function findLeaks(before: Snapshot): string[] {
  * `findLeaks` after giving closing things a moment to finish (a closed socket's fd goes away a
  * tick or two later): checks until nothing is left or `settleMs` has passed.
  */
-export async function leaksAfterSettling(before: Snapshot, settleMs: number): Promise<string[]> {
+export async function leaksAfterSettling(
+  before: Snapshot,
+  settleMs: number,
+  options: { ownTimeoutsOnly?: boolean } = {},
+): Promise<string[]> {
   const deadline = Date.now() + settleMs;
   for (;;) {
-    const leaks = findLeaks(before);
+    const leaks = findLeaks(before, options);
     if (leaks.length === 0 || Date.now() >= deadline) return leaks;
     await new Promise((resolve) => realTimers.setTimeout(resolve, 20));
   }
@@ -312,9 +334,16 @@ function address(hex: string): [string, number] {
   return [ip, parseInt(port, 16)];
 }
 
-/** The first stack frame outside this file and node internals: where the test or the code made it. */
-function creationSite(site: Error): string {
-  const frames = (site.stack ?? '').split('\n').slice(1);
-  const frame = frames.find((f) => !f.includes('/test/helpers/leaks.ts') && !f.includes('node:internal') && !f.includes('node:timers'));
-  return frame ? frame.trim().replace(/^at /, 'at ') : '(unknown place)';
+/** The first stack frame outside this file and Node's internals: where the test or the code made it. */
+function creationSite(): string {
+  // Only a few frames are needed; formatting fewer keeps timers cheap.
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 6;
+  const stack = new Error().stack ?? '';
+  Error.stackTraceLimit = limit;
+  const frame = stack
+    .split('\n')
+    .slice(1)
+    .find((f) => !f.includes('/test/helpers/leaks.ts') && !f.includes('node:internal') && !f.includes('node:timers'));
+  return frame ? frame.trim().replace(/^at /, '') : '(unknown place)';
 }

@@ -25,7 +25,7 @@ beforeEach(() => {
 });
 
 afterEach(async (context) => {
-  const leaks = await leaksAfterSettling(atTestStart!, SETTLE_MS);
+  const leaks = await leaksAfterSettling(atTestStart!, SETTLE_MS, { ownTimeoutsOnly: true });
   if (leaks.length > 0) {
     throw new Error(`"${context.task.name}" left behind:\n${leaks.map((l) => `  - ${l}`).join('\n')}`);
   }
