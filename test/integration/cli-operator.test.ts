@@ -43,7 +43,7 @@ describe('baton token (on the database)', () => {
   const config = () => loadConfig({ DATABASE_URL: t.url, BATON_DATA_DIR: server.dataDir }, server.dataDir).config;
   const token = async (...argv: string[]) => {
     const io = captureIo({});
-    const code = await tokenCommand(argv, io, config());
+    const code = await tokenCommand(argv, io, config);
     return { code, ...io };
   };
   const status = async (secret: string) => (await fetch(`${server.url}/api/runs`, { headers: bearer(secret) })).status;
