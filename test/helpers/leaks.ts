@@ -131,7 +131,9 @@ export function trackTimers(): void {
   Object.assign(wrapped.setInterval, original.setInterval);
   Object.assign(globalThis, wrapped);
   // refresh() re-arms a timeout that may already have fired.
-  const prototype = Object.getPrototypeOf(original.setTimeout(() => {}, 0)) as { refresh(this: NodeJS.Timeout): NodeJS.Timeout };
+  const probe = original.setTimeout(() => {}, 0);
+  original.clearTimeout(probe);
+  const prototype = Object.getPrototypeOf(probe) as { refresh(this: NodeJS.Timeout): NodeJS.Timeout };
   const refresh = prototype.refresh;
   prototype.refresh = function (this: NodeJS.Timeout) {
     const timer = byHandle.get(this);
