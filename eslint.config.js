@@ -31,9 +31,36 @@ export default tseslint.config(
         {
           patterns: [
             {
-              // Up one or more folders, into another module, past its index.js (test/ helpers excepted).
-              regex: '^(\\.\\./)+(?!test/)[^./][^/]*/(?!index\\.js$)',
+              // Up one or more folders, into another module, past its index.js.
+              regex: '^(\\.\\./)+[^./][^/]*/(?!index\\.js$)',
               message: 'Import another module through its index.js, not its internal files.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    // Unit tests beside the code do no I/O (docs/testing.md): files, sockets, processes and
+    // databases make a test an integration test, which lives under test/ with the helpers.
+    files: ['src/**/*.test.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: ['fs', 'fs/promises', 'child_process', 'net', 'http', 'https', 'http2', 'dgram', 'worker_threads']
+            .flatMap((name) => [name, `node:${name}`])
+            .concat(['pg', 'better-sqlite3', '@hono/node-server'])
+            .map((name) => ({ name, message: 'A unit test beside the code does no I/O; move it under test/ (docs/testing.md).' })),
+          patterns: [
+            {
+              regex: '(^|/)test/',
+              message: 'Test helpers and fakes do I/O; a test that needs them lives under test/ (docs/testing.md).',
+            },
+            {
+              regex: '(^|/)store/index\\.js$',
+              allowTypeImports: true,
+              message: 'A unit test opens no database; a test that needs the store lives under test/ (docs/testing.md).',
             },
           ],
         },

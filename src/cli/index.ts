@@ -1,7 +1,7 @@
 import { createRequire } from 'node:module';
 import { ConfigError, formatConfig, loadConfig, SECRET_ENV, type LoadedConfig } from '../config/index.js';
 import { ApiError } from './api-client.js';
-import { UsageError } from './args.js';
+import { describeUsageError, HelpRequested, parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { processIo, type CommandIo } from './io.js';
 import { logsCommand, queueCommand, runsCommand } from './operator-commands.js';
 
@@ -18,16 +18,16 @@ Commands:
                    masked, each key with its environment variable) or exit 1 listing every problem
   token create --name NAME | list | revoke ID_OR_NAME
                    Manage API tokens (works on the database directly)
-  runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--cursor C]
+  runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--limit N] [--cursor C]
   runs show|retry|cancel RUN
   queue pause|resume|stats
   logs RUN [--follow]
                    Operator commands over the API: BATON_URL (default http://127.0.0.1:3000)
                    and BATON_TOKEN; add --json for scripts
-  help             Show this help
+  help [command]   Show this help, or a command's
 
 Options:
-  -h, --help       Show this help
+  -h, --help       Show this help; after a command, that command's options
   -v, --version    Print the version
 
 Configuration comes from environment variables and an optional baton.yaml (BATON_CONFIG);
@@ -36,19 +36,44 @@ see the README's configuration reference.`;
 export { logsCommand, queueCommand, runsCommand, sseMessages } from './operator-commands.js';
 export type { CommandIo } from './io.js';
 
-type Command = (argv: string[]) => Promise<number>;
+type Command = (argv: string[], io: CommandIo) => Promise<number>;
 
-/** Runs an operator command, turning usage and API errors into a message and an exit code. */
-async function operator(
-  fn: (argv: string[], io: CommandIo) => Promise<number>,
-  argv: string[],
-  io: CommandIo = processIo(),
-): Promise<number> {
+const SERVE = {
+  command: 'baton serve',
+  summary: 'Starts the orchestrator: webhooks, queue, dispatcher, API. Configured by the environment and baton.yaml.',
+  options: {},
+} as const satisfies CommandSpec;
+const MIGRATE = {
+  command: 'baton migrate',
+  summary: 'Applies pending database migrations (DATABASE_URL) and exits; serve also applies them at start.',
+  options: {},
+} as const satisfies CommandSpec;
+const CONFIG: CommandGroup = {
+  command: 'baton config',
+  summary: 'The configuration baton would run with.',
+  subcommands: [
+    {
+      command: 'baton config check',
+      summary: 'Prints the resolved configuration (secrets masked); exits 1 listing every problem.',
+      options: {},
+    },
+  ],
+};
+
+/**
+ * Runs a command, turning a bad command line into its message and usage (exit 2), `--help` into
+ * the help text (exit 0) and an API error into its message (exit 1).
+ */
+async function run(command: Command, argv: string[], io: CommandIo = processIo()): Promise<number> {
   try {
-    return await fn(argv, io);
+    return await command(argv, io);
   } catch (err) {
+    if (err instanceof HelpRequested) {
+      io.out(err.text);
+      return 0;
+    }
     if (err instanceof UsageError) {
-      io.err(err.message);
+      io.err(describeUsageError(err));
       return 2;
     }
     if (err instanceof ApiError) {
@@ -60,7 +85,8 @@ async function operator(
 }
 
 const commands: Record<string, Command> = {
-  serve: async () => {
+  serve: async (argv) => {
+    parseCommand(SERVE, argv);
     const loaded = loadOrReport();
     // Read once, then gone from the environment: no child of the server (git, a runner) inherits them.
     if (loaded) for (const name of SECRET_ENV) delete process.env[name];
@@ -76,7 +102,8 @@ const commands: Record<string, Command> = {
     const { runInit } = await import('./init.js');
     return runInit(argv);
   },
-  migrate: async () => {
+  migrate: async (argv) => {
+    parseCommand(MIGRATE, argv);
     const loaded = loadOrReport();
     if (!loaded) return 1;
     const { createStore } = await import('../store/index.js');
@@ -93,10 +120,8 @@ const commands: Record<string, Command> = {
     }
   },
   config: async (argv) => {
-    if (argv[0] !== 'check') {
-      console.error(`unknown subcommand "config ${argv[0] ?? ''}"; did you mean "baton config check"?`);
-      return 2;
-    }
+    const [check, rest] = subcommandOf(CONFIG, argv);
+    parseCommand(check, rest);
     // The same pass as `serve`: what passes here starts, what fails here is refused there.
     const loaded = loadOrReport();
     if (!loaded) return 1;
@@ -105,18 +130,18 @@ const commands: Record<string, Command> = {
     console.log(formatConfig(loaded));
     return 0;
   },
-  token: async (argv) => {
-    const loaded = loadOrReport();
-    if (!loaded) return 1;
+  token: async (argv, io) => {
     // On demand, like migrate: only token commands need the database drivers.
     const { tokenCommand } = await import('./token-commands.js');
-    return operator((a, io) => tokenCommand(a, io, loaded.config), argv);
+    return tokenCommand(argv, io, () => loadOrReport()?.config);
   },
-  runs: (argv) => operator(runsCommand, argv),
-  queue: (argv) => operator(queueCommand, argv),
-  logs: (argv) => operator(logsCommand, argv),
-  help: async () => {
-    console.log(HELP);
+  runs: runsCommand,
+  queue: queueCommand,
+  logs: logsCommand,
+  help: async (argv, io) => {
+    // `baton help runs` is `baton runs --help`.
+    if (argv[0] !== undefined && argv[0] in commands && argv[0] !== 'help') return commands[argv[0]]!([...argv.slice(1), '--help'], io);
+    io.out(HELP);
     return 0;
   },
 };
@@ -124,7 +149,7 @@ const commands: Record<string, Command> = {
 /** Entry point of the `baton` bin; returns the exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
-  if (name === undefined || name === '-h' || name === '--help') return commands.help!([]);
+  if (name === undefined || name === '-h' || name === '--help') return run(commands.help!, []);
   if (name === '-v' || name === '--version') {
     console.log(version());
     return 0;
@@ -134,7 +159,7 @@ export async function main(argv: string[]): Promise<number> {
     console.error(`unknown command "${name}"\n\n${HELP}`);
     return 2;
   }
-  return command(rest);
+  return run(command, rest);
 }
 
 function loadOrReport(): LoadedConfig | undefined {

@@ -1,15 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { defaultAssetsDir, STAGES } from '../agent/index.js';
+import { describeUsageError, HelpRequested, parseCommand, UsageError, type CommandSpec, type ParsedCommand } from './args.js';
 
-const HELP = `Usage: baton init [dir] [--force]
-
-Writes the stage prompts baton runs (.claude/commands/<stage>.md for ${STAGES.join(', ')})
+const INIT = {
+  command: 'baton init',
+  positionals: ['[dir]'],
+  summary: `Writes the stage prompts baton runs (.claude/commands/<stage>.md for ${STAGES.join(', ')})
 and a commented baton.yaml example into dir (default: the current directory). Existing files are
 kept unless --force is given. Edit the prompts to fit your team: the agent reads them from the
-repository on every run.
-`;
+repository on every run.`,
+  options: { force: { type: 'boolean', short: 'f', description: 'overwrite files that exist' } },
+} as const satisfies CommandSpec;
 
 export interface InitOptions {
   /** Where the templates come from. @default the package's assets/ */
@@ -24,25 +26,19 @@ export interface InitOptions {
 export async function runInit(argv: string[], options: InitOptions = {}): Promise<number> {
   const out = options.out ?? ((line: string) => console.log(line));
   const err = options.err ?? ((line: string) => console.error(line));
-  let parsed: { values: { force?: boolean; help?: boolean }; positionals: string[] };
+  let parsed: ParsedCommand<typeof INIT.options>;
   try {
-    parsed = parseArgs({
-      args: argv,
-      options: { force: { type: 'boolean', short: 'f' }, help: { type: 'boolean', short: 'h' } },
-      allowPositionals: true,
-      strict: true,
-    });
+    parsed = parseCommand(INIT, argv);
   } catch (e) {
-    err(`baton init: ${(e as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (parsed.values.help) {
-    out(HELP);
-    return 0;
-  }
-  if (parsed.positionals.length > 1) {
-    err(`baton init: expected at most one directory, got ${parsed.positionals.length}: ${parsed.positionals.join(' ')}\n\n${HELP}`);
-    return 2;
+    if (e instanceof HelpRequested) {
+      out(e.text);
+      return 0;
+    }
+    if (e instanceof UsageError) {
+      err(describeUsageError(e));
+      return 2;
+    }
+    throw e;
   }
   const target = path.resolve(options.cwd ?? process.cwd(), parsed.positionals[0] ?? '.');
   if (fs.existsSync(target) && !fs.statSync(target).isDirectory()) {

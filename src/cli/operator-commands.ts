@@ -1,6 +1,7 @@
 import { BACKOFF, backoffDelay } from '../background/index.js';
 import { createApiClient, type ApiClient } from './api-client.js';
-import { formatDuration, formatTime, parseArgs, table, UsageError } from './args.js';
+import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
+import { formatDuration, formatTime, table } from './format.js';
 import type { CommandIo } from './io.js';
 
 /** The parts of the API's run view the commands print. */
@@ -40,24 +41,69 @@ const target = (r: RunView) => `${r.owner}/${r.repo}${r.number === null ? '' : `
 const elapsed = (r: RunView) => formatDuration((r.finishedAt ?? Date.now()) - (r.startedAt ?? r.claimedAt ?? r.createdAt));
 const cost = (usd: number | null) => (usd === null ? '-' : `$${usd.toFixed(4)}`);
 
-function runId(raw: string | undefined, usage: string): string {
-  if (!raw || !/^\d+$/.test(raw)) throw new UsageError(`${usage}: needs a run id (a whole number)${raw ? `, got "${raw}"` : ''}`);
+function runId(raw: string | undefined, spec: CommandSpec): string {
+  if (!raw || !/^\d+$/.test(raw)) {
+    throw new UsageError(`${spec.command}: needs a run id (a whole number)${raw ? `, got "${raw}"` : ''}`, spec);
+  }
   return raw;
 }
 
+const JSON_OPTION = { json: { type: 'boolean', description: 'print JSON for scripts' } } as const;
+const RUN_ID = ['RUN'] as const;
+
+const RUNS_LS = {
+  command: 'baton runs ls',
+  summary: 'Lists runs, newest first (BATON_URL, BATON_TOKEN).',
+  options: {
+    status: { type: 'string', value: 'STATUS', description: 'only runs in this status (queued, running, failed, …)' },
+    stage: { type: 'string', value: 'STAGE', description: 'only runs of this stage' },
+    repo: { type: 'string', value: 'OWNER/REPO', description: 'only runs of this repository' },
+    number: { type: 'string', value: 'N', description: 'only runs of this issue or pull request number' },
+    limit: { type: 'string', value: 'N', description: 'at most N runs per page' },
+    cursor: { type: 'string', value: 'CURSOR', description: 'the next page, as printed after the previous one' },
+    ...JSON_OPTION,
+  },
+} as const satisfies CommandSpec;
+const RUNS_SHOW = {
+  command: 'baton runs show',
+  positionals: RUN_ID,
+  summary: 'Shows one run with its timeline and log.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+const RUNS_RETRY = {
+  command: 'baton runs retry',
+  positionals: RUN_ID,
+  summary: 'Queues a failed, dead, timed-out or cancelled run again.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+const RUNS_CANCEL = {
+  command: 'baton runs cancel',
+  positionals: RUN_ID,
+  summary: 'Cancels a live run.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+
+export const RUNS_COMMANDS: CommandGroup = {
+  command: 'baton runs',
+  summary: 'Runs, over the API of a running baton (BATON_URL, BATON_TOKEN).',
+  subcommands: [{ ...RUNS_LS, aliases: ['list'] }, RUNS_SHOW, RUNS_RETRY, RUNS_CANCEL],
+};
+
 /** `baton runs ls|show|retry|cancel`. */
 export async function runsCommand(argv: string[], io: CommandIo): Promise<number> {
-  const [sub, ...rest] = argv;
-  const api = createApiClient(io);
-  switch (sub) {
-    case 'ls':
-    case 'list': {
-      const { flags } = parseArgs(rest, { values: ['status', 'stage', 'repo', 'number', 'limit', 'cursor'], booleans: ['json'] });
+  const [spec, rest] = subcommandOf(RUNS_COMMANDS, argv);
+  switch (spec.command) {
+    case RUNS_LS.command: {
+      const { values } = parseCommand(RUNS_LS, rest);
       const query = new URLSearchParams();
-      for (const key of ['status', 'stage', 'repo', 'number', 'limit', 'cursor'])
-        if (typeof flags[key] === 'string') query.set(key, flags[key]);
-      const page = await api.get<{ runs: RunView[]; nextCursor: string | null }>(`/api/runs${query.size ? `?${query}` : ''}`);
-      if (flags.json) {
+      for (const key of ['status', 'stage', 'repo', 'number', 'limit', 'cursor'] as const) {
+        const value = values[key];
+        if (value !== undefined) query.set(key, value);
+      }
+      const page = await createApiClient(io).get<{ runs: RunView[]; nextCursor: string | null }>(
+        `/api/runs${query.size ? `?${query}` : ''}`,
+      );
+      if (values.json) {
         io.out(JSON.stringify(page, null, 2));
         return 0;
       }
@@ -84,11 +130,11 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
       if (page.nextCursor) io.out(`\nmore: baton runs ls --cursor ${page.nextCursor}`);
       return 0;
     }
-    case 'show': {
-      const { positional, flags } = parseArgs(rest, { booleans: ['json'] });
-      const id = runId(positional[0], 'baton runs show');
-      const detail = await api.get<{ run: RunView; timeline: TimelineEvent[]; log: string }>(`/api/runs/${id}`);
-      if (flags.json) {
+    case RUNS_SHOW.command: {
+      const { positionals, values } = parseCommand(RUNS_SHOW, rest);
+      const id = runId(positionals[0], RUNS_SHOW);
+      const detail = await createApiClient(io).get<{ run: RunView; timeline: TimelineEvent[]; log: string }>(`/api/runs/${id}`);
+      if (values.json) {
         io.out(JSON.stringify(detail, null, 2));
         return 0;
       }
@@ -120,16 +166,14 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
       if (detail.log) io.out(`\nLOG\n${detail.log}`);
       return 0;
     }
-    case 'retry':
-    case 'cancel': {
-      const { positional, flags } = parseArgs(rest, { booleans: ['json'] });
-      const id = runId(positional[0], `baton runs ${sub}`);
-      const { run } = await api.post<{ run: RunView }>(`/api/runs/${id}/${sub}`);
-      io.out(flags.json ? JSON.stringify({ run }, null, 2) : `run #${run.id} is now ${run.status}`);
+    default: {
+      const action = spec === RUNS_RETRY ? 'retry' : 'cancel';
+      const { positionals, values } = parseCommand(spec, rest);
+      const id = runId(positionals[0], spec);
+      const { run } = await createApiClient(io).post<{ run: RunView }>(`/api/runs/${id}/${action}`);
+      io.out(values.json ? JSON.stringify({ run }, null, 2) : `run #${run.id} is now ${run.status}`);
       return 0;
     }
-    default:
-      throw new UsageError(`usage: baton runs ls|show|retry|cancel${sub ? ` (unknown "${sub}")` : ''}`);
   }
 }
 
@@ -139,67 +183,97 @@ function detailOf(e: TimelineEvent): string {
   return typeof text === 'string' ? text : JSON.stringify(text);
 }
 
+const QUEUE_PAUSE = {
+  command: 'baton queue pause',
+  summary: 'Stops dispatching: queued runs wait; running ones continue.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+const QUEUE_RESUME = {
+  command: 'baton queue resume',
+  summary: 'Starts dispatching again.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+const QUEUE_STATS = {
+  command: 'baton queue stats',
+  summary: 'Prints queue statistics: runs per status and stage, today’s usage.',
+  options: JSON_OPTION,
+} as const satisfies CommandSpec;
+
+export const QUEUE_COMMANDS: CommandGroup = {
+  command: 'baton queue',
+  summary: 'The dispatch queue, over the API of a running baton (BATON_URL, BATON_TOKEN).',
+  subcommands: [QUEUE_PAUSE, QUEUE_RESUME, QUEUE_STATS],
+};
+
 /** `baton queue pause|resume|stats`. */
 export async function queueCommand(argv: string[], io: CommandIo): Promise<number> {
-  const [sub, ...rest] = argv;
-  const { flags } = parseArgs(rest, { booleans: ['json'] });
+  const [spec, rest] = subcommandOf(QUEUE_COMMANDS, argv);
+  const { values } = parseCommand(spec, rest);
   const api = createApiClient(io);
-  if (sub === 'pause' || sub === 'resume') {
-    const result = await api.post<{ paused: boolean }>(`/api/queue/${sub}`);
+  if (spec !== QUEUE_STATS) {
+    const result = await api.post<{ paused: boolean }>(`/api/queue/${spec === QUEUE_PAUSE ? 'pause' : 'resume'}`);
     io.out(
-      flags.json ? JSON.stringify(result) : result.paused ? 'dispatch paused: queued runs wait; running ones continue' : 'dispatch resumed',
+      values.json
+        ? JSON.stringify(result)
+        : result.paused
+          ? 'dispatch paused: queued runs wait; running ones continue'
+          : 'dispatch resumed',
     );
     return 0;
   }
-  if (sub === 'stats') {
-    const stats = await api.get<{
-      queued: number;
-      provisioning: number;
-      running: number;
-      dead: number;
-      failed: number;
-      paused: boolean;
-      concurrency: number;
-      stages: Record<string, { queued: number; provisioning: number; running: number; dead: number; failed: number }>;
-      today: { tokens: number; costUsd: number; finished: number; succeeded: number };
-    }>('/api/queue/stats');
-    if (flags.json) {
-      io.out(JSON.stringify(stats, null, 2));
-      return 0;
-    }
-    io.out(
-      `queued ${stats.queued} · running ${stats.provisioning + stats.running} of ${stats.concurrency} · dead ${stats.dead} · failed ${stats.failed}${stats.paused ? ' · PAUSED' : ''}`,
-    );
-    io.out(
-      `today: ${stats.today.finished} finished (${stats.today.succeeded} succeeded), ${stats.today.tokens} tokens, ${cost(stats.today.costUsd)}`,
-    );
-    const stages = Object.entries(stats.stages);
-    if (stages.length) {
-      io.out('');
-      io.out(
-        table(
-          ['STAGE', 'QUEUED', 'PROVISIONING', 'RUNNING', 'DEAD', 'FAILED'],
-          stages.map(([name, s]) => [name, s.queued, s.provisioning, s.running, s.dead, s.failed]),
-        ),
-      );
-    }
+  const stats = await api.get<{
+    queued: number;
+    provisioning: number;
+    running: number;
+    dead: number;
+    failed: number;
+    paused: boolean;
+    concurrency: number;
+    stages: Record<string, { queued: number; provisioning: number; running: number; dead: number; failed: number }>;
+    today: { tokens: number; costUsd: number; finished: number; succeeded: number };
+  }>('/api/queue/stats');
+  if (values.json) {
+    io.out(JSON.stringify(stats, null, 2));
     return 0;
   }
-  throw new UsageError(`usage: baton queue pause|resume|stats${sub ? ` (unknown "${sub}")` : ''}`);
+  io.out(
+    `queued ${stats.queued} · running ${stats.provisioning + stats.running} of ${stats.concurrency} · dead ${stats.dead} · failed ${stats.failed}${stats.paused ? ' · PAUSED' : ''}`,
+  );
+  io.out(
+    `today: ${stats.today.finished} finished (${stats.today.succeeded} succeeded), ${stats.today.tokens} tokens, ${cost(stats.today.costUsd)}`,
+  );
+  const stages = Object.entries(stats.stages);
+  if (stages.length) {
+    io.out('');
+    io.out(
+      table(
+        ['STAGE', 'QUEUED', 'PROVISIONING', 'RUNNING', 'DEAD', 'FAILED'],
+        stages.map(([name, s]) => [name, s.queued, s.provisioning, s.running, s.dead, s.failed]),
+      ),
+    );
+  }
+  return 0;
 }
+
+export const LOGS_COMMAND = {
+  command: 'baton logs',
+  positionals: RUN_ID,
+  summary: 'Prints a run’s log (BATON_URL, BATON_TOKEN).',
+  options: { follow: { type: 'boolean', short: 'f', description: 'keep printing new lines until the run ends' } },
+} as const satisfies CommandSpec;
 
 /**
  * `baton logs <run> [--follow]`: prints the run's log; with --follow keeps printing new lines
  * from the event stream until the run ends, reconnecting from the last event id after a drop.
  */
 export async function logsCommand(argv: string[], io: CommandIo): Promise<number> {
-  const { positional, flags } = parseArgs(argv, { booleans: ['follow'], short: { '-f': 'follow' } });
-  const id = runId(positional[0], 'baton logs');
+  const { positionals, values } = parseCommand(LOGS_COMMAND, argv);
+  const id = runId(positionals[0], LOGS_COMMAND);
   const api = createApiClient(io);
   const detail = await api.get<{ run: RunView; log: string; lastEventId: number }>(`/api/runs/${id}`);
   if (detail.log) io.out(detail.log);
-  if (!flags.follow || FINAL.includes(detail.run.status)) {
-    if (flags.follow) io.err(`run #${id} ${detail.run.status}`);
+  if (!values.follow || FINAL.includes(detail.run.status)) {
+    if (values.follow) io.err(`run #${id} ${detail.run.status}`);
     return 0;
   }
   return follow(api, io, Number(id), detail.lastEventId);

@@ -1,43 +1,89 @@
 import type { Config } from '../config/index.js';
 import { createStore } from '../store/index.js';
-import { createTokenStore, TokenError } from '../tokens/index.js';
-import { formatTime, parseArgs, table, UsageError } from './args.js';
+import { createTokenStore, TokenError, type TokenStore } from '../tokens/index.js';
+import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
+import { formatTime, table } from './format.js';
 import type { CommandIo } from './io.js';
+
+const TOKEN_CREATE = {
+  command: 'baton token create',
+  summary: 'Mints an API token and prints it; it is shown only this once.',
+  options: {
+    name: { type: 'string', value: 'NAME', required: true, description: 'who or what uses the token' },
+    json: { type: 'boolean', description: 'print JSON for scripts' },
+  },
+} as const satisfies CommandSpec;
+const TOKEN_LIST = {
+  command: 'baton token list',
+  summary: 'Lists the API tokens: names, the first characters of each, last use, revoked or live.',
+  options: { json: { type: 'boolean', description: 'print JSON for scripts' } },
+} as const satisfies CommandSpec;
+const TOKEN_REVOKE = {
+  command: 'baton token revoke',
+  positionals: ['ID_OR_NAME'],
+  summary: 'Revokes an API token, by its id or name.',
+  options: {},
+} as const satisfies CommandSpec;
+
+export const TOKEN_COMMANDS: CommandGroup = {
+  command: 'baton token',
+  summary: 'API tokens, on the database directly (DATABASE_URL): works before or without a running server.',
+  subcommands: [TOKEN_CREATE, { ...TOKEN_LIST, aliases: ['ls'] }, TOKEN_REVOKE],
+};
 
 /**
  * `baton token create|list|revoke`: works on the database directly (like `baton migrate`), so an
- * operator can mint the first tokens before or without a running server.
+ * operator can mint the first tokens before or without a running server. The command line is
+ * checked first; `config` is asked for only then (undefined: it was bad and has been reported).
  */
-export async function tokenCommand(argv: string[], io: CommandIo, config: Config): Promise<number> {
-  const [sub, ...rest] = argv;
-  if (!['create', 'list', 'ls', 'revoke'].includes(sub ?? '')) {
-    throw new UsageError(`usage: baton token create --name NAME | list | revoke ID_OR_NAME${sub ? ` (unknown "${sub}")` : ''}`);
-  }
-  const store = createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
+export async function tokenCommand(argv: string[], io: CommandIo, config: () => Config | undefined): Promise<number> {
+  const action = tokenAction(argv, io);
+  const loaded = config();
+  if (!loaded) return 1;
+  const store = createStore({ url: loaded.database.url, sqliteSynchronous: loaded.database.sqliteSynchronous });
   try {
     await store.migrate();
-    const tokens = createTokenStore({ store });
-    if (sub === 'create') {
-      const { flags } = parseArgs(rest, { values: ['name'], booleans: ['json'] });
-      if (typeof flags.name !== 'string') throw new UsageError('baton token create needs --name NAME (who or what uses the token)');
-      const minted = await tokens.create(flags.name);
-      if (flags.json) io.out(JSON.stringify(minted, null, 2));
+    return await action(createTokenStore({ store }));
+  } catch (err) {
+    if (err instanceof TokenError) {
+      io.err(err.message);
+      return 1;
+    }
+    throw err;
+  } finally {
+    await store.close();
+  }
+}
+
+function tokenAction(argv: string[], io: CommandIo): (tokens: TokenStore) => Promise<number> {
+  const [spec, rest] = subcommandOf(TOKEN_COMMANDS, argv);
+  if (spec === TOKEN_CREATE) {
+    const { values } = parseCommand(TOKEN_CREATE, rest);
+    return async (tokens) => {
+      const minted = await tokens.create(values.name!);
+      if (values.json) io.out(JSON.stringify(minted, null, 2));
       else {
         io.out(minted.token);
         io.err(`token "${minted.name}" (id ${minted.id}) created. It is shown only now; store it (e.g. BATON_TOKEN).`);
       }
       return 0;
+    };
+  }
+  if (spec === TOKEN_REVOKE) {
+    const [idOrName] = parseCommand(TOKEN_REVOKE, rest).positionals;
+    if (idOrName === undefined) {
+      throw new UsageError('baton token revoke needs the id or name of a token (see "baton token list")', TOKEN_REVOKE);
     }
-    if (sub === 'revoke') {
-      const { positional } = parseArgs(rest, { booleans: [] });
-      if (!positional[0]) throw new UsageError('baton token revoke needs the id or name of a token (see "baton token list")');
-      const revoked = await tokens.revoke(positional[0]);
+    return async (tokens) => {
+      const revoked = await tokens.revoke(idOrName);
       io.out(`token "${revoked.name}" (id ${revoked.id}) revoked`);
       return 0;
-    }
-    const { flags } = parseArgs(rest, { booleans: ['json'] });
+    };
+  }
+  const { values } = parseCommand(TOKEN_LIST, rest);
+  return async (tokens) => {
     const list = await tokens.list();
-    if (flags.json) io.out(JSON.stringify(list, null, 2));
+    if (values.json) io.out(JSON.stringify(list, null, 2));
     else if (list.length === 0) io.out('no tokens');
     else {
       io.out(
@@ -55,13 +101,5 @@ export async function tokenCommand(argv: string[], io: CommandIo, config: Config
       );
     }
     return 0;
-  } catch (err) {
-    if (err instanceof TokenError) {
-      io.err(err.message);
-      return 1;
-    }
-    throw err;
-  } finally {
-    await store.close();
-  }
+  };
 }

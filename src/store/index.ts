@@ -126,7 +126,7 @@ function createEffectRunner(logger: BackgroundLogger): EffectRunner {
 }
 
 function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects: EffectRunner): Store {
-  const db = createSqliteKysely(file, synchronous);
+  const { db, close } = createSqliteKysely(file, synchronous);
   type Waiting = { fn: TransactionBody<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
   const waiting: Waiting[] = [];
   let draining = false;
@@ -198,7 +198,7 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
     },
     notify: async () => {},
     listen: async () => async () => {},
-    close: once(() => db.destroy()),
+    close: once(close),
   };
 }
 

@@ -6,7 +6,11 @@ import type { Database as Tables } from './schema.js';
 
 export type SqliteSynchronous = 'NORMAL' | 'FULL';
 
-export function createSqliteKysely(file: string, synchronous: SqliteSynchronous): Kysely<Tables> {
+/**
+ * The database opens here, at once; Kysely's `destroy()` closes it only if a query ever ran, so
+ * `close` closes it in any case (a store created and closed unused would keep the file open).
+ */
+export function createSqliteKysely(file: string, synchronous: SqliteSynchronous): { db: Kysely<Tables>; close(): Promise<void> } {
   if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
   const raw = new Database(file);
   raw.pragma('journal_mode = WAL');
@@ -14,7 +18,14 @@ export function createSqliteKysely(file: string, synchronous: SqliteSynchronous)
   raw.pragma(`synchronous = ${synchronous}`);
   raw.pragma('busy_timeout = 5000');
   raw.pragma('foreign_keys = ON');
-  return new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  const db = new Kysely<Tables>({ dialect: new SqliteDialect({ database: withStatementCache(raw) }) });
+  return {
+    db,
+    async close() {
+      await db.destroy();
+      if (raw.open) raw.close();
+    },
+  };
 }
 
 /**

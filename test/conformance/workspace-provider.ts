@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { WorkspaceProvider, WorkspaceSpec } from '../../src/workspaces/index.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Conformance suite for the `WorkspaceProvider` port. Every implementation (memory, local,
@@ -72,6 +73,11 @@ export function describeWorkspaceProvider(
       return workspace;
     };
     const statusOf = async (workspace: string) => (await subject.provider.get(workspace))?.status ?? null;
+    /** Eventually: within `timeoutMs`, polled every `pollMs`. */
+    const eventually = (check: () => Promise<boolean>, what: string) => until(check, what, timeout, interval);
+    const becomes = (workspace: string, status: string) =>
+      eventually(async () => (await statusOf(workspace)) === status, `${workspace} to be ${status}`);
+    const gone = (workspace: string) => eventually(async () => (await subject.provider.get(workspace)) === null, `${workspace} to be gone`);
 
     beforeEach(async () => {
       created = [];
@@ -82,7 +88,7 @@ export function describeWorkspaceProvider(
       try {
         for (const workspace of created) await subject.provider.delete(workspace).catch(() => undefined);
         for (const workspace of created) {
-          await expect.poll(() => subject.provider.get(workspace), { timeout, interval }).toBeNull();
+          await gone(workspace);
         }
       } finally {
         await subject.cleanup();
@@ -115,16 +121,16 @@ export function describeWorkspaceProvider(
     it('a created workspace is eventually running, and listed', async () => {
       const workspace = fresh();
       await subject.provider.create(specFor(workspace));
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('running');
+      await becomes(workspace, 'running');
       expect((await subject.provider.list()).map((w) => w.name)).toContain(workspace);
     });
 
     it('stop makes it eventually stopped, still present', async () => {
       const workspace = fresh();
       await subject.provider.create(specFor(workspace));
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('running');
+      await becomes(workspace, 'running');
       await subject.provider.stop(workspace);
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('stopped');
+      await becomes(workspace, 'stopped');
       // A second stop of a stopped workspace is a no-op.
       await subject.provider.stop(workspace);
       expect(await statusOf(workspace)).toBe('stopped');
@@ -133,20 +139,20 @@ export function describeWorkspaceProvider(
     it('delete makes it eventually gone from get and list', async () => {
       const workspace = fresh();
       await subject.provider.create(specFor(workspace));
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('running');
+      await becomes(workspace, 'running');
       await subject.provider.delete(workspace);
-      await expect.poll(() => subject.provider.get(workspace), { timeout, interval }).toBeNull();
+      await gone(workspace);
       expect((await subject.provider.list()).map((w) => w.name)).not.toContain(workspace);
     });
 
     it('delete after stop also removes it', async () => {
       const workspace = fresh();
       await subject.provider.create(specFor(workspace));
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('running');
+      await becomes(workspace, 'running');
       await subject.provider.stop(workspace);
-      await expect.poll(() => statusOf(workspace), { timeout, interval }).toBe('stopped');
+      await becomes(workspace, 'stopped');
       await subject.provider.delete(workspace);
-      await expect.poll(() => subject.provider.get(workspace), { timeout, interval }).toBeNull();
+      await gone(workspace);
     });
 
     it('stop and delete of unknown names are no-ops', async () => {

@@ -110,7 +110,10 @@ describe('baton serve with the coder provider survives kill -9', () => {
     await until(() => coder.workspace(creatingName), 'Coder to finish the orphaned create');
     await until(() => coder.workspace(finishingName)?.status === 'stopped', 'the interrupted stop to finish');
     // Let the dead server's provisioning lease (1 s) run out before restarting.
-    await new Promise((r) => setTimeout(r, 1_200));
+    const leaseOf = async () =>
+      (await store.db.selectFrom('runs').select('lease_expires_at').where('id', '=', creating.id).executeTakeFirstOrThrow())
+        .lease_expires_at;
+    await until(async () => ((await leaseOf()) ?? 0) < Date.now(), 'the dead server’s lease on the interrupted run to expire');
 
     await startServer();
     await until(async () => (await runById(creating.id)).status === 'running', 'the interrupted run to be adopted');

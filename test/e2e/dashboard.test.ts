@@ -3,13 +3,21 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = fs.existsSync(CHROMIUM);
 if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the dashboard browser tests are skipped.`);
 
-/** The machine may be busy: give the browser time, not a wall-clock race. */
-const POLL = { timeout: 15_000, interval: 50 };
+/** Waits until `read()` gives `expected`. The machine may be busy: give the browser time. */
+async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
+  await until(async () => (await read()) === expected, `${read.toString()} to give ${JSON.stringify(expected)}`, 15_000, 50);
+}
+
+/** Waits until the text `read()` gives contains `part`. */
+async function eventuallyContains(read: () => Promise<string | null>, part: string): Promise<void> {
+  await until(async () => ((await read()) ?? '').includes(part), `${read.toString()} to contain ${JSON.stringify(part)}`, 15_000, 50);
+}
 
 const ARGS = [
   '--headless',
@@ -84,7 +92,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
 
   it('refuses a wrong token and keeps a valid one in an HttpOnly, SameSite=Strict cookie', async () => {
     await login('baton_wrong');
-    await expect.poll(() => page.textContent('.error'), POLL).toContain('not valid');
+    await eventuallyContains(() => page.textContent('.error'), 'not valid');
     expect(await page.context().cookies()).toEqual([]);
 
     await login();
@@ -99,35 +107,35 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     const { engine } = server.app;
     await login();
     await page.waitForSelector('body[data-ready="true"]');
-    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
+    await eventually(() => page.isVisible('#resume'), true);
     // A marker that a reload would wipe.
     await page.evaluate('window.marker = 42');
-    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
+    await eventually(() => page.locator('#live.on').count(), 1);
 
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
-    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('queued');
+    await eventually(() => row(run.id).locator('.status').textContent(), 'queued');
     expect(await row(run.id).locator('a[href^="https://git.example.com"]').getAttribute('href')).toBe(
       'https://git.example.com/acme/app/issues/7',
     );
 
     await page.click('#resume');
-    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('running');
+    await eventually(() => row(run.id).locator('.status').textContent(), 'running');
     const workspaceName = (await engine.get(run.id))!.workspaceName;
     expect(workspaceName).toMatch(/^bt-develop-acme-app-7-r\d+$/);
-    await expect.poll(() => row(run.id).locator('td[data-label="workspace"]').textContent(), POLL).toBe(workspaceName);
+    await eventually(() => row(run.id).locator('td[data-label="workspace"]').textContent(), workspaceName);
     await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 1500, outputTokens: 500 }, costUsd: 0.25 });
-    await expect.poll(() => row(run.id).locator('.status').textContent(), POLL).toBe('succeeded');
+    await eventually(() => row(run.id).locator('.status').textContent(), 'succeeded');
     expect(await row(run.id).locator('td[data-label="tokens"]').textContent()).toBe((2000).toLocaleString('en-US'));
     expect(await row(run.id).locator('td[data-label="cost"]').textContent()).toBe('$0.2500');
 
     await page.click('#pause');
-    await expect.poll(() => page.isVisible('#resume'), POLL).toBe(true);
+    await eventually(() => page.isVisible('#resume'), true);
     const other = await engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 8 });
-    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('queued');
+    await eventually(() => row(other.run.id).locator('.status').textContent(), 'queued');
     await row(other.run.id).locator('button[data-action="cancel"]').click();
-    await expect.poll(() => row(other.run.id).locator('.status').textContent(), POLL).toBe('cancelled');
+    await eventually(() => row(other.run.id).locator('.status').textContent(), 'cancelled');
     expect((await engine.get(other.run.id))?.status).toBe('cancelled');
-    await expect.poll(() => row(other.run.id).locator('button[data-action="retry"]').count(), POLL).toBe(1);
+    await eventually(() => row(other.run.id).locator('button[data-action="retry"]').count(), 1);
 
     expect(await page.evaluate('window.marker')).toBe(42);
   });
@@ -139,15 +147,15 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await login();
     await page.waitForSelector('body[data-ready="true"]');
     await row(run.id).locator('a[href^="#/runs/"]').click();
-    await expect.poll(() => page.textContent('#log'), POLL).toContain('cloning acme/app');
-    await expect.poll(() => page.locator('#timeline li').count(), POLL).toBe(1);
-    await expect.poll(() => page.locator('#live.on').count(), POLL).toBe(1);
+    await eventuallyContains(() => page.textContent('#log'), 'cloning acme/app');
+    await eventually(() => page.locator('#timeline li').count(), 1);
+    await eventually(() => page.locator('#live.on').count(), 1);
 
     await engine.appendEvent(run.id, 'run:progress', { lines: ['running agent', 'opened PR #12'] });
-    await expect.poll(() => page.textContent('#log'), POLL).toContain('opened PR #12');
+    await eventuallyContains(() => page.textContent('#log'), 'opened PR #12');
     await engine.cancel(run.id, 'no longer needed');
-    await expect.poll(() => page.textContent('#run-status'), POLL).toBe('cancelled');
-    await expect.poll(() => page.textContent('#timeline'), POLL).toContain('run:cancelled → cancelled (no longer needed)');
+    await eventually(() => page.textContent('#run-status'), 'cancelled');
+    await eventuallyContains(() => page.textContent('#timeline'), 'run:cancelled → cancelled (no longer needed)');
   });
 
   it('renders on a laptop and fits a phone screen', async () => {
@@ -156,7 +164,7 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await page.setViewportSize({ width: 1280, height: 800 });
     await login();
     await page.waitForSelector('body[data-ready="true"]');
-    await expect.poll(() => page.locator('#runs tbody tr').count(), POLL).toBe(3);
+    await eventually(() => page.locator('#runs tbody tr').count(), 3);
     const laptop = await pixelStats(page, await page.screenshot());
     expect(laptop.colours).toBeGreaterThan(20);
     expect(laptop.inked / laptop.total).toBeGreaterThan(0.01);

@@ -78,11 +78,8 @@ describe('the baton CLI', () => {
     expect(ready.status, JSON.stringify(ready.body)).toBe(200);
     expect(fs.existsSync(path.join(cwd, 'data/baton.db'))).toBe(true);
     // First start: the admin token is printed once on the terminal, and /queue needs it.
-    const deadline = Date.now() + 10_000;
-    let token: string | undefined;
-    while (!(token = /^ {2}(baton_\S+)$/m.exec(server.output())?.[1]) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    expect(token).toBeDefined();
-    expect(server.output().split(token!).length - 1).toBe(1);
+    const token = await until(() => /^ {2}(baton_\S+)$/m.exec(server!.output())?.[1], 'the admin token on the terminal');
+    expect(server.output().split(token).length - 1).toBe(1);
     expect((await fetch(`${server.url}/queue`)).status).toBe(401);
     const queue = await (await fetch(`${server.url}/queue`, { headers: { authorization: `Bearer ${token}` } })).json();
     expect(queue).toMatchObject({ pending: 0, active: 0, activeWorkspaces: {}, concurrency: 2, paused: false, dead: 0 });

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { REPO_ROOT } from './child.js';
+import { until } from './until.js';
 
 export const BATON_BIN = path.join(REPO_ROOT, 'bin/baton.js');
 
@@ -56,16 +57,15 @@ export async function startServe(env: Record<string, string>, cwd: string, bin =
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`baton serve exited with ${child.exitCode}:\n${output}`);
-    try {
-      if ((await fetch(`${url}/health`)).ok) break;
-    } catch {
-      // not listening yet
-    }
-    if (Date.now() > deadline) throw new Error(`baton serve did not answer /health:\n${output}`);
-    await new Promise((r) => setTimeout(r, 50));
+  try {
+    await until(async () => {
+      if (child.exitCode !== null) throw new Error(`baton serve exited with ${child.exitCode}`);
+      return (await fetch(`${url}/health`).catch(() => null))?.ok; // not listening yet: null
+    }, 'baton serve to answer /health');
+  } catch (err) {
+    child.kill('SIGKILL');
+    await exited;
+    throw new Error(`${(err as Error).message}\n${output}`, { cause: err });
   }
   return {
     process: child,

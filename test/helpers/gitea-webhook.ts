@@ -4,9 +4,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-/** The shared upstream references, read in place (never copied into the repo); BATON_REFERENCE_DIR overrides, for worktrees. */
-export const REFERENCE_DIR = process.env.BATON_REFERENCE_DIR ?? path.resolve(REPO_ROOT, '../shared/reference');
-export const GITEA_PAYLOADS_DIR = path.join(REFERENCE_DIR, 'gitea/payloads');
 export const OWN_FIXTURES_DIR = path.join(REPO_ROOT, 'test/fixtures/gitea');
 
 /** The secret of the signature test vectors in reference/gitea/WEBHOOKS.md §2. */

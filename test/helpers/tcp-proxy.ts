@@ -2,6 +2,8 @@ import net from 'node:net';
 
 export interface TcpProxy {
   port: number;
+  /** Connections refused while cut: proof that a client tried (and failed) to reach the server. */
+  readonly refused: number;
   /** Drops every connection and refuses new ones, like a database host that went away. */
   cut(): void;
   restore(): void;
@@ -11,9 +13,11 @@ export interface TcpProxy {
 /** A loopback TCP proxy whose link a test can cut, to take a real server "down" and back. */
 export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   let up = true;
+  let refused = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     if (!up) {
+      refused++;
       client.destroy();
       return;
     }
@@ -36,6 +40,9 @@ export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1
   };
   return {
     port: (server.address() as net.AddressInfo).port,
+    get refused() {
+      return refused;
+    },
     cut,
     restore() {
       up = true;

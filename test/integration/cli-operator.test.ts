@@ -6,6 +6,7 @@ import { logsCommand, queueCommand, runsCommand, type CommandIo } from '../../sr
 import { tokenCommand } from '../../src/cli/token-commands.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
+import { until } from '../helpers/until.js';
 
 interface Captured extends CommandIo {
   stdout: string[];
@@ -42,7 +43,7 @@ describe('baton token (on the database)', () => {
   const config = () => loadConfig({ DATABASE_URL: t.url, BATON_DATA_DIR: server.dataDir }, server.dataDir).config;
   const token = async (...argv: string[]) => {
     const io = captureIo({});
-    const code = await tokenCommand(argv, io, config());
+    const code = await tokenCommand(argv, io, config);
     return { code, ...io };
   };
   const status = async (secret: string) => (await fetch(`${server.url}/api/runs`, { headers: bearer(secret) })).status;
@@ -194,9 +195,8 @@ describe('operator commands over the API', () => {
     await engine.appendEvent(run.id, 'run:progress', { lines: ['before 1', 'before 2'] });
     const follow = io();
     const done = logsCommand([String(run.id), '--follow'], follow);
-    const deadline = Date.now() + 5_000;
-    while (follow.stdout.length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 200));
+    // Connected to the event stream: what follows arrives live, not from the first read.
+    await until(() => server.app.events.clientCount > 0, 'logs --follow to connect to the event stream');
     await engine.appendEvent(run.id, 'run:progress', { lines: ['live 1'] });
     await engine.appendEvent(run.id, 'run:progress', { lines: ['live 2'] });
     await engine.cancel(run.id);

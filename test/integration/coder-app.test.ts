@@ -6,6 +6,7 @@ import { loadConfig } from '../../src/config/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { silentLogger } from '../helpers/logger.js';
+import { until } from '../helpers/until.js';
 
 describe('baton app with WORKSPACE_PROVIDER=coder', () => {
   let dir: string;
@@ -50,8 +51,7 @@ describe('baton app with WORKSPACE_PROVIDER=coder', () => {
     app = makeApp(coder.token);
     expect(app.provider.name).toBe('coder');
     await app.start();
-    for (let i = 0; i < 400 && !coder.workspace('baton-99')?.deleted; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(coder.workspace('baton-99')?.deleted).toBe(true);
+    await until(() => coder.workspace('baton-99')?.deleted, 'the leftover workspace to be deleted');
     expect(coder.workspace('my-dev-box')).toMatchObject({ deleted: false, transitions: ['start', 'stop'] });
     expect((await readiness(app)).status).toBe(200);
   });
@@ -59,12 +59,10 @@ describe('baton app with WORKSPACE_PROVIDER=coder', () => {
   it('turns /ready to 503 naming the provider when Coder rejects the token', async () => {
     app = makeApp('a-wrong-token');
     await app.start();
-    let ready = await readiness(app);
-    for (let i = 0; i < 400 && ready.status === 200; i++) {
-      await new Promise((r) => setTimeout(r, 10));
-      ready = await readiness(app);
-    }
-    expect(ready.status).toBe(503);
+    const ready = await until(async () => {
+      const r = await readiness(app!);
+      return r.status === 503 ? r : null;
+    }, '/ready to fail on the rejected token');
     expect(ready.body.failing).toEqual(['provider coder']);
     const check = ready.body.checks.find((c) => c.name === 'provider coder');
     expect(check?.error).toMatch(/Coder rejected the session token \(check CODER_TOKEN\): HTTP 401/);

@@ -7,6 +7,7 @@ import {
   type CoderProvider,
 } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { until } from '../helpers/until.js';
 import { fastProvider, HOUR, specFor } from './coder-support.js';
 
 let coder: FakeCoder;
@@ -164,11 +165,12 @@ describe('coder provider: name already taken (409)', () => {
   it('waits and retries when the delete meets "a workspace build is already active"', async () => {
     coder.faults.holdBuilds(true);
     const stuck = coder.seedWorkspace({ name: 'bt-w', status: 'starting', createdAt: old() });
+    const creating = provider.create(specFor('bt-w'));
+    void creating.catch(() => {}); // awaited below; a failure must not go unhandled meanwhile
     // Let the start finish only once Coder has refused the delete at least once.
-    const release = setInterval(() => {
-      if (builds().some((r) => r.status === 409)) coder.faults.holdBuilds(false);
-    }, 2);
-    const ws = await provider.create(specFor('bt-w')).finally(() => clearInterval(release));
+    await until(() => builds().some((r) => r.status === 409), 'Coder to refuse the delete while the start is active');
+    coder.faults.holdBuilds(false);
+    const ws = await creating;
     expect(ws.id).not.toBe(stuck.id);
     expect(builds().some((r) => r.status === 409)).toBe(true);
     expect(coder.workspaces().filter((w) => !w.deleted)).toHaveLength(1);
@@ -250,10 +252,10 @@ describe('coder provider: get, list, stop, delete', () => {
     await provider.create(specFor('bt-w'));
     await provider.waitUntilRunning('bt-w');
     await provider.stop('bt-w');
-    await vi.waitFor(async () => expect((await provider.get('bt-w'))?.status).toBe('stopped'));
+    await until(async () => (await provider.get('bt-w'))?.status === 'stopped', 'the workspace to stop');
     await provider.stop('bt-w');
     await provider.delete('bt-w');
-    await vi.waitFor(async () => expect(await provider.get('bt-w')).toBeNull());
+    await until(async () => (await provider.get('bt-w')) === null, 'the workspace to be gone');
     await provider.delete('bt-w');
     await provider.stop('bt-w');
     expect(coder.workspaces()[0]?.transitions).toEqual(['start', 'stop', 'delete']);
@@ -264,9 +266,13 @@ describe('coder provider: get, list, stop, delete', () => {
   it('waits for a pending start before stopping', async () => {
     coder.faults.holdBuilds(true);
     await provider.create(specFor('bt-w'));
-    setTimeout(() => coder.faults.holdBuilds(false), 30);
-    await provider.stop('bt-w');
-    await vi.waitFor(async () => expect((await provider.get('bt-w'))?.status).toBe('stopped'));
+    const stopping = provider.stop('bt-w');
+    void stopping.catch(() => {}); // awaited below
+    // Let the start finish only once Coder has refused the stop while it was active.
+    await until(() => builds().some((r) => r.status === 409), 'Coder to refuse the stop while the start is active');
+    coder.faults.holdBuilds(false);
+    await stopping;
+    await until(async () => (await provider.get('bt-w'))?.status === 'stopped', 'the workspace to stop');
   });
 
   it('reports a failed start build while waiting for it', async () => {

@@ -141,7 +141,7 @@ describe('teardownWorkspace is provider-agnostic', () => {
   it('tears down a memory workspace', async () => {
     const memory = createMemoryProvider({ transitionMs: 1 });
     await memory.create(specFor('bt-m'));
-    await new Promise((r) => setTimeout(r, 5));
+    await until(async () => (await memory.get('bt-m'))?.status === 'running', 'the memory workspace to run');
     expect(await teardownWorkspace(memory, 'bt-m', fast)).toMatchObject({ outcome: 'deleted' });
     expect(await memory.get('bt-m')).toBeNull();
     await memory.close?.();

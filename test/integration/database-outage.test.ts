@@ -60,7 +60,9 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
     // Work accepted during the outage is refused loudly rather than lost silently.
     await expect(app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).rejects.toThrow();
-    await new Promise((r) => setTimeout(r, 500)); // the dispatcher keeps failing to claim meanwhile
+    // The workers keep trying to reach the database meanwhile, and fail.
+    const refused = proxy!.refused;
+    await until(() => proxy!.refused >= refused + 2, 'the app to try the database again while it is down');
 
     proxy!.restore();
     await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
@@ -72,7 +74,7 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     app = await appBehindProxy({ cutFirst: true });
     let started = false;
     const starting = app.start().then(() => (started = true));
-    await new Promise((r) => setTimeout(r, 1_500));
+    await until(() => proxy!.refused >= 2, 'start to try the database a second time');
     expect(started).toBe(false);
     const down = await app.hono.request('/ready');
     expect(down.status).toBe(503);

@@ -20,6 +20,7 @@ import { createMetricsRegistry } from '../../src/metrics/index.js';
 import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
 import { bearer, startTestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
@@ -252,14 +253,13 @@ describe.each(STORE_KINDS)('event webhooks through the app and its outbox on $ki
     try {
       const { engine } = server.app;
       const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
-      const deadline = Date.now() + 20_000;
-      while ((await engine.get(run.id))?.status !== 'running' && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      await until(async () => (await engine.get(run.id))?.status === 'running', `run ${run.id} to be running`);
       await engine.appendEvent(run.id, 'run:progress', { lines: ['step 1'] });
       await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
 
       const wanted = ['run.queued', 'run.started', 'run.progress', 'run.succeeded'];
       const accepted = () => receiver.received.filter((r, i) => i >= 2);
-      while (accepted().length < wanted.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
+      await until(() => accepted().length >= wanted.length, 'every subscribed event to be accepted');
       expect(receiver.received.every((r) => r.verified)).toBe(true);
       // The first event was refused twice, then accepted; everything after it in order.
       expect(receiver.received.map((r) => r.event)).toEqual(['run.queued', 'run.queued', ...wanted]);

@@ -2,20 +2,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { signBody } from '../../src/ingress/index.js';
-import { GITEA_PAYLOADS_DIR, VECTOR_SECRET, giteaHeaders } from '../helpers/gitea-webhook.js';
+import { VECTOR_SECRET, giteaHeaders } from '../helpers/gitea-webhook.js';
 import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js';
+import { describeWithReference } from '../helpers/reference.js';
 
 /**
  * Every real Gitea capture in ../shared/reference/gitea/payloads, sent byte for byte with the
  * headers real Gitea sends for it (WEBHOOKS.md §1/§3) and signed with the test-vector secret.
  */
-const available = fs.existsSync(GITEA_PAYLOADS_DIR);
-if (!available) {
-  console.warn(
-    `SKIPPING the Gitea reference payload suite: ${GITEA_PAYLOADS_DIR} does not exist (../shared is not checked out next to the repo; set BATON_REFERENCE_DIR to point at it).`,
-  );
-}
-
 type Expected = { stage: string; owner: string; repo: string; number: number } | { ignored: string };
 
 /** file → [X-Gitea-Event, X-Gitea-Event-Type, what baton does with it]. */
@@ -83,9 +77,8 @@ const VECTORS: Record<string, string> = {
   'gitea-pull_request_review-comment-legacy-pre1.19.json': '5d5c315cc199807a23da81b788dcf7874299a223ba81fc77d76ab248fdab4d1c',
 };
 
-const read = (file: string) => fs.readFileSync(path.join(GITEA_PAYLOADS_DIR, file));
-
-describe.skipIf(!available)('Gitea reference payloads (../shared/reference/gitea/payloads)', () => {
+describeWithReference('gitea/payloads', 'Gitea reference payloads', (payloadsDir) => {
+  const read = (file: string) => fs.readFileSync(path.join(payloadsDir, file));
   let h: IngressHarness | undefined;
   afterEach(async () => {
     await h?.cleanup();
@@ -93,7 +86,7 @@ describe.skipIf(!available)('Gitea reference payloads (../shared/reference/gitea
   });
 
   it('covers every payload file in the reference directory', () => {
-    const files = fs.readdirSync(GITEA_PAYLOADS_DIR).filter((f) => f.endsWith('.json'));
+    const files = fs.readdirSync(payloadsDir).filter((f) => f.endsWith('.json'));
     expect(files.sort()).toEqual(Object.keys(CASES).sort());
   });
 

@@ -9,6 +9,7 @@ import { defaultSpec } from '../conformance/workspace-provider.js';
 import { startCallbackReceiver } from '../fakes/agent/callback-receiver.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
+import { until } from '../helpers/until.js';
 
 const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
 const AGENT_CLI = fileURLToPath(new URL('../fakes/agent/agent-cli.ts', import.meta.url));
@@ -66,7 +67,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     };
     await p.create(spec);
     const dir = path.join(dataDir, 'workspaces', 'env-check');
-    await expect.poll(async () => (await p.get('env-check'))?.status, { timeout: 10_000 }).toBe('stopped');
+    await until(async () => (await p.get('env-check'))?.status === 'stopped', 'env-check to be stopped');
     const env = JSON.parse(fs.readFileSync(path.join(dir, 'work', 'env.json'), 'utf8')) as Record<string, string>;
     expect(env).toMatchObject({
       TASK_TYPE: 'develop',
@@ -110,19 +111,19 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       }
     }
     // Written when this process reaps the runner, which may come just after it looks stopped.
-    await expect.poll(() => fs.existsSync(path.join(dir, 'exit.json')), { timeout: 10_000 }).toBe(true);
+    await until(() => fs.existsSync(path.join(dir, 'exit.json')), 'exit.json to be written');
     expect(JSON.parse(fs.readFileSync(path.join(dir, 'exit.json'), 'utf8'))).toMatchObject({ code: 0, signal: null });
   });
 
   it('lets a restarted baton tell live runners from dead ones', async () => {
     const first = provider();
     await first.create(defaultSpec('alive'));
-    await expect.poll(async () => (await first.get('alive'))?.status, { timeout: 10_000 }).toBe('running');
+    await until(async () => (await first.get('alive'))?.status === 'running', 'alive to be running');
 
     const second = provider();
     expect((await second.get('alive'))?.status).toBe('running');
     await second.stop('alive');
-    await expect.poll(async () => (await second.get('alive'))?.status, { timeout: 10_000 }).toBe('stopped');
+    await until(async () => (await second.get('alive'))?.status === 'stopped', 'alive to be stopped');
   });
 
   it('does not mistake an unrelated process with a recycled pid for the runner', async () => {
@@ -143,12 +144,11 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     const p = provider({ env: { FAKE_CLAUDE_MODE: 'hang-ignore-term' }, stopGraceMs: 300 });
     await p.create(defaultSpec('stubborn'));
     // Give the fake time to install its SIGTERM handler.
-    await expect
-      .poll(() => fs.readFileSync(path.join(dataDir, 'workspaces', 'stubborn', 'runner.log'), 'utf8'), { timeout: 10_000 })
-      .toContain('"subtype":"init"');
+    const log = path.join(dataDir, 'workspaces', 'stubborn', 'runner.log');
+    await until(() => fs.existsSync(log) && fs.readFileSync(log, 'utf8').includes('"subtype":"init"'), 'the fake agent to start');
     await p.stop('stubborn');
     expect((await p.get('stubborn'))?.status).toBe('stopping');
-    await expect.poll(async () => (await p.get('stubborn'))?.status, { timeout: 10_000 }).toBe('stopped');
+    await until(async () => (await p.get('stubborn'))?.status === 'stopped', 'stubborn to be stopped');
   });
 
   it('rejects names that are not safe directory names', async () => {
@@ -189,7 +189,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       const body = await receiver.accepted();
       expect(body, JSON.stringify(body)).toMatchObject({ status: 'succeeded', exitCode: 0 });
       expect(body.summary).toMatch(/^Finished the task for: /);
-      await expect.poll(async () => (await p.get('e2e'))?.status, { timeout: 10_000 }).toBe('stopped');
+      await until(async () => (await p.get('e2e'))?.status === 'stopped', 'e2e to be stopped');
       expect(fs.existsSync(path.join(dataDir, 'workspaces', 'e2e', 'work', 'shop', 'DEVELOP.md'))).toBe(true);
       expect(fs.readFileSync(path.join(dataDir, 'workspaces', 'e2e', 'runner.log'), 'utf8')).not.toContain(token);
     } finally {
@@ -232,7 +232,7 @@ describe('local workspace provider in the sandbox', () => {
         callbackToken: token,
       });
       expect(await receiver.accepted()).toMatchObject({ status: 'succeeded', summary: 'left one behind' });
-      await expect.poll(async () => (await p.get('orphans'))?.status, { timeout: 20_000 }).toBe('stopped');
+      await until(async () => (await p.get('orphans'))?.status === 'stopped', 'orphans to be stopped');
       expect(processesWith(marker)).toEqual([]);
     } finally {
       await receiver.close();
@@ -278,7 +278,7 @@ describe('baton agent CLI process', () => {
       child.stdout.on('data', (d: Buffer) => (output += d.toString()));
       child.stderr.on('data', (d: Buffer) => (output += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      await expect.poll(() => output, { timeout: 20_000 }).toContain('[init]');
+      await until(() => output.includes('[init]'), 'the agent to start');
       expect(fs.existsSync(secretsFile)).toBe(false);
       child.kill('SIGTERM');
       expect(await exited).toBe(1);

@@ -2,6 +2,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { bearer, startTestApp, type TestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
@@ -33,14 +34,6 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
     return { text, families, family, value };
   };
 
-  const waitFor = async (check: () => Promise<boolean>) => {
-    const deadline = Date.now() + 10_000;
-    while (!(await check())) {
-      if (Date.now() > deadline) throw new Error('condition not reached');
-      await new Promise((r) => setTimeout(r, 25));
-    }
-  };
-
   it('needs a token unless api.publicMetrics is set', async () => {
     expect((await fetch(`${server.url}/metrics`)).status).toBe(401);
   });
@@ -59,7 +52,7 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
     const { engine } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     // The dispatcher provisions it on the in-memory provider.
-    await waitFor(async () => (await engine.get(run.id))?.status === 'running');
+    await until(async () => (await engine.get(run.id))?.status === 'running', `run ${run.id} to be running`);
 
     let m = await scrape();
     expect(m.value('baton_live_workspaces')).toBe(1);

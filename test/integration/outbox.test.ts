@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/config/index.js';
 import { createForgeAccounts } from '../../src/forge/index.js';
 import {
@@ -13,6 +13,7 @@ import { createRunEngine, RUN_EVENT, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
@@ -76,7 +77,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     orderingKey: extra.orderingKey ?? `comment:acme/app#${number}`,
   });
   const bodies = (number: number) => gitea.comments('acme', 'app', number).map((c) => c.body.replace(/\n\n<!-- baton:outbox:\d+ -->$/, ''));
-  const waitFor = (check: () => unknown | Promise<unknown>) => vi.waitFor(check, { timeout: 10_000, interval: 20 });
+  const statusOf = async (outbox: Outbox, id: number) => (await outbox.get(id))?.status;
 
   it('delivers a comment after Gitea answers 500 twice', async () => {
     const outbox = outboxOn(t.store);
@@ -84,7 +85,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     gitea.failNext(2, { method: 'POST', status: 500 });
     const id = (await outbox.add(comment(1, 'hello')))!;
 
-    await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+    await until(async () => (await statusOf(outbox, id)) === 'delivered', `entry ${id} to be delivered`);
     const entry = (await outbox.get(id))!;
     expect(entry.attempts).toBe(3);
     expect(entry.lastError).toBeNull();
@@ -108,9 +109,10 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     await outbox.add(comment(2, 'other issue'));
     await outbox.start();
 
-    await waitFor(() => expect(bodies(1)).toHaveLength(5));
+    await until(() => bodies(1).length >= 5, 'five comments on issue 1');
     expect(bodies(1)).toEqual(['step 1', 'step 2', 'step 3', 'step 4', 'step 5']);
-    await waitFor(() => expect(bodies(2)).toEqual(['other issue']));
+    await until(() => bodies(2).length > 0, 'the comment on issue 2');
+    expect(bodies(2)).toEqual(['other issue']);
   });
 
   it('does not repost a comment whose answer was lost; the retry finds it by its marker', async () => {
@@ -136,7 +138,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     gitea.delayNext(1, 300, { method: 'POST' });
     const id = (await outbox.add(comment(3, 'exactly once')))!;
     await outbox.start();
-    await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+    await until(async () => (await statusOf(outbox, id)) === 'delivered', `entry ${id} to be delivered`);
     expect(bodies(3)).toEqual(['exactly once']);
     expect((await outbox.get(id))?.result).toMatchObject({ recovered: true });
   });
@@ -147,7 +149,8 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     gitea.delayNext(2, 200, { method: 'POST' });
     await first.add(comment(1, 'in flight 1'));
     await first.add(comment(2, 'in flight 2'));
-    await waitFor(() => expect(gitea.requests.filter((r) => r.method === 'POST')).toHaveLength(2));
+    await until(() => gitea.requests.filter((r) => r.method === 'POST').length >= 2, 'both deliveries to reach Gitea');
+    expect(gitea.requests.filter((r) => r.method === 'POST')).toHaveLength(2);
 
     const stopping = first.stop();
     expect(first.stop()).toBe(stopping);
@@ -157,20 +160,31 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     expect(bodies(2)).toEqual(['in flight 2']);
     expect(await first.list({ status: 'pending' })).toEqual([]);
 
-    // Added while stopped: nothing goes out until a worker runs again.
-    await first.add(comment(4, 'while stopped'));
-    await new Promise((r) => setTimeout(r, 50));
-    expect(bodies(4)).toEqual([]);
-
-    const second = outboxOn(connect());
+    // Added while stopped: nothing goes out until a worker runs again, and then that worker
+    // delivers it (a loop the stopped one had left running would have claimed it first).
+    const whileStopped = (await first.add(comment(4, 'while stopped')))!;
+    expect(await first.list({ status: 'pending' })).toMatchObject([{ id: whileStopped }]);
+    const bySecond: number[] = [];
+    const deliverComment = createCommentHandler({ accounts });
+    const second = outboxOn(connect(), {
+      handlers: {
+        comment: (entry) => {
+          bySecond.push(entry.id);
+          return deliverComment(entry);
+        },
+      },
+    });
     const started = second.start();
     expect(second.start()).toBe(started);
-    await waitFor(() => expect(bodies(4)).toEqual(['while stopped']));
+    await until(() => bodies(4).length > 0, 'the comment added while stopped');
+    expect(bodies(4)).toEqual(['while stopped']);
+    expect(bySecond).toEqual([whileStopped]);
 
     // The first one can be started again too.
     await first.start();
     await first.add(comment(5, 'after restart'));
-    await waitFor(() => expect(bodies(5)).toEqual(['after restart']));
+    await until(() => bodies(5).length > 0, 'the comment added after the restart');
+    expect(bodies(5)).toEqual(['after restart']);
   });
 
   it('never delivers twice when two workers share the table', async () => {
@@ -188,7 +202,8 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     }
     await Promise.all([a.start(), b.start()]);
 
-    await waitFor(async () => expect(await a.list({ status: 'delivered' })).toHaveLength(total));
+    await until(async () => (await a.list({ status: 'delivered' })).length >= total, `${total} deliveries`);
+    expect(await a.list({ status: 'delivered' })).toHaveLength(total);
     const all = [1, 2, 3, 4, 5].flatMap((n) => gitea.comments('acme', 'app', n));
     expect(all).toHaveLength(total);
     const markers = all.map((c) => /<!-- baton:outbox:(\d+) -->/.exec(c.body)?.[1]);
@@ -204,7 +219,8 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     const handled: number[] = [];
     const handler = async (entry: { id: number }) => {
       handled.push(entry.id);
-      await new Promise((r) => setTimeout(r, 2));
+      // Give the other workers their turn while this delivery is in flight.
+      await new Promise((resolve) => setImmediate(resolve));
     };
     const stores = kind === 'postgres' ? [t.store, connect(), connect()] : [t.store, t.store, t.store];
     const workers = stores.map((store) => outboxOn(store, { handlers: { test: handler }, concurrency: 10 }));
@@ -258,7 +274,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
         hook(scope, { run: current, event: { id: i + 1, runId: 7, type, fromStatus: null, toStatus: null, data: null, createdAt: 0 } }),
       );
     }
-    await waitFor(() => expect(bodies(3)).toHaveLength(3));
+    await until(() => bodies(3).length >= 3, 'three status comments');
     expect(gitea.comments('acme', 'app', 3).map((c) => c.author)).toEqual(['claude-review', 'claude-review', 'claude-review']);
     expect(bodies(3)).toEqual([
       '⏳ **review-code** is queued (run 7).',
@@ -278,7 +294,8 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     ).rejects.toThrow('the transition failed');
     // With a 60 s poll, only the commit's wake-up can deliver this in time.
     await t.store.transaction((_trx, scope) => outbox.enqueue(scope, comment(4, 'after commit')));
-    await waitFor(() => expect(bodies(4)).toEqual(['after commit']));
+    await until(() => bodies(4).length > 0, 'the comment committed with the transaction');
+    expect(bodies(4)).toEqual(['after commit']);
     expect(bodies(5)).toEqual([]);
     expect((await outbox.list()).map((e) => (e.payload as { body: string }).body)).toEqual(['after commit']);
   });
@@ -304,8 +321,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     await engine.complete(bad.run.id, { status: 'failed', error: 'npm test failed; token not-a-real-secret-123 rejected' });
     await engine.cancel(maintenance.run.id, 'not needed');
 
-    await waitFor(() => expect(bodies(1)).toHaveLength(3));
-    await waitFor(() => expect(bodies(2)).toHaveLength(3));
+    await until(() => bodies(1).length >= 3 && bodies(2).length >= 3, 'three status comments on each issue');
     expect(bodies(1)).toEqual([
       `⏳ **review-code** is queued (run ${ok.run.id}).`,
       `🚀 **review-code** started in workspace \`ws-${ok.run.id}\` (run ${ok.run.id}).`,
@@ -344,7 +360,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     gitea.failNext(100, { method: 'POST', status: 503, body: { message: 'maintenance window' } });
     const id = (await outbox.add(comment(1, 'doomed')))!;
     await outbox.start();
-    await waitFor(async () => expect((await outbox.get(id))?.status).toBe('failed'));
+    await until(async () => (await statusOf(outbox, id)) === 'failed', `entry ${id} to fail`);
     const entry = (await outbox.get(id))!;
     expect(entry.attempts).toBe(3);
     expect(entry.lastError).toContain('maintenance window');
@@ -371,7 +387,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     await outbox.start();
     gitea.dropNext(3, { method: 'POST' });
     const id = (await outbox.add(comment(2, 'survives')))!;
-    await waitFor(async () => expect((await outbox.get(id))?.status).toBe('delivered'));
+    await until(async () => (await statusOf(outbox, id)) === 'delivered', `entry ${id} to be delivered`);
     expect(bodies(2)).toEqual(['survives']);
   });
 
@@ -427,7 +443,8 @@ describe.skipIf(!available.postgres)('outbox replicas on postgres', () => {
           await enqueueOutbox(trx, { kind: 'comment', payload: { account: 'dev', owner: 'acme', repo: 'app', number: 1, body: 'hi' } });
           await t.store.notify(trx, 'outbox_test', 'wake');
         });
-        await vi.waitFor(() => expect(gitea.comments('acme', 'app', 1)).toHaveLength(1), { timeout: 10_000, interval: 20 });
+        await until(() => gitea.comments('acme', 'app', 1).length > 0, 'the comment the NOTIFY woke the outbox for');
+        expect(gitea.comments('acme', 'app', 1)).toHaveLength(1);
       } finally {
         await outbox.stop();
       }

@@ -1,15 +1,8 @@
-import { existsSync, readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describeWithReference } from '../../helpers/reference.js';
+import { until } from '../../helpers/until.js';
 import { createFakeCoder, type FakeCoder } from './index.js';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-// BATON_REFERENCE_DIR lets a git worktree (whose ../shared is elsewhere) point at the reference.
-const referenceDir = process.env.BATON_REFERENCE_DIR ?? path.resolve(repoRoot, '../shared/reference');
-const exampleFile = path.join(referenceDir, 'coder/workspace-example.json');
-const haveReference = existsSync(exampleFile);
-if (!haveReference) console.warn(`[fake-coder] ${exampleFile} not found: skipping the shape check against Coder's example`);
 
 let coder: FakeCoder;
 beforeEach(async () => {
@@ -35,14 +28,13 @@ async function call(method: string, p: string, body?: unknown, token: string | n
 const create = (name: string, extra: Record<string, unknown> = {}) =>
   call('POST', '/users/me/workspaces', { name, template_id: coder.template.id, ...extra });
 
-async function waitStatus(id: string, status: string) {
-  for (let i = 0; i < 500; i++) {
+function waitStatus(id: string, status: string): Promise<Json> {
+  return until(async () => {
     const ws = await call('GET', `/workspaces/${id}`);
     if (ws.status === 200 && ws.body.latest_build.status === status) return ws.body;
     if (ws.status === 410 && status === 'deleted') return ws.body;
-    await new Promise((r) => setTimeout(r, 2));
-  }
-  throw new Error(`workspace never became ${status}`);
+    return null;
+  }, `workspace ${id} to become ${status}`);
 }
 
 describe('fake Coder: auth', () => {
@@ -215,7 +207,9 @@ describe('fake Coder: builds', () => {
 
   it('keeps a stuck stop in stopping until it is cancelled', async () => {
     const ws = coder.seedWorkspace({ name: 'w1', status: 'stopping', stuck: true });
-    await new Promise((r) => setTimeout(r, 20));
+    // A stop that is not stuck finishing shows that builds advanced meanwhile.
+    const witness = coder.seedWorkspace({ name: 'w2', status: 'stopping' });
+    await waitStatus(witness.id, 'stopped');
     const current = await call('GET', `/workspaces/${ws.id}`);
     expect(current.body.latest_build).toMatchObject({ status: 'stopping', job: { status: 'running' } });
     const cancel = () => call('PATCH', `/workspacebuilds/${current.body.latest_build.id}/cancel`);
@@ -267,7 +261,7 @@ describe('fake Coder: faults', () => {
   });
 });
 
-describe.skipIf(!haveReference)('fake Coder: shape of reference/coder/workspace-example.json', () => {
+describeWithReference('coder/workspace-example.json', 'fake Coder: shape of reference/coder/workspace-example.json', (exampleFile) => {
   it('renders every field of the documented Workspace, latest_build and job', async () => {
     const example = JSON.parse(readFileSync(exampleFile, 'utf8')) as Json;
     const res = await create('shape');

@@ -15,6 +15,7 @@ import {
   type FakeWorkspaceRecord,
   type Transition,
 } from './model.js';
+import { until } from '../../helpers/until.js';
 
 /**
  * A fake Coder (REST API v2) on 127.0.0.1, following reference/coder/API.md: session-token auth,
@@ -679,13 +680,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       return ws ? snapshot(ws) : undefined;
     },
     async settle(timeoutMs = 5_000) {
-      const deadline = Date.now() + timeoutMs;
       const busy = () =>
         [...workspaces.values()].some((w) => !w.deleted && ACTIVE_JOB_STATUSES.includes(latestBuild(w).jobStatus) && !latestBuild(w).stuck);
-      while (busy()) {
-        if (Date.now() > deadline) throw new Error('fake coder: builds did not settle');
-        await sleep(stepMs);
-      }
+      await until(() => !busy(), 'the fake Coder’s builds to settle', timeoutMs, stepMs);
     },
     faults,
     async close() {

@@ -5,24 +5,15 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../../helpers/child.js';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithReference } from '../../helpers/reference.js';
 import { createFakeGitea, type FakeGitea } from './index.js';
 
-const referenceDir = process.env.BATON_REFERENCE_DIR ?? path.resolve(REPO_ROOT, '../shared/reference');
-const payloadDir = path.join(referenceDir, 'gitea', 'payloads');
-const available = fs.existsSync(payloadDir);
-if (!available) {
-  console.warn(
-    `[fake Gitea] ${payloadDir} is missing: SKIPPING the comparison of fake responses with real Gitea payloads (set BATON_REFERENCE_DIR).`,
-  );
-}
-
-const payload = (file: string) =>
-  JSON.parse(fs.readFileSync(path.join(payloadDir, file), 'utf8')) as Record<string, Record<string, unknown>>;
 const keys = (value: unknown) => Object.keys(value as Record<string, unknown>).sort();
 
-describe.skipIf(!available)('fake Gitea responses have the fields of real Gitea objects', () => {
+describeWithReference('gitea/payloads', 'fake Gitea responses have the fields of real Gitea objects', (payloadDir) => {
+  const payload = (file: string) =>
+    JSON.parse(fs.readFileSync(path.join(payloadDir, file), 'utf8')) as Record<string, Record<string, unknown>>;
   let gitea: FakeGitea;
   let get: (path: string) => Promise<Record<string, unknown>>;
   let issueNumber: number;

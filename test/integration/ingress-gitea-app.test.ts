@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { fixtureJson, giteaHeaders, readFixture, toBody } from '../../../test/helpers/gitea-webhook.js';
-import { createIngressHarness, type IngressHarness } from '../../../test/helpers/ingress.js';
-import { signBody } from '../signature.js';
+import { fixtureJson, giteaHeaders, readFixture, toBody } from '../helpers/gitea-webhook.js';
+import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js';
+import { signBody } from '../../src/ingress/signature.js';
 
 const SECRET = 'test-webhook-secret';
 let h: IngressHarness | undefined;
@@ -382,8 +382,8 @@ describe('POST /webhook/gitea: security', () => {
     const first = await harness();
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'durable-1' });
     expect((await first.post('/webhook/gitea', body, headers)).status).toBe(202);
-    const { createGiteaIngress } = await import('../index.js');
-    const { parsePipelineConfig } = await import('../../pipeline/index.js');
+    const { createGiteaIngress } = await import('../../src/ingress/index.js');
+    const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
     const again = createGiteaIngress({
       engine: first.engine,
       store: first.t.store,
@@ -421,8 +421,8 @@ describe('POST /webhook/gitea: security', () => {
 describe('when acting on a delivery fails', () => {
   it('answers 503 and forgets the delivery, so a redelivery is acted on', async () => {
     const { t, engine } = await harness();
-    const { createGiteaIngress } = await import('../index.js');
-    const { parsePipelineConfig } = await import('../../pipeline/index.js');
+    const { createGiteaIngress } = await import('../../src/ingress/index.js');
+    const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
     let failures = 1;
     const app = createGiteaIngress({
       engine: {

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { isAllowed, parseWebhooksConfig } from './webhooks-config.js';
+import { isAllowed, parseWebhooksConfig } from '../../src/ingress/webhooks-config.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-webhooks-config-'));
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));

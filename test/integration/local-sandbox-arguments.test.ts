@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sandboxArguments } from './sandbox.js';
+import { sandboxArguments } from '../../src/workspaces/local/sandbox.js';
 
 let dir: string;
 beforeEach(() => {

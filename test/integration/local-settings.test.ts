@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { checkSection } from '../../config-schema/index.js';
-import { localSection } from './settings.js';
+import { checkSection } from '../../src/config-schema/index.js';
+import { localSection } from '../../src/workspaces/local/settings.js';
 
 let dir: string;
 beforeEach(() => {

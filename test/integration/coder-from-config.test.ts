@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../config/index.js';
-import { createCoderProviderFromConfig } from './from-config.js';
+import { loadConfig } from '../../src/config/index.js';
+import { createCoderProviderFromConfig } from '../../src/workspaces/coder/from-config.js';
 
 const env = {
   WORKSPACE_PROVIDER: 'coder',

@@ -1,9 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createFakeGitea, type FakeGitea } from '../../../test/fakes/gitea/index.js';
-import { createForgeAccounts } from '../accounts.js';
-import { ForgeError } from '../errors.js';
-import { createGiteaClient } from './client.js';
-import { normalizeLabelColor } from './map.js';
+import { createForgeAccounts, createGiteaClient, ForgeError, normalizeLabelColor } from '../../src/forge/index.js';
+import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 
 describe('Gitea client failures', () => {
   let gitea: FakeGitea;

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { Node } from '../config-schema/index.js';
-import { FILE_NODE } from './load.js';
+import type { Node } from '../../src/config-schema/index.js';
+import { FILE_NODE } from '../../src/config/load.js';
 
 const README = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
 const REFERENCE = README.slice(README.indexOf('## Configuration reference'), README.indexOf('## HTTP endpoints'));

@@ -2,9 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { parseCommandFile, STAGES } from '../agent/index.js';
-import { loadConfig } from '../config/index.js';
-import { runInit } from './init.js';
+import { parseCommandFile, STAGES } from '../../src/agent/index.js';
+import { loadConfig } from '../../src/config/index.js';
+import { runInit } from '../../src/cli/init.js';
 
 let dir: string;
 let lines: string[];
@@ -72,7 +72,7 @@ describe('baton init', () => {
 
   it('rejects unknown options and a file as target', async () => {
     expect(await runInit(['--frobnicate'], io())).toBe(2);
-    expect(lines[0]).toContain("Unknown option '--frobnicate'");
+    expect(lines[0]).toContain('baton init: unknown option --frobnicate\nusage: baton init [dir] [--force]');
     const file = path.join(dir, 'file.txt');
     fs.writeFileSync(file, 'x');
     expect(await runInit([file], io())).toBe(2);

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { ConfigError, describeConfig, formatConfig, loadConfig } from './index.js';
+import { ConfigError, describeConfig, formatConfig, loadConfig } from '../../src/config/index.js';
 
 let dir: string;
 beforeEach(() => {
