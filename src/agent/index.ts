@@ -1,6 +1,15 @@
-export { runAgent, CLAUDE_COMMAND, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
+export { runAgent, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
-export { createStreamParser, type StreamParser, type ResultSummary } from './stream-json.js';
+export {
+  CLAUDE_COMMAND,
+  PROMPT_ARGUMENT_MAX_BYTES,
+  claudeInvocation,
+  templateInvocation,
+  sessionFromFrontMatter,
+  type ClaudeSession,
+  type AgentInvocation,
+} from './invocation.js';
+export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
