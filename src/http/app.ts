@@ -371,6 +371,7 @@ function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToke
     cloneUrl: run.payload.cloneUrl,
     deployEnv: run.payload.deployEnv,
     build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
+    skipPermissions: typeof run.payload.skipPermissions === 'boolean' ? run.payload.skipPermissions : undefined,
     forgeUrl: config.gitea.url,
     forgeToken: account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,

@@ -1,5 +1,6 @@
 import type { MaintenanceRepo } from '../config/index.js';
 import type { TaskRequest } from '../runs/index.js';
+import { DEFAULT_SKIP_PERMISSIONS } from './stages.js';
 import type { Pipeline } from './types.js';
 
 /**
@@ -21,6 +22,7 @@ export function maintenanceRequests(repos: readonly MaintenanceRepo[], pipeline:
           account: stage.account,
           accountUser: pipeline.accounts[stage.account],
           build: stage.build,
+          skipPermissions: stage.skipPermissions ?? DEFAULT_SKIP_PERMISSIONS,
           cloneUrl: r.cloneUrl,
           trigger: options.slot ? `schedule ${options.slot}` : 'schedule',
         },

@@ -57,6 +57,21 @@ describe('parsePipelineConfig', () => {
     ]);
   });
 
+  it('checks deploy environment names and skipPermissions', () => {
+    const { problems } = parsePipelineConfig(
+      {
+        deploy: { defaultEnv: 'stag ing', environments: ['prod', '--all'] },
+        stages: { develop: { skipPermissions: 'no' } },
+      },
+      bots,
+    );
+    expect(problems).toEqual([
+      'pipeline.deploy.environments: "--all" is not an environment name: use 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit',
+      'pipeline.deploy.defaultEnv: "stag ing" is not an environment name: use 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit',
+      'pipeline.stages.develop.skipPermissions must be true or false, got "no"',
+    ]);
+  });
+
   it('rejects a section that is not a mapping', () => {
     expect(parsePipelineConfig(['x'], bots).problems).toEqual(['pipeline must be a mapping, got "["x"]"']);
   });

@@ -1,11 +1,12 @@
 import { show } from '../config/index.js';
-import { DEFAULT_DEPLOY, DEFAULT_LABELS, defaultStages, type LabelRole } from './stages.js';
+import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages, type LabelRole } from './stages.js';
 import { TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger, type TriggerEvent } from './types.js';
 
 const PIPELINE_KEYS = ['ignore-users', 'ignoreUsers', 'labels', 'deploy', 'stages'] as const;
-const STAGE_KEYS = ['account', 'build', 'onDuplicate', 'triggers', 'deploys', 'enabled'] as const;
+const STAGE_KEYS = ['account', 'build', 'onDuplicate', 'triggers', 'deploys', 'skipPermissions', 'enabled'] as const;
 const TRIGGER_KEYS = ['event', 'label', 'withoutLabels', 'inAnalysis', 'allowBots'] as const;
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
+const DEPLOY_ENV_RULE = 'is not an environment name: use 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit';
 
 /**
  * Reads the `pipeline:` section of baton.yaml over the default SDLC table. Every problem names its
@@ -17,9 +18,10 @@ const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
  * pipeline:
  *   ignore-users: [renovate]
  *   labels: { ready-for-development: dev-ready }   # rename a default label
- *   deploy: { labelPrefix: "deploy:", defaultEnv: staging }
+ *   deploy: { labelPrefix: "deploy:", defaultEnv: staging, environments: [staging, production] }
  *   stages:
  *     develop: { account: review, onDuplicate: drop }
+ *     analyse: { skipPermissions: false }             # without allowed-tools: the CLI's default permissions
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
  *       account: dev
@@ -66,11 +68,11 @@ export function parsePipelineConfig(
     }
   }
 
-  const deploy: { labelPrefix: string; defaultEnv: string } = { ...DEFAULT_DEPLOY };
+  const deploy: Pipeline['deploy'] = { ...DEFAULT_DEPLOY };
   if (section.deploy !== undefined && section.deploy !== null) {
     if (!isMapping(section.deploy)) problems.push(`pipeline.deploy must be a mapping, got ${show(section.deploy)}`);
     else {
-      unknownKeys(section.deploy, ['labelPrefix', 'defaultEnv'], 'pipeline.deploy', problems);
+      unknownKeys(section.deploy, ['labelPrefix', 'defaultEnv', 'environments'], 'pipeline.deploy', problems);
       for (const key of ['labelPrefix', 'defaultEnv'] as const) {
         const value = section.deploy[key];
         if (value === undefined) continue;
@@ -78,8 +80,14 @@ export function parsePipelineConfig(
           problems.push(`pipeline.deploy.${key} must be a non-empty string, got ${show(value)}`);
         else deploy[key] = value.trim();
       }
+      const environments = stringList(section.deploy.environments, 'pipeline.deploy.environments', problems);
+      const bad = environments.find((e) => !DEPLOY_ENV_PATTERN.test(e));
+      if (bad !== undefined) problems.push(`pipeline.deploy.environments: ${show(bad)} ${DEPLOY_ENV_RULE}`);
+      else deploy.environments = environments;
     }
   }
+  if (!DEPLOY_ENV_PATTERN.test(deploy.defaultEnv))
+    problems.push(`pipeline.deploy.defaultEnv: ${show(deploy.defaultEnv)} ${DEPLOY_ENV_RULE}`);
 
   const stages = defaultStages(labels);
   if (section.stages !== undefined && section.stages !== null) {
@@ -140,6 +148,10 @@ function parseStage(
   if (raw.deploys !== undefined) {
     if (typeof raw.deploys === 'boolean') stage.deploys = raw.deploys;
     else problems.push(`${key}.deploys must be true or false, got ${show(raw.deploys)}`);
+  }
+  if (raw.skipPermissions !== undefined) {
+    if (typeof raw.skipPermissions === 'boolean') stage.skipPermissions = raw.skipPermissions;
+    else problems.push(`${key}.skipPermissions must be true or false, got ${show(raw.skipPermissions)}`);
   }
   if (raw.triggers !== undefined) {
     if (!Array.isArray(raw.triggers)) problems.push(`${key}.triggers must be a list of triggers, got ${show(raw.triggers)}`);

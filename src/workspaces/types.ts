@@ -39,6 +39,8 @@ export interface WorkspaceSpec {
   deployEnv?: string;
   /** `heavy` stages build the code before the agent starts; from the pipeline's stage table. */
   build?: 'light' | 'heavy';
+  /** The stage's `skipPermissions` from the pipeline's stage table; absent = the runner's default (true). */
+  skipPermissions?: boolean;
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
   forgeUrl?: string;

@@ -19,7 +19,8 @@ const providers: WorkspaceProvider[] = [];
 const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) => {
   const p = createLocalProvider({
     dataDir,
-    command: [process.execPath, FAKE_CLAUDE],
+    // The fake CLI as a stand-in runner; it parses its arguments as Claude Code does, so it needs -p.
+    command: [process.execPath, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose', '--', 'stand-in runner'],
     env: { FAKE_CLAUDE_MODE: 'hang' },
     stopGraceMs: 500,
     ...options,
@@ -48,6 +49,7 @@ describe('local workspace provider', () => {
       ...defaultSpec('env-check'),
       deployEnv: 'staging',
       build: 'heavy' as const,
+      skipPermissions: false,
       extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' },
     };
     await p.create(spec);
@@ -72,6 +74,7 @@ describe('local workspace provider', () => {
       CLAUDE_CODE_OAUTH_TOKEN: 'oauth-secret-value',
       BATON_INSTALL_COMMAND: 'npm ci',
       BATON_STAGE_BUILD: 'heavy',
+      BATON_STAGE_SKIP_PERMISSIONS: 'false',
     });
     expect(env['not an env name']).toBeUndefined();
     // baton's own environment is not inherited wholesale.
@@ -144,15 +147,7 @@ describe('local workspace provider', () => {
         command: [process.execPath, '--import', TSX, AGENT_CLI],
         env: {
           FAKE_CLAUDE_MODE: 'success',
-          BATON_AGENT_COMMAND: JSON.stringify([
-            process.execPath,
-            FAKE_CLAUDE,
-            '-p',
-            '--output-format',
-            'stream-json',
-            '--verbose',
-            '{prompt}',
-          ]),
+          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
         },
       });
       await p.create({
@@ -195,7 +190,7 @@ describe('baton agent CLI process', () => {
           CALLBACK_URL: receiver.callbackUrl,
           CALLBACK_TOKEN: token,
           BATON_AGENT_LOG_PORT: '0',
-          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '{prompt}']),
+          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
           FAKE_CLAUDE_MODE: 'hang',
         },
       });

@@ -54,8 +54,8 @@ function observe(command: string[], args: string[], stdin: string | null): Promi
     });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (stderr += d.toString()));
     if (stdin !== null) child.stdin!.end(stdin);
     child.on('error', reject);
     child.on('close', (code) => {
