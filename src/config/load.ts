@@ -43,6 +43,7 @@ export const FILE_SECTIONS = [
   'pipeline',
   'webhooks',
   'comments',
+  'runLog',
 ] as const;
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */

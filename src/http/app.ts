@@ -94,7 +94,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   const settings = resolveModuleSettings(config);
   if (settings.problems.length > 0) throw new ConfigError(settings.problems);
   const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
-  const engine = createRunEngine({ store, queue: config.queue, now });
+  const engine = createRunEngine({ store, queue: config.queue, now, runLog: settings.runLog });
   const provider = deps.provider ?? createDefaultProvider(config, logger, engine);
 
   const dispatcher = createDispatcher({

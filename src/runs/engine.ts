@@ -8,6 +8,13 @@ import { claimInTransaction } from './claim.js';
 import { enqueueInTransaction } from './enqueue.js';
 import { toRun, toRunEvent } from './rows.js';
 import { FINAL_STATUSES, isFinal, LIVE_STATUSES, type RunStatus } from './states.js';
+import {
+  appendProgressInTransaction,
+  DEFAULT_RUN_LOG_MAX_BYTES,
+  type ProgressAppended,
+  type ProgressBatch,
+  type RunLogLimits,
+} from './run-log.js';
 import { recordEvent, scheduleTeardown, selectRun, type Committed, type TransitionContext } from './transition.js';
 import {
   TransitionError,
@@ -44,6 +51,8 @@ export interface RunEngineOptions {
   random?: () => number;
   /** Called inside each event's transaction (the outbox writes its rows here). */
   hooks?: TransitionHook[];
+  /** How much of each run's log the database keeps. @default { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES } */
+  runLog?: RunLogLimits;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -63,6 +72,8 @@ export interface FullRunEngine extends RunEngine {
   wake(): void;
   /** Queues removal of a workspace that outlived its claim (created after the run was cancelled). */
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
+  /** Appends a log batch from the workspace, keeping the run's stored log within `runLog` (see run-log.ts). */
+  appendProgress(runId: number, batch: ProgressBatch): Promise<ProgressAppended>;
 }
 
 export function hashCallbackToken(token: string): string {
@@ -75,6 +86,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const random = options.random ?? Math.random;
   const hooks: TransitionHook[] = [...(options.hooks ?? [])];
   const ctx: TransitionContext & { defaultMaxAttempts: number } = { now, hooks, defaultMaxAttempts: queue.maxAttempts };
+  const runLog = options.runLog ?? { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES };
   const emitter = new EventEmitter();
   emitter.setMaxListeners(0);
 
@@ -332,6 +344,13 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     async isPaused() {
       const row = await store.db.selectFrom('dispatch_state').select('paused').where('id', '=', 1).executeTakeFirst();
       return row?.paused === 1;
+    },
+
+    appendProgress(runId, batch) {
+      return write(async (trx, committed) => {
+        const run = await requireRun(trx, runId);
+        return appendProgressInTransaction(trx, ctx, committed, run, batch, runLog, store.dialect);
+      });
     },
 
     appendEvent(runId, type, data) {

@@ -7,3 +7,11 @@ export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
 export { createScheduler, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
+export {
+  parseRunLogConfig,
+  DEFAULT_RUN_LOG_MAX_BYTES,
+  MIN_RUN_LOG_MAX_BYTES,
+  type RunLogLimits,
+  type ProgressBatch,
+  type ProgressAppended,
+} from './run-log.js';
