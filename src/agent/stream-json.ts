@@ -40,13 +40,16 @@ export interface ResultOutcome {
 }
 
 const MAX_SNIPPET = 400;
+/** Message ids whose usage is remembered (a message's blocks arrive together; a turn has few messages). */
+const RECENT_MESSAGE_IDS = 1_000;
 
 export function createStreamParser(): StreamParser {
   let result: ResultSummary | null = null;
   // Claude Code emits one `assistant` line per content block and repeats the message's usage on
-  // each, so usage is keyed by message id to count every API response once. The total is kept
-  // up to date as messages arrive: summing the map on every line made parsing quadratic in the
-  // number of messages (40k messages took 28 s).
+  // each, so usage is keyed by message id to count every API response once. The blocks of one
+  // message come one after another, so only recent ids are remembered (memory stays bounded
+  // whatever the number of messages). The total is kept up to date as messages arrive: summing
+  // the map on every line made parsing quadratic in the number of messages (40k took 28 s).
   const usageById = new Map<string, AgentUsage>();
   let total = emptyUsage();
 
@@ -80,7 +83,9 @@ export function createStreamParser(): StreamParser {
             if (typeof inner.id === 'string') {
               const before = usageById.get(inner.id);
               const after = maxUsage(before, usage);
+              usageById.delete(inner.id);
               usageById.set(inner.id, after);
+              if (usageById.size > RECENT_MESSAGE_IDS) usageById.delete(usageById.keys().next().value!);
               total = addUsage(before ? subtractUsage(total, before) : total, after);
             } else total = addUsage(total, usage);
           }
