@@ -12,6 +12,7 @@ export {
 export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
+export { createLineSplitter, type LineSplitter } from './process-group.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
 export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
 export { AGENT_STATUS, type AgentStatus, type AgentUsage, type AgentOutcome, type CompletionBody, type ProgressBody } from './types.js';
