@@ -1,21 +1,11 @@
 import fs from 'node:fs';
 import type { AgentLog } from './agent-log.js';
 import { RunFailure } from './errors.js';
+import { CLAUDE_COMMAND, claudeInvocation, templateInvocation, type AgentInvocation, type ClaudeSession } from './invocation.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import type { StopRequest } from './stop.js';
-import { createStreamParser } from './stream-json.js';
+import { createStreamParser, judgeResult } from './stream-json.js';
 import { FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
-
-/** The default agent: Claude Code headless, permissions pre-approved (the workspace is the sandbox). */
-export const CLAUDE_COMMAND: readonly string[] = [
-  'claude',
-  '-p',
-  '--output-format',
-  'stream-json',
-  '--verbose',
-  '--dangerously-skip-permissions',
-  '{prompt}',
-];
 
 /** The parts of RunAgentOptions that shape the agent process. */
 export interface AgentProcessOptions {
@@ -35,12 +25,28 @@ export interface AgentProcessResult {
 }
 
 /**
+ * Longest stdout line kept whole. A stream-json line is one message; the largest real ones (a
+ * tool result, a file the model writes) stay far below this. Beyond it the line cannot be parsed
+ * anyway, and holding it would let one endless line fill the runner's memory.
+ */
+const MAX_STREAM_LINE = 4 * 1024 * 1024;
+/** Longest line of a text-output agent or of stderr kept whole. */
+const MAX_TEXT_LINE = 64 * 1024;
+/** Lines kept for summaries and error messages are cut to this. */
+const MAX_TAIL_LINE = 2_000;
+
+/**
  * Runs the agent CLI to its end and turns its output into an outcome. Limits are the caller's:
  * the token cap is checked here as usage streams in, but stopping goes through `requestStop`
  * so that one place decides which reason wins.
+ *
+ * Output is handled as it arrives, in time linear in its size and in bounded memory: the raw
+ * stream goes to `rawFile` (secrets masked), each line is parsed once, and only short tails are
+ * kept for the summary. The agent is never slowed by its reader beyond the cost of a line.
  */
 export async function runAgentProcess(input: {
   options: AgentProcessOptions;
+  session: ClaudeSession;
   log: AgentLog;
   prompt: string;
   cwd: string;
@@ -52,28 +58,49 @@ export async function runAgentProcess(input: {
   graceMs: number;
 }): Promise<AgentProcessResult> {
   const { options, log } = input;
-  const template = options.agentCommand ?? CLAUDE_COMMAND;
-  if (template.length === 0) throw new RunFailure('the agent command is empty');
-  const argv = template.map((arg) => arg.split('{prompt}').join(input.prompt));
-  const [command, ...args] = argv as [string, ...string[]];
   const format = options.outputFormat ?? 'stream-json';
+  let invocation: AgentInvocation;
+  if (format === 'stream-json') {
+    invocation = claudeInvocation(options.agentCommand ?? CLAUDE_COMMAND, input.prompt, input.session);
+  } else {
+    if (!options.agentCommand) throw new RunFailure('text output needs an agent command (BATON_AGENT_COMMAND) naming the CLI to run');
+    invocation = templateInvocation(options.agentCommand, input.prompt);
+  }
   const parser = createStreamParser();
   const tokenCap = options.tokenCap ?? 0;
   const raw = fs.openSync(input.rawFile, 'a');
-  const stderrTail: string[] = [];
-  const outputTail: string[] = [];
+  const rawMask = log.createStreamMask();
+  const writeRaw = (text: string) => {
+    try {
+      if (text !== '') fs.writeSync(raw, text);
+    } catch {
+      // A full disk must not stop the run: the readable log and the progress stream go on.
+    }
+  };
+  const stderrTail = createTail(20);
+  const outputTail = createTail(40);
+  let cutLines = 0;
   let lastTokens = 0;
 
-  log.write(`[baton] starting agent: ${template[0]}`);
-  const proc = startProcess(command, args, {
+  log.write(`[baton] starting agent: ${describeInvocation(invocation, format)}`);
+  const proc = startProcess(invocation.command, invocation.args, {
     cwd: input.cwd,
     env: input.env,
+    stdin: invocation.stdin,
     spawn: options.spawn,
-    onStdoutLine: (line) => {
-      fs.writeSync(raw, `${log.mask(line)}\n`);
+    maxLineLength: format === 'stream-json' ? MAX_STREAM_LINE : MAX_TEXT_LINE,
+    onStdoutChunk: (text) => writeRaw(rawMask.push(text)),
+    onStdoutLine: (line, cut) => {
+      if (cut > 0) {
+        cutLines += 1;
+        log.write(
+          `[baton] an output line of ${(line.length + cut).toLocaleString('en-US')} characters is too long to read; ` +
+            `it is only in the raw log (.baton/agent.ndjson): ${line.slice(0, 200)}…`,
+        );
+        return;
+      }
       if (format === 'text') {
-        outputTail.push(line);
-        if (outputTail.length > 40) outputTail.shift();
+        outputTail.add(line);
         log.write(line);
         return;
       }
@@ -92,13 +119,13 @@ export async function runAgentProcess(input: {
       }
     },
     onStderrLine: (line) => {
-      stderrTail.push(line);
-      if (stderrTail.length > 20) stderrTail.shift();
+      stderrTail.add(line);
       log.write(`[stderr] ${line}`);
     },
   });
   input.onProcess(proc);
   const exit = await proc.exited;
+  writeRaw(rawMask.end());
   fs.closeSync(raw);
   // Whatever the agent left running in the background dies with the run.
   await proc.terminate(Math.min(input.graceMs, 2_000));
@@ -109,7 +136,7 @@ export async function runAgentProcess(input: {
     return {
       status: 'failed',
       exitCode: null,
-      summary: `agent command "${command}" could not be started: ${exit.error.message}`,
+      summary: `agent command "${invocation.command}" could not be started: ${exit.error.message}`,
       usage: null,
       costUsd: null,
       kind: FAILURE_KIND.agentNotStarted,
@@ -117,6 +144,7 @@ export async function runAgentProcess(input: {
   }
   if (format === 'text') {
     const text = outputTail
+      .lines()
       .filter((l) => l.trim() !== '')
       .slice(-20)
       .join('\n');
@@ -125,7 +153,7 @@ export async function runAgentProcess(input: {
     return {
       status: 'failed',
       exitCode,
-      summary: `agent ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exitCode}`}${lastStderr(stderrTail) ? `: ${lastStderr(stderrTail)}` : ''}`,
+      summary: `agent ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exitCode}`}${lastLine(stderrTail) ? `: ${lastLine(stderrTail)}` : ''}`,
       usage: null,
       costUsd: null,
       kind: FAILURE_KIND.agentError,
@@ -138,51 +166,50 @@ export async function runAgentProcess(input: {
   const costUsd = result?.costUsd ?? null;
   if (!result) {
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
-    const err = lastStderr(stderrTail);
+    const err = lastLine(stderrTail);
+    const cut = cutLines > 0 ? `; ${cutLines} output line(s) were too long to read, see .baton/agent.ndjson` : '';
     return {
       status: 'failed',
       exitCode,
-      summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}${hintFor(stderrTail)}`,
+      summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}${cut}${hintFor(stderrTail.lines())}`,
       usage,
       costUsd,
       kind: FAILURE_KIND.noResult,
     };
   }
-  if (result.subtype === 'success' && !result.isError) {
-    return { status: 'succeeded', exitCode, summary: result.text?.trim() || '(the agent gave no final text)', usage, costUsd };
-  }
-  if (result.subtype === 'success') {
-    const status = result.apiErrorStatus !== undefined ? ` (API status ${result.apiErrorStatus})` : '';
-    return {
-      status: 'failed',
-      exitCode,
-      summary: `agent reported an error${status}: ${result.text?.trim() || 'no error text'}`,
-      usage,
-      costUsd,
-      kind: FAILURE_KIND.agentError,
-    };
-  }
-  const turns = result.numTurns !== undefined ? ` after ${result.numTurns} turns` : '';
+  return { ...judgeResult(result), exitCode, usage, costUsd };
+}
+
+/** The command line without the prompt (which can be long and is in the log already). */
+function describeInvocation(invocation: AgentInvocation, format: 'stream-json' | 'text'): string {
+  if (format === 'text') return `${invocation.command} (prompt ${invocation.promptVia === 'stdin' ? 'on stdin' : 'as an argument'})`;
+  const args = invocation.promptVia === 'argument' ? invocation.args.slice(0, -1) : invocation.args;
+  return `${[invocation.command, ...args].join(' ')}${invocation.promptVia === 'stdin' ? ' (prompt on stdin)' : ' <prompt>'}`;
+}
+
+/** The last `size` lines, each cut to MAX_TAIL_LINE characters: what summaries quote. */
+function createTail(size: number) {
+  const kept: string[] = [];
   return {
-    status: 'failed',
-    exitCode,
-    summary: `agent stopped with ${result.subtype}${turns}${result.errors.length > 0 ? `: ${result.errors.join('; ')}` : ''}`,
-    usage,
-    costUsd,
-    kind: FAILURE_KIND.agentError,
+    add(line: string) {
+      kept.push(line.length > MAX_TAIL_LINE ? `${line.slice(0, MAX_TAIL_LINE)}…` : line);
+      if (kept.length > size) kept.shift();
+    },
+    lines: () => kept,
   };
 }
 
 /** Known startup failures of Claude Code, with what to do about them. */
-function hintFor(stderr: string[]): string {
+function hintFor(stderr: readonly string[]): string {
   if (stderr.some((l) => l.includes('cannot be used with root/sudo privileges'))) {
     return ' (Claude Code refuses --dangerously-skip-permissions as root: run the workspace as a non-root user, or set IS_SANDBOX=1 in its env if it is a disposable sandbox)';
   }
   return '';
 }
 
-function lastStderr(lines: string[]): string | undefined {
-  return lines
+function lastLine(tail: { lines(): readonly string[] }): string | undefined {
+  return tail
+    .lines()
     .filter((l) => l.trim() !== '')
     .at(-1)
     ?.trim();

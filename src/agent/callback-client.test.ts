@@ -114,4 +114,23 @@ describe('progress reporter', () => {
     await reporter.close();
     expect(sent[0]!.lines).toEqual(['[baton] 2 log lines were not sent (see the full log)', '3', '4']);
   });
+
+  it('bounds what waits by characters too, keeping the newest lines', async () => {
+    const sent: ProgressBody[] = [];
+    let up = false;
+    const reporter = createProgressReporter({
+      send: async (body) => {
+        if (up) sent.push(body);
+        return up;
+      },
+      intervalMs: 60_000,
+      maxLines: 1_000_000,
+      maxBuffered: 1_000_000,
+      maxBufferedChars: 10,
+    });
+    for (const line of ['aaaa', 'bbbb', 'cccc', 'dddd']) reporter.add(line);
+    up = true;
+    await reporter.close();
+    expect(sent.flatMap((b) => b.lines)).toEqual(['[baton] 2 log lines were not sent (see the full log)', 'cccc', 'dddd']);
+  });
 });

@@ -136,8 +136,10 @@ export interface ProgressReporterOptions {
   maxBatch?: number;
   /** Longer lines are cut, so a batch stays far below the server's 1 MB body limit. @default 4_000 */
   maxLineLength?: number;
-  /** Lines kept while the server is unreachable; older ones are dropped. @default 5_000 */
+  /** Lines kept while the server is unreachable or slower than the output; older ones are dropped. @default 5_000 */
   maxBuffered?: number;
+  /** The same bound in characters, so that waiting lines never hold much memory. @default 1_000_000 */
+  maxBufferedChars?: number;
 }
 
 export interface ProgressReporter {
@@ -149,13 +151,22 @@ export interface ProgressReporter {
   close(): Promise<void>;
 }
 
-/** Batches log lines for PROGRESS_URL: at most one request in flight, best-effort. */
+/**
+ * Batches log lines for PROGRESS_URL: at most one request in flight, best-effort. When the agent
+ * writes faster than the server takes batches, the newest lines are kept and the oldest dropped
+ * (counted in a line of their own); every step is constant time per line, so a burst of output
+ * is read as fast as it comes.
+ */
 export function createProgressReporter(options: ProgressReporterOptions): ProgressReporter {
   const maxLines = options.maxLines ?? 50;
   const maxBuffered = options.maxBuffered ?? 5_000;
+  const maxBufferedChars = options.maxBufferedChars ?? 1_000_000;
   const maxBatch = options.maxBatch ?? 200;
   const maxLineLength = options.maxLineLength ?? 4_000;
-  let pending: string[] = [];
+  // A queue as an array and the index of its first line: dropping from the front is O(1).
+  let queue: string[] = [];
+  let head = 0;
+  let queuedChars = 0;
   let dropped = 0;
   let usage: AgentUsage | undefined;
   let costUsd: number | undefined;
@@ -163,11 +174,21 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
   let inFlight: Promise<void> | null = null;
   let closed = false;
 
+  const waiting = () => queue.length - head;
+  const compact = () => {
+    if (head > 1_024 && head * 2 > queue.length) {
+      queue = queue.slice(head);
+      head = 0;
+    }
+  };
+
   const sendNow = (): Promise<void> => {
     if (inFlight) return inFlight;
-    if (pending.length === 0 && dropped === 0 && !usageDirty) return Promise.resolve();
-    const batch = pending.slice(0, maxBatch);
-    pending = pending.slice(batch.length);
+    if (waiting() === 0 && dropped === 0 && !usageDirty) return Promise.resolve();
+    const batch = queue.slice(head, head + maxBatch);
+    head += batch.length;
+    for (const line of batch) queuedChars -= line.length;
+    compact();
     const lines = dropped > 0 ? [`[baton] ${dropped} log lines were not sent (see the full log)`, ...batch] : batch;
     dropped = 0;
     const body: ProgressBody = { lines };
@@ -189,12 +210,16 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
   return {
     add(line) {
       if (closed) return;
-      pending.push(line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line);
-      if (pending.length > maxBuffered) {
-        dropped += pending.length - maxBuffered;
-        pending = pending.slice(-maxBuffered);
+      const kept = line.length > maxLineLength ? `${line.slice(0, maxLineLength)}…` : line;
+      queue.push(kept);
+      queuedChars += kept.length;
+      while (waiting() > maxBuffered || queuedChars > maxBufferedChars) {
+        queuedChars -= queue[head]!.length;
+        head += 1;
+        dropped += 1;
       }
-      if (pending.length >= maxLines && !inFlight) void sendNow();
+      compact();
+      if (waiting() >= maxLines && !inFlight) void sendNow();
     },
     setUsage(next, cost) {
       usage = next;
@@ -204,7 +229,7 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
     async flush() {
       if (inFlight) await inFlight;
       do await sendNow();
-      while (pending.length > 0);
+      while (waiting() > 0);
     },
     async close() {
       if (closed) return;

@@ -1,4 +1,4 @@
-import { CLAUDE_COMMAND } from './agent-process.js';
+import { CLAUDE_COMMAND } from './invocation.js';
 import { findCommand } from './find-command.js';
 import { startProcess, type SpawnFunction } from './process-group.js';
 

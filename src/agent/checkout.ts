@@ -33,23 +33,33 @@ export interface PrepareRepositoryOptions {
  * Makes sure a checkout of the repository exists and is on the working branch. When the
  * workdir already is a git checkout (a prebuilt workspace) it is used as is; otherwise the
  * repository is cloned into `<workdir>/<repo>`.
+ *
+ * Names that reach git come from outside (the repository name from the webhook, the remote's
+ * default branch from whoever administers the repository): the clone directory name is checked
+ * before any path is built from it, and a branch is checked (no leading `-`, then
+ * `git check-ref-format --branch`) before it is used, and then only as an option's value or
+ * behind `refs/remotes/origin/`, so it can never be read as an option.
  * @returns the repository directory
  */
 export async function prepareRepository(options: PrepareRepositoryOptions): Promise<string> {
   const { exec, workdir, log } = options;
   const branch = options.branch ?? 'develop';
   const env = options.gitEnv;
-  const repoDir = fs.existsSync(path.join(workdir, '.git'))
-    ? workdir
-    : path.join(workdir, options.repoName || repoNameFromUrl(options.cloneUrl ?? '') || 'repo');
+  const existing = fs.existsSync(path.join(workdir, '.git'));
+  const repoDir = existing ? workdir : cloneDirectory(workdir, options.repoName || repoNameFromUrl(options.cloneUrl ?? '') || 'repo');
   const shownUrl = options.cloneUrl ? displayUrl(options.cloneUrl) : '';
+  await checkBranchName(exec, workdir, branch, 'the working branch (BATON_BRANCH)');
 
   if (!fs.existsSync(path.join(repoDir, '.git'))) {
     if (!options.cloneUrl) {
       throw new CheckoutError(`REPO_CLONE_URL is not set and ${repoDir} is not a git checkout; nothing to work on`);
     }
     log(`[baton] cloning ${shownUrl} into ${repoDir}`);
-    const clone = await exec('git clone', 'git', ['clone', '--no-progress', '--', options.cloneUrl, repoDir], { cwd: workdir, env });
+    // --no-checkout: nothing of the remote's default branch is checked out before it is vetted.
+    const clone = await exec('git clone', 'git', ['clone', '--no-progress', '--no-checkout', '--', options.cloneUrl, repoDir], {
+      cwd: workdir,
+      env,
+    });
     if (clone.code !== 0) throw new CheckoutError(`clone of ${shownUrl} failed: ${gitReason(clone)}`);
   } else {
     log(`[baton] using the existing checkout in ${repoDir}`);
@@ -57,10 +67,12 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
     if (fetch.code !== 0) log(`[baton] git fetch failed (${gitReason(fetch)}); continuing with what is checked out`);
   }
 
-  const hasBranch = await exec('git rev-parse', 'git', ['rev-parse', '--verify', '--quiet', `refs/remotes/origin/${branch}`], {
-    cwd: repoDir,
-    env,
-  });
+  const hasBranch = await exec(
+    'git rev-parse',
+    'git',
+    ['rev-parse', '--verify', '--quiet', '--end-of-options', `refs/remotes/origin/${branch}`],
+    { cwd: repoDir, env },
+  );
   let target = branch;
   if (hasBranch.code !== 0) {
     const head = await exec('git symbolic-ref', 'git', ['symbolic-ref', '--short', 'refs/remotes/origin/HEAD'], { cwd: repoDir, env });
@@ -75,13 +87,47 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
       log(`[baton] branch ${branch} does not exist on origin and origin has no default branch; staying on the current HEAD`);
       return repoDir;
     }
+    await checkBranchName(exec, repoDir, remoteDefault, "the remote's default branch");
     log(`[baton] branch ${branch} does not exist on origin; using the default branch ${remoteDefault}`);
     target = remoteDefault;
   }
-  const checkout = await exec('git checkout', 'git', ['checkout', '--quiet', target], { cwd: repoDir, env });
+  // `-B <name>`: the name is an option's value; the start point begins with `refs/`; `--` ends
+  // the revisions, so neither can be taken for an option or a path.
+  const checkout = await exec('git checkout', 'git', ['checkout', '--quiet', '-B', target, `refs/remotes/origin/${target}`, '--'], {
+    cwd: repoDir,
+    env,
+  });
   if (checkout.code !== 0) throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`);
   log(`[baton] on branch ${target}`);
   return repoDir;
+}
+
+/**
+ * Repository names as forges allow them (letters, digits, `.`, `_`, `-`), never `.`, `..` or the
+ * runner's own `.baton`: the name becomes a directory inside the workspace and must stay there.
+ */
+const REPO_DIRECTORY = /^[A-Za-z0-9._-]{1,100}$/;
+
+/** `<workdir>/<name>`, after checking that the name is one directory inside the workspace. */
+export function cloneDirectory(workdir: string, name: string): string {
+  if (!REPO_DIRECTORY.test(name) || name === '.' || name === '..' || name === '.baton' || name === '.git' || name.startsWith('-')) {
+    throw new CheckoutError(
+      `repository name ${JSON.stringify(name)} cannot be a directory name in the workspace: use letters, digits, ".", "_" and "-" (not ".", ".." or a leading "-")`,
+    );
+  }
+  const dir = path.join(workdir, name);
+  if (path.dirname(dir) !== path.resolve(workdir)) throw new CheckoutError(`repository directory ${dir} is not inside ${workdir}`);
+  return dir;
+}
+
+/** A branch name git accepts as such, never one that could be read as an option. */
+async function checkBranchName(exec: StepRunner, cwd: string, name: string, what: string): Promise<void> {
+  if (name.startsWith('-')) throw new CheckoutError(`${what} ${JSON.stringify(name)} starts with "-"; such a branch is refused`);
+  const check = await exec('git check-ref-format', 'git', ['check-ref-format', '--branch', name], { cwd });
+  // `--branch` expands `@{-1}` to the previous branch: only a name that stays itself is a name.
+  if (check.code !== 0 || check.tail.at(-1)?.trim() !== name) {
+    throw new CheckoutError(`${what} ${JSON.stringify(name)} is not a valid branch name`);
+  }
 }
 
 /** Runs the configured install/build commands in order; the first failure ends the run. */

@@ -1,4 +1,4 @@
-export { runAgent, CLAUDE_COMMAND, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
+export { runAgent, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
 export { SETUP_TOKENS, type SetupToken } from '../pipeline/index.js';
 export {
   readRunnerSecrets,
@@ -13,9 +13,19 @@ export { nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
 export { findCommand } from './find-command.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
-export { createStreamParser, type StreamParser, type ResultSummary } from './stream-json.js';
+export {
+  CLAUDE_COMMAND,
+  PROMPT_ARGUMENT_MAX_BYTES,
+  claudeInvocation,
+  templateInvocation,
+  sessionFromFrontMatter,
+  type ClaudeSession,
+  type AgentInvocation,
+} from './invocation.js';
+export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
+export { createLineSplitter, type LineSplitter } from './process-group.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
 export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
 export { AGENT_STATUS, type AgentStatus, type AgentUsage, type AgentOutcome, type CompletionBody, type ProgressBody } from './types.js';

@@ -9,6 +9,8 @@ export interface LogServerOptions {
   /** @default '127.0.0.1' (Coder's app proxy and port forwarding reach localhost) */
   host?: string;
   title?: string;
+  /** Called before the file is read, so that lines still buffered by the writer are in it. */
+  flush?: () => void;
 }
 
 export interface LogServer {
@@ -32,6 +34,7 @@ export async function startLogServer(options: LogServerOptions): Promise<LogServ
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
       return;
     }
+    options.flush?.();
     if (url.pathname === '/log.txt') {
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
       if (req.method === 'HEAD') return void res.end();

@@ -6,6 +6,7 @@ import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type 
 import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
 import { startLogServer, type LogServer } from './log-server.js';
 import { runAgentProcess } from './agent-process.js';
+import { sessionFromFrontMatter, type ClaudeSession } from './invocation.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
 import type { SetupToken } from '../pipeline/index.js';
@@ -13,7 +14,6 @@ import { isHeavyStage } from './stages.js';
 import { Stopped, type StopRequest } from './stop.js';
 import { FAILURE_KIND, type AgentOutcome, type AgentUsage, type CompletionBody } from './types.js';
 
-export { CLAUDE_COMMAND } from './agent-process.js';
 export { FAILURE_KIND } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
@@ -67,9 +67,14 @@ export interface RunAgentOptions {
    */
   setupTokens?: readonly SetupToken[];
   /**
-   * Agent command; each `{prompt}` in an argument is replaced by the prompt.
-   * @default CLAUDE_COMMAND (`claude -p --output-format stream-json --verbose --dangerously-skip-permissions {prompt}`)
-   * @example ['aider', '--yes-always', '--message', '{prompt}']
+   * The agent CLI. With `stream-json` output it names the Claude Code executable only, and the
+   * runner adds `-p --output-format stream-json --verbose`, the permission flags, `--model` and
+   * `-- <prompt>` (or the prompt on stdin when it is over 100 KiB). With `text` output it is the
+   * whole argv: each `{prompt}` is replaced by the prompt, and without `{prompt}` the prompt
+   * goes to stdin.
+   * @default CLAUDE_COMMAND (`['claude']`)
+   * @example ['npx', '--no-install', 'claude']
+   * @example ['aider', '--yes-always', '--message', '{prompt}'] (with outputFormat 'text')
    */
   agentCommand?: readonly string[];
   /**
@@ -78,6 +83,13 @@ export interface RunAgentOptions {
    * @default 'stream-json'
    */
   outputFormat?: 'stream-json' | 'text';
+  /**
+   * Whether Claude Code runs with `--dangerously-skip-permissions` when the stage's command file
+   * has no `allowed-tools` (with `allowed-tools` it gets `--allowedTools` and never skips).
+   * The server sends the stage's setting (`BATON_STAGE_SKIP_PERMISSIONS`).
+   * @default true
+   */
+  skipPermissions?: boolean;
   /** Whether the stage builds code (runs the install and build commands first). @default the built-in table's answer */
   heavy?: boolean;
   /** Shell command run before the agent on heavy stages. @example 'npm ci' */
@@ -165,6 +177,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         port: options.logServer.port,
         host: options.logServer.host,
         title: `baton ${options.stage} #${options.issueNumber ?? ''}`,
+        flush: () => log.flush(),
       });
       log.write(`[baton] live log at ${logServer.url}/`);
       options.onLogServerListening?.(logServer.url);
@@ -280,13 +293,18 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       args: promptArguments(options.stage, options.issueNumber, options.deployEnv),
       assetsDir: options.assetsDir,
     });
-    log.write(
-      `[baton] prompt from ${resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`} (${resolved.prompt.length} characters)`,
-    );
+    const promptFile =
+      resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`;
+    log.write(`[baton] prompt from ${promptFile} (${resolved.prompt.length} characters)`);
+    const session: ClaudeSession = {
+      ...(options.outputFormat === 'text' ? { allowedTools: null, model: null } : sessionFromFrontMatter(resolved.frontMatter, promptFile)),
+      skipPermissions: options.skipPermissions ?? true,
+    };
 
     phase = 'agent';
     const agent = await runAgentProcess({
       options,
+      session,
       log,
       prompt: resolved.prompt,
       cwd: repoDir,
@@ -330,6 +348,8 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   body.durationMs = now() - started;
   body.summary = truncate(log.mask(body.summary), 32_000);
   log.write(`[baton] outcome: ${body.status}: ${firstLine(body.summary)}`);
+  // How much memory the runner needed at its peak: output of any size must not change it much.
+  log.write(`[baton] runner peak memory (RSS): ${Math.round(process.resourceUsage().maxRSS / 1024)} MiB`);
   if (usage || costUsd !== null)
     reporter.setUsage(
       usage ?? { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },

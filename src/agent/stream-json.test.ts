@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamParser } from './stream-json.js';
+import { createStreamParser, judgeResult, type ResultSummary } from './stream-json.js';
 
 describe('stream-json parser', () => {
   it('takes the last result, sums modelUsage over models and reads total_cost_usd', () => {
@@ -59,6 +59,18 @@ describe('stream-json parser', () => {
     expect(parser.result).toBeNull();
   });
 
+  it('keeps a running token total over any number of messages', () => {
+    const parser = createStreamParser();
+    const usage = { input_tokens: 3, output_tokens: 1, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 };
+    for (let i = 0; i < 5_000; i++) {
+      const line = JSON.stringify({ type: 'assistant', message: { id: `m${i}`, content: [], usage } });
+      parser.push(line);
+      parser.push(line);
+    }
+    expect(parser.streamedTokens).toBe(20_000);
+    expect(parser.streamedUsage).toMatchObject({ inputTokens: 15_000, outputTokens: 5_000 });
+  });
+
   it('keeps garbage and unknown types as log lines', () => {
     const parser = createStreamParser();
     expect(parser.push('not json at all')).toEqual(['not json at all']);
@@ -82,5 +94,47 @@ describe('stream-json parser', () => {
         }),
       ),
     ).toEqual(['[api retry] attempt 6/10 in 20.0 s: Connection error.']);
+  });
+});
+
+describe('judgeResult', () => {
+  const result = (over: Partial<ResultSummary>): ResultSummary => ({
+    subtype: 'success',
+    isError: false,
+    text: 'Done',
+    errors: [],
+    numTurns: 3,
+    costUsd: 0.1,
+    usage: null,
+    ...over,
+  });
+
+  it('is a success only for subtype success, is_error false and at least one turn', () => {
+    expect(judgeResult(result({}))).toEqual({ status: 'succeeded', summary: 'Done' });
+    expect(judgeResult(result({ numTurns: undefined }))).toMatchObject({ status: 'succeeded' });
+    expect(judgeResult(result({ isError: true, apiErrorStatus: 529, text: 'Overloaded' }))).toEqual({
+      status: 'failed',
+      kind: 'agent_error',
+      summary: 'agent reported an error (API status 529): Overloaded',
+    });
+    expect(judgeResult(result({ isError: null }))).toMatchObject({ status: 'failed', kind: 'agent_error' });
+    expect(judgeResult(result({ subtype: 'error_max_turns', isError: true, text: undefined, errors: ['x'] }))).toMatchObject({
+      status: 'failed',
+      summary: 'agent stopped with error_max_turns after 3 turns: x',
+    });
+  });
+
+  it('fails the zero-turn "success" of an unknown slash command or skill', () => {
+    expect(judgeResult(result({ numTurns: 0, text: 'Unknown command: /nosuchcommand', costUsd: 0 }))).toEqual({
+      status: 'failed',
+      kind: 'no_turns',
+      summary: 'Claude Code ran the prompt as a slash command and answered "Unknown command: /nosuchcommand" without doing anything',
+    });
+    expect(judgeResult(result({ numTurns: 2, text: 'Unknown skill: x' }))).toMatchObject({ status: 'failed', kind: 'no_turns' });
+    expect(judgeResult(result({ numTurns: 0, text: 'Hello' }))).toEqual({
+      status: 'failed',
+      kind: 'no_turns',
+      summary: 'the agent ended without taking a single turn (num_turns 0): Hello',
+    });
   });
 });

@@ -1,4 +1,4 @@
-import { addUsage, emptyUsage, type AgentUsage } from './types.js';
+import { addUsage, emptyUsage, FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
 
 /**
  * Reads Claude Code's `--output-format stream-json --verbose` NDJSON, one stdout line at a time
@@ -9,7 +9,8 @@ import { addUsage, emptyUsage, type AgentUsage } from './types.js';
 
 export interface ResultSummary {
   subtype: string;
-  isError: boolean;
+  /** `is_error` as sent; null when the message has none (then success cannot be told from failure). */
+  isError: boolean | null;
   /** `result` text: the final answer, or the error text when `isError`. Absent on error subtypes. */
   text?: string;
   /** `errors` of the error subtypes. */
@@ -31,27 +32,36 @@ export interface StreamParser {
   readonly streamedTokens: number;
 }
 
+/** What a result message means for the run; `kind` is set on failures (a FAILURE_KIND). */
+export interface ResultOutcome {
+  status: AgentStatus;
+  summary: string;
+  kind?: string;
+}
+
 const MAX_SNIPPET = 400;
+/** Message ids whose usage is remembered (a message's blocks arrive together; a turn has few messages). */
+const RECENT_MESSAGE_IDS = 1_000;
 
 export function createStreamParser(): StreamParser {
   let result: ResultSummary | null = null;
   // Claude Code emits one `assistant` line per content block and repeats the message's usage on
-  // each, so usage is keyed by message id to count every API response once.
+  // each, so usage is keyed by message id to count every API response once. The blocks of one
+  // message come one after another, so only recent ids are remembered (memory stays bounded
+  // whatever the number of messages). The total is kept up to date as messages arrive: summing
+  // the map on every line made parsing quadratic in the number of messages (40k took 28 s).
   const usageById = new Map<string, AgentUsage>();
-  let anonymous = emptyUsage();
-
-  const streamedUsage = () => [...usageById.values()].reduce(addUsage, anonymous);
+  let total = emptyUsage();
 
   return {
     get result() {
       return result;
     },
     get streamedUsage() {
-      return streamedUsage();
+      return { ...total };
     },
     get streamedTokens() {
-      const u = streamedUsage();
-      return u.inputTokens + u.outputTokens + u.cacheReadInputTokens + u.cacheCreationInputTokens;
+      return total.inputTokens + total.outputTokens + total.cacheReadInputTokens + total.cacheCreationInputTokens;
     },
     push(line) {
       const trimmed = line.trim();
@@ -70,8 +80,14 @@ export function createStreamParser(): StreamParser {
           const inner = isRecord(message.message) ? message.message : {};
           const usage = snakeUsage(inner.usage);
           if (usage) {
-            if (typeof inner.id === 'string') usageById.set(inner.id, maxUsage(usageById.get(inner.id), usage));
-            else anonymous = addUsage(anonymous, usage);
+            if (typeof inner.id === 'string') {
+              const before = usageById.get(inner.id);
+              const after = maxUsage(before, usage);
+              usageById.delete(inner.id);
+              usageById.set(inner.id, after);
+              if (usageById.size > RECENT_MESSAGE_IDS) usageById.delete(usageById.keys().next().value!);
+              total = addUsage(before ? subtractUsage(total, before) : total, after);
+            } else total = addUsage(total, usage);
           }
           return describeAssistant(message, inner);
         }
@@ -88,12 +104,55 @@ export function createStreamParser(): StreamParser {
   };
 }
 
+/**
+ * What a `result` message means. Success is `subtype === "success" && is_error === false` (both:
+ * API failures arrive as subtype success with is_error true), and then only when the agent took
+ * a turn: a prompt the CLI ran as an unknown slash command "succeeds" with zero turns and
+ * `Unknown command: /name` (or `Unknown skill: …`) having done nothing.
+ */
+export function judgeResult(result: ResultSummary): ResultOutcome {
+  const text = result.text?.trim() ?? '';
+  if (result.subtype === 'success' && result.isError === false) {
+    if (/^Unknown (command|skill): /.test(text)) {
+      return {
+        status: 'failed',
+        kind: FAILURE_KIND.noTurns,
+        summary: `Claude Code ran the prompt as a slash command and answered "${firstLine(text)}" without doing anything`,
+      };
+    }
+    if (result.numTurns === 0) {
+      return {
+        status: 'failed',
+        kind: FAILURE_KIND.noTurns,
+        summary: `the agent ended without taking a single turn (num_turns 0)${text ? `: ${firstLine(text)}` : ''}`,
+      };
+    }
+    return { status: 'succeeded', summary: text || '(the agent gave no final text)' };
+  }
+  if (result.subtype === 'success' && result.isError === true) {
+    const status = result.apiErrorStatus !== undefined ? ` (API status ${result.apiErrorStatus})` : '';
+    return { status: 'failed', kind: FAILURE_KIND.agentError, summary: `agent reported an error${status}: ${text || 'no error text'}` };
+  }
+  if (result.subtype === 'success') {
+    return {
+      status: 'failed',
+      kind: FAILURE_KIND.agentError,
+      summary: `the agent's result message has subtype success but no is_error field, so it cannot be told from a failure${text ? `: ${firstLine(text)}` : ''}`,
+    };
+  }
+  const turns = result.numTurns !== undefined ? ` after ${result.numTurns} turns` : '';
+  return {
+    status: 'failed',
+    kind: FAILURE_KIND.agentError,
+    summary: `agent stopped with ${result.subtype}${turns}${result.errors.length > 0 ? `: ${result.errors.join('; ')}` : ''}`,
+  };
+}
+
 function readResult(m: Record<string, unknown>): ResultSummary {
   const cost = firstNumber(m.total_cost_usd, m.total_cost, m.cost_usd);
   return {
     subtype: typeof m.subtype === 'string' ? m.subtype : '(none)',
-    // A result without is_error is only seen in old/simplified streams; absent means not an error.
-    isError: m.is_error === true,
+    isError: typeof m.is_error === 'boolean' ? m.is_error : null,
     text: typeof m.result === 'string' ? m.result : undefined,
     errors: Array.isArray(m.errors) ? m.errors.map((e) => (typeof e === 'string' ? e : JSON.stringify(e))) : [],
     numTurns: typeof m.num_turns === 'number' ? m.num_turns : undefined,
@@ -127,6 +186,15 @@ function snakeUsage(raw: unknown): AgentUsage | null {
     outputTokens: num(raw.output_tokens),
     cacheReadInputTokens: num(raw.cache_read_input_tokens),
     cacheCreationInputTokens: num(raw.cache_creation_input_tokens),
+  };
+}
+
+function subtractUsage(a: AgentUsage, b: AgentUsage): AgentUsage {
+  return {
+    inputTokens: a.inputTokens - b.inputTokens,
+    outputTokens: a.outputTokens - b.outputTokens,
+    cacheReadInputTokens: a.cacheReadInputTokens - b.cacheReadInputTokens,
+    cacheCreationInputTokens: a.cacheCreationInputTokens - b.cacheCreationInputTokens,
   };
 }
 
@@ -200,7 +268,7 @@ function describeUser(m: Record<string, unknown>): string[] {
 }
 
 function describeResult(r: ResultSummary): string {
-  const parts = [`subtype ${r.subtype}`, `is_error ${r.isError}`];
+  const parts = [`subtype ${r.subtype}`, `is_error ${r.isError ?? '(none)'}`];
   if (r.numTurns !== undefined) parts.push(`${r.numTurns} turns`);
   if (r.costUsd !== null) parts.push(`cost $${r.costUsd.toFixed(4)}`);
   if (r.apiErrorStatus !== undefined) parts.push(`api status ${r.apiErrorStatus}`);
@@ -223,4 +291,9 @@ function num(v: unknown): number {
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function firstLine(text: string): string {
+  const line = text.split('\n')[0] ?? '';
+  return line.length > 200 ? `${line.slice(0, 200)}…` : line;
 }

@@ -21,6 +21,8 @@ export const FAILURE_KIND = {
   setupFailed: 'setup_failed',
   agentNotStarted: 'agent_not_started',
   agentError: 'agent_error',
+  /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
+  noTurns: 'no_turns',
   noResult: 'no_result',
   tokenCap: 'token_cap',
   maxDuration: 'max_duration',

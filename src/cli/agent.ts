@@ -10,6 +10,7 @@ import {
   type RunAgentOptions,
   type SetupToken,
 } from '../agent/index.js';
+import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 
 const HELP = `Usage: baton agent [options]
 
@@ -30,7 +31,7 @@ Options:
   --log-port N              live log HTTP port, 0 = off       [BATON_AGENT_LOG_PORT, default: 13338]
   --max-duration-ms N       longest run                       [BATON_MAX_DURATION_MS, default: 5400000]
   --token-cap N             stop after N tokens, 0 = no cap   [BATON_TOKEN_CAP, default: 0]
-  --agent-command JSON      agent argv with {prompt}          [BATON_AGENT_COMMAND]
+  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: ["claude"]]
   --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
   --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
@@ -49,6 +50,14 @@ BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), B
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
 that cannot see the runner).
+BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
+
+With stream-json output the agent command names the Claude Code executable only: baton runs
+<command> -p --output-format stream-json --verbose, then --allowedTools <tools…> from the command
+file's allowed-tools (else --dangerously-skip-permissions unless BATON_STAGE_SKIP_PERMISSIONS=false),
+--model=<model> from its model, then -- <prompt>, or the prompt on stdin when it is over 100 KiB.
+With text output it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
+without {prompt} the prompt goes to stdin.
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
 server could not be told; 2 the runner is misconfigured (nothing could be reported).
@@ -186,6 +195,17 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
     problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
   }
+  if (outputFormat === 'stream-json' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+    problems.push(
+      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`,
+    );
+  }
+  if (outputFormat === 'text' && !agentCommand)
+    problems.push('BATON_AGENT_OUTPUT=text needs BATON_AGENT_COMMAND (the argv of the CLI agent)');
+  const deployEnv = opt('deploy-env', 'DEPLOY_ENV');
+  if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
+    problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
+  }
 
   const stageBuild = env.BATON_STAGE_BUILD?.trim() || undefined;
   if (stageBuild !== undefined && stageBuild !== 'heavy' && stageBuild !== 'light') {
@@ -197,6 +217,10 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     if (token === '') continue;
     if ((SETUP_TOKENS as readonly string[]).includes(token)) setupTokens.push(token as SetupToken);
     else problems.push(`BATON_SETUP_TOKENS must list ${SETUP_TOKENS.join(', ')} (comma-separated), got "${token}"`);
+  }
+  const skipPermissions = env.BATON_STAGE_SKIP_PERMISSIONS?.trim() || undefined;
+  if (skipPermissions !== undefined && skipPermissions !== 'true' && skipPermissions !== 'false') {
+    problems.push(`BATON_STAGE_SKIP_PERMISSIONS must be true or false, got "${skipPermissions}"`);
   }
 
   if (problems.length > 0) {
@@ -237,7 +261,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     const options: RunAgentOptions = {
       stage: stage!,
       issueNumber: opt('issue', 'ISSUE_NUMBER'),
-      deployEnv: opt('deploy-env', 'DEPLOY_ENV'),
+      deployEnv,
       cloneUrl: opt('clone-url', 'REPO_CLONE_URL'),
       repoName: opt('repo', 'GITEA_REPO'),
       workdir: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
@@ -253,6 +277,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       agentCommand,
       outputFormat: outputFormat as 'stream-json' | 'text',
       heavy: stageBuild === undefined ? undefined : stageBuild === 'heavy',
+      skipPermissions: skipPermissions === undefined ? undefined : skipPermissions === 'true',
       installCommand: opt('install', 'BATON_INSTALL_COMMAND'),
       buildCommand: opt('build', 'BATON_BUILD_COMMAND'),
       maxDurationMs,

@@ -3,7 +3,7 @@ import { eventsSection } from '../event-webhooks/index.js';
 import { webhooksSection } from '../ingress/index.js';
 import { commentsSection } from '../outbox/index.js';
 import { maintenanceSection, pipelineSection, schedulesSection } from '../pipeline/index.js';
-import { cleanupSection, queueSection } from '../runs/index.js';
+import { cleanupSection, queueSection, runLogSection } from '../runs/index.js';
 import { databaseSection } from '../store/index.js';
 import { apiSection } from '../tokens/index.js';
 import { claudeSection, coderSection, localSection } from '../workspaces/index.js';
@@ -22,6 +22,7 @@ export const SECTIONS = {
   database: databaseSection,
   queue: queueSection,
   cleanup: cleanupSection,
+  runLog: runLogSection,
   schedules: schedulesSection,
   maintenance: maintenanceSection,
   gitea: giteaSection,

@@ -1,6 +1,14 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
-import { holdsSlot, OUTCOME_STATUSES, RUN_EVENT, type FullRunEngine, type Run, type RunOutcome, type Usage } from '../runs/index.js';
+import {
+  holdsSlot,
+  OUTCOME_STATUSES,
+  type FullRunEngine,
+  type ProgressBatch,
+  type Run,
+  type RunOutcome,
+  type Usage,
+} from '../runs/index.js';
 import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 
@@ -33,14 +41,15 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<Call
     if (lines !== undefined && (!Array.isArray(lines) || !lines.every((l) => typeof l === 'string'))) {
       throw new HttpError(400, 'invalid_body', 'lines must be an array of strings');
     }
-    const data: Record<string, unknown> = { lines: (lines ?? []).slice(0, MAX_LINES_PER_BATCH) };
+    const batch: ProgressBatch = { lines: (lines ?? []).slice(0, MAX_LINES_PER_BATCH) };
     const usage = optionalUsage(body.usage);
-    if (usage) data.usage = usage;
-    if (typeof body.costUsd === 'number' && Number.isFinite(body.costUsd)) data.costUsd = body.costUsd;
+    if (usage) batch.usage = usage;
+    if (typeof body.costUsd === 'number' && Number.isFinite(body.costUsd)) batch.costUsd = body.costUsd;
     if (!holdsSlot(run.status)) {
       return c.json({ ok: true, accepted: false, reason: `run ${run.id} is ${run.status}` }, 202);
     }
-    await engine.appendEvent(run.id, RUN_EVENT.progress, data);
+    // The stored log is bounded per run (runLog.maxBytes): head and tail kept, a marker between.
+    await engine.appendProgress(run.id, batch);
     return c.json({ ok: true, accepted: true }, 202);
   });
 

@@ -57,6 +57,21 @@ describe('parsePipelineConfig', () => {
     ]);
   });
 
+  it('checks deploy environment names and skipPermissions', () => {
+    const { problems } = parsePipelineConfig(
+      {
+        deploy: { defaultEnv: 'stag ing', environments: ['prod', '--all'] },
+        stages: { develop: { skipPermissions: 'maybe' } },
+      },
+      bots,
+    );
+    expect(problems).toEqual([
+      'pipeline.deploy.defaultEnv must be an environment name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit, got "stag ing"',
+      'pipeline.deploy.environments[1] must be an environment name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit, got "--all"',
+      'pipeline.stages.develop.skipPermissions must be true or false, got "maybe"',
+    ]);
+  });
+
   it('rejects a section that is not a mapping', () => {
     expect(parsePipelineConfig(['x'], bots).problems).toEqual(['pipeline must be a mapping of settings, got "["x"]"']);
   });

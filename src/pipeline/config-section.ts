@@ -16,7 +16,7 @@ import {
   type ResolveContext,
 } from '../config-schema/index.js';
 import type { MaintenanceRepo } from '../config/index.js';
-import { DEFAULT_DEPLOY, DEFAULT_LABELS, defaultStages } from './stages.js';
+import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
 import { SETUP_TOKENS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
 
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
@@ -41,6 +41,12 @@ const trigger = mapping(
   },
 );
 
+/** An environment name from a label is handed to the devops prompt: a strict form, never an option or a path. */
+const deployEnv = (value: string) =>
+  DEPLOY_ENV_PATTERN.test(value)
+    ? undefined
+    : invalid('must be an environment name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit');
+
 const stage = orFalse(
   mapping({
     account: text({ doc: 'bot account that acts for the stage (a key of bots: dev, review)' }),
@@ -48,6 +54,9 @@ const stage = orFalse(
     onDuplicate: oneOf(['followup', 'drop'], { doc: 'a trigger while the run is live asks for one follow-up run, or is dropped' }),
     triggers: list(trigger, { doc: 'what starts the stage' }),
     deploys: bool({ doc: 'the stage deploys: its runs carry the deploy:ENV label’s environment' }),
+    skipPermissions: bool({
+      doc: 'without allowed-tools in its command file, run the agent with --dangerously-skip-permissions (default true)',
+    }),
     setupTokens: list(oneOf(SETUP_TOKENS, { doc: 'forge (the bot account’s token) or agent (the Claude token)' }), {
       doc: 'tokens the install and build commands (the repository’s own code) get; none by default',
     }),
@@ -62,9 +71,10 @@ const stage = orFalse(
  * pipeline:
  *   ignore-users: [renovate]
  *   labels: { ready-for-development: dev-ready }   # rename a default label
- *   deploy: { labelPrefix: "deploy:", defaultEnv: staging }
+ *   deploy: { labelPrefix: "deploy:", defaultEnv: staging, environments: [staging, production] }
  *   stages:
  *     develop: { account: review, onDuplicate: drop }
+ *     analyse: { skipPermissions: false }            # without allowed-tools: the CLI's default permissions
  *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
@@ -87,7 +97,10 @@ export const pipelineSection = section(
     }),
     deploy: mapping({
       labelPrefix: text({ default: DEFAULT_DEPLOY.labelPrefix, doc: 'a label PREFIX+ENV picks the environment of a deploying stage' }),
-      defaultEnv: text({ default: DEFAULT_DEPLOY.defaultEnv, doc: 'the environment when no such label is set' }),
+      defaultEnv: text({ default: DEFAULT_DEPLOY.defaultEnv, doc: 'the environment when no such label is set', check: deployEnv }),
+      environments: list(text({ doc: 'an environment name', check: deployEnv }), {
+        doc: 'the environments a deploy label may name; without it, any name of the strict form (letters, digits, ".", "_", "-")',
+      }),
     }),
     stages: record(stage, {
       doc: 'stage name to its settings, or false to remove it',
@@ -119,6 +132,7 @@ export const pipelineSection = section(
       if (raw.build !== undefined) next.build = raw.build;
       if (raw.onDuplicate !== undefined) next.onDuplicate = raw.onDuplicate;
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
+      if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
       if (raw.setupTokens?.length) next.setupTokens = [...new Set(raw.setupTokens)];
       if (raw.triggers !== undefined) next.triggers = raw.triggers.map(toTrigger);
       else if (!base) {
@@ -133,7 +147,7 @@ export const pipelineSection = section(
       botUsers: accountNames.map((name) => bots[name]!.username.toLowerCase()).filter(Boolean),
       ignoreUsers: (v['ignore-users'] ?? v.ignoreUsers ?? []).map((u) => u.toLowerCase()),
       accounts: Object.fromEntries(accountNames.map((name) => [name, bots[name]!.username])),
-      deploy: { ...v.deploy },
+      deploy: { ...v.deploy, environments: v.deploy.environments ?? [] },
     };
   },
 );

@@ -2,4 +2,13 @@ export * from './types.js';
 export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_KINDS } from './route.js';
 export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
-export { STAGE, DEFAULT_LABELS, DEFAULT_DEPLOY, defaultStages, defaultPipeline, type LabelRole } from './stages.js';
+export {
+  STAGE,
+  DEFAULT_LABELS,
+  DEFAULT_DEPLOY,
+  DEFAULT_SKIP_PERMISSIONS,
+  DEPLOY_ENV_PATTERN,
+  defaultStages,
+  defaultPipeline,
+  type LabelRole,
+} from './stages.js';

@@ -1,5 +1,6 @@
 import type { MaintenanceRepo } from '../config/index.js';
 import type { TaskRequest } from '../runs/index.js';
+import { DEFAULT_SKIP_PERMISSIONS } from './stages.js';
 import type { Pipeline } from './types.js';
 
 /**
@@ -22,6 +23,7 @@ export function maintenanceRequests(repos: readonly MaintenanceRepo[], pipeline:
           accountUser: pipeline.accounts[stage.account],
           build: stage.build,
           ...(stage.setupTokens?.length ? { setupTokens: stage.setupTokens } : {}),
+          skipPermissions: stage.skipPermissions ?? DEFAULT_SKIP_PERMISSIONS,
           cloneUrl: r.cloneUrl,
           trigger: options.slot ? `schedule ${options.slot}` : 'schedule',
         },

@@ -119,6 +119,34 @@ describe('route: default SDLC table', () => {
     expect(only(route(plain, pipeline, { previousLabels: [] })).payload?.deployEnv).toBe('staging');
   });
 
+  it('feeds the devops prompt only an environment of the strict form or from the configured list', () => {
+    const labelled = (env: string) =>
+      issue({ kind: 'issue_labels', action: 'label_updated', labels: [`deploy:${env}`, 'ready-for-deployment'] });
+    const fresh = { previousLabels: [] };
+    expect(only(route(labelled('eu-west.2'), pipeline, fresh)).payload?.deployEnv).toBe('eu-west.2');
+    for (const hostile of ['$(curl evil)', '-x', 'prod; rm -rf /', 'a b', '../../etc', 'x'.repeat(64), '/deploy']) {
+      expect(route(labelled(hostile), pipeline, fresh)).toEqual({ ignored: 'deploy label names an environment that is not allowed' });
+    }
+
+    const listed = parsePipelineConfig({ deploy: { environments: ['staging', 'Production'] } }, bots).pipeline;
+    expect(only(route(labelled('production'), listed, fresh)).payload?.deployEnv).toBe('Production');
+    expect(route(labelled('qa'), listed, fresh)).toEqual({ ignored: 'deploy label names an environment that is not allowed' });
+    // Other stages the same event starts are not held back by a refused deploy label.
+    const both = issue({
+      kind: 'issue_labels',
+      action: 'label_updated',
+      labels: ['deploy:qa', 'ready-for-deployment', 'ready-for-testing'],
+    });
+    expect(stages(route(both, listed, fresh))).toEqual(['test']);
+  });
+
+  it("carries the stage's skipPermissions into the run, true unless the stage says otherwise", () => {
+    const event = issue({ kind: 'issue_labels', action: 'label_updated', labels: ['ready-for-development'] });
+    expect(only(route(event, pipeline, { previousLabels: [] })).payload?.skipPermissions).toBe(true);
+    const asking = parsePipelineConfig({ stages: { develop: { skipPermissions: false } } }, bots).pipeline;
+    expect(only(route(event, asking, { previousLabels: [] })).payload?.skipPermissions).toBe(false);
+  });
+
   it('starts several stages when several labels are newly present', () => {
     const event = issue({ kind: 'issue_labels', action: 'label_updated', labels: ['ready-for-development', 'ready-for-testing'] });
     expect(stages(route(event, pipeline, { previousLabels: [] }))).toEqual(['develop', 'test']);
@@ -201,6 +229,7 @@ describe('route: default SDLC table', () => {
           account: 'dev',
           accountUser: 'claude-dev',
           build: 'light',
+          skipPermissions: true,
           cloneUrl: 'https://git.example/acme/app.git',
           trigger: 'schedule 2026-11-30T09:00Z',
         },

@@ -1,4 +1,5 @@
 import type { RunPayload, TaskRequest } from '../runs/index.js';
+import { DEFAULT_SKIP_PERMISSIONS, DEPLOY_ENV_PATTERN } from './stages.js';
 import type { ForgeEvent, ForgeEventKind, Pipeline, RouteContext, RouteResult, StageDefinition, Trigger, TriggerEvent } from './types.js';
 
 /** Reasons for ignoring an event. Short and stable: they are shown to people and asserted by tests. */
@@ -9,6 +10,7 @@ export const IGNORE_REASON = {
   closedPull: 'closed pull request',
   mergedPull: 'merged pull request',
   noTrigger: 'no trigger matches',
+  deployEnvRefused: 'deploy label names an environment that is not allowed',
 } as const;
 
 /**
@@ -45,6 +47,7 @@ export function route(event: ForgeEvent, pipeline: Pipeline, context: RouteConte
   const occurrences = occurrencesOf(event, context);
   const requests: TaskRequest[] = [];
   let blockedByBot = false;
+  let deployRefused = false;
   for (const stage of pipeline.stages) {
     for (const occurrence of occurrences) {
       const trigger = stage.triggers.find((t) => matches(t, occurrence, event, stage, pipeline));
@@ -53,11 +56,16 @@ export function route(event: ForgeEvent, pipeline: Pipeline, context: RouteConte
         blockedByBot = true;
         continue;
       }
-      requests.push(requestFor(stage, occurrence, event, pipeline));
+      const request = requestFor(stage, occurrence, event, pipeline);
+      if (request) requests.push(request);
+      else deployRefused = true;
       break;
     }
   }
-  if (requests.length === 0) return { ignored: blockedByBot || fromBot ? IGNORE_REASON.botSender : IGNORE_REASON.noTrigger };
+  if (requests.length === 0) {
+    if (deployRefused) return { ignored: IGNORE_REASON.deployEnvRefused };
+    return { ignored: blockedByBot || fromBot ? IGNORE_REASON.botSender : IGNORE_REASON.noTrigger };
+  }
   return requests;
 }
 
@@ -118,12 +126,14 @@ function inAnalysis(event: ForgeEvent, stage: StageDefinition, pipeline: Pipelin
   return !later.some((l) => hasLabel(event.labels, l));
 }
 
-function requestFor(stage: StageDefinition, occurrence: Occurrence, event: ForgeEvent, pipeline: Pipeline): TaskRequest {
+/** The run a matched trigger asks for; null when a deploying stage's label names a refused environment. */
+function requestFor(stage: StageDefinition, occurrence: Occurrence, event: ForgeEvent, pipeline: Pipeline): TaskRequest | null {
   const payload: RunPayload = {
     account: stage.account,
     accountUser: pipeline.accounts[stage.account],
     build: stage.build,
     ...(stage.setupTokens?.length ? { setupTokens: stage.setupTokens } : {}),
+    skipPermissions: stage.skipPermissions ?? DEFAULT_SKIP_PERMISSIONS,
     trigger: describe(occurrence, event),
     sender: event.sender,
     event: event.kind,
@@ -135,19 +145,31 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
   if (event.headRef) payload.headRef = event.headRef;
   if (event.comment?.id !== undefined) payload.commentId = event.comment.id;
   if (event.review) payload.review = event.review.state;
-  if (stage.deploys) payload.deployEnv = deployEnvOf(event.labels, pipeline);
+  if (stage.deploys) {
+    const deployEnv = deployEnvOf(event.labels, pipeline);
+    if (deployEnv === null) return null;
+    payload.deployEnv = deployEnv;
+  }
   const request: TaskRequest = { stage: stage.name, owner: event.owner, repo: event.repo, payload, onDuplicate: stage.onDuplicate };
   if (event.number !== undefined) request.number = event.number;
   return request;
 }
 
-/** `deploy:production` → `production`; the first such label wins, else the configured default. */
-export function deployEnvOf(labels: readonly string[], pipeline: Pipeline): string {
+/**
+ * `deploy:production` → `production`; the first such label wins, else the configured default.
+ * The label is chosen by whoever may label the issue, and its name reaches the devops prompt: it
+ * counts only when it is one of `deploy.environments` (as spelled there), or, without that list,
+ * when it has the strict form DEPLOY_ENV_PATTERN. null when the label names anything else.
+ */
+export function deployEnvOf(labels: readonly string[], pipeline: Pipeline): string | null {
   const prefix = pipeline.deploy.labelPrefix.toLowerCase();
   for (const label of labels) {
     if (label.toLowerCase().startsWith(prefix)) {
       const env = label.slice(prefix.length).trim();
-      if (env) return env;
+      if (!env) continue;
+      const allowed = pipeline.deploy.environments;
+      if (allowed.length > 0) return allowed.find((e) => e.toLowerCase() === env.toLowerCase()) ?? null;
+      return DEPLOY_ENV_PATTERN.test(env) ? env : null;
     }
   }
   return pipeline.deploy.defaultEnv;

@@ -29,7 +29,16 @@ export const DEFAULT_LABELS = {
 
 export type LabelRole = keyof typeof DEFAULT_LABELS;
 
-export const DEFAULT_DEPLOY = { labelPrefix: 'deploy:', defaultEnv: 'staging' } as const;
+export const DEFAULT_DEPLOY = { labelPrefix: 'deploy:', defaultEnv: 'staging', environments: [] as readonly string[] } as const;
+
+/**
+ * What a deploy environment name may look like. The name comes from a label (anyone who may
+ * label the issue chooses it) and becomes the devops prompt's `$ARGUMENTS` and `DEPLOY_ENV`.
+ */
+export const DEPLOY_ENV_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/** A stage without `skipPermissions` in its settings skips permission prompts (the workspace is the sandbox). */
+export const DEFAULT_SKIP_PERMISSIONS = true;
 
 /** The default SDLC table (ARCHITECTURE.md), with the label names given. */
 export function defaultStages(labels: Record<LabelRole, string> = DEFAULT_LABELS): StageDefinition[] {
@@ -123,6 +132,6 @@ export function defaultPipeline(bots: { dev: { username: string }; review: { use
     botUsers: [bots.dev.username.toLowerCase(), bots.review.username.toLowerCase()],
     ignoreUsers: [],
     accounts: { dev: bots.dev.username, review: bots.review.username },
-    deploy: { ...DEFAULT_DEPLOY },
+    deploy: { ...DEFAULT_DEPLOY, environments: [] },
   };
 }

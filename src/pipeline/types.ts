@@ -127,6 +127,14 @@ export interface StageDefinition {
   deploys?: boolean;
   /** Tokens its install and build commands get. @default [] (none: they run the repository's code) */
   setupTokens?: SetupToken[];
+  /**
+   * Whether the agent runs Claude Code with `--dangerously-skip-permissions` when the stage's
+   * command file has no `allowed-tools` (a file with `allowed-tools` pre-approves exactly those
+   * tools and never skips). `false` leaves the CLI's default permission mode, in which headless
+   * runs are refused every tool that needs approval.
+   * @default true (DEFAULT_SKIP_PERMISSIONS)
+   */
+  skipPermissions?: boolean;
 }
 
 export interface Pipeline {
@@ -137,7 +145,17 @@ export interface Pipeline {
   ignoreUsers: string[];
   /** Account key → forge login (`dev` → `claude-dev`). */
   accounts: Record<string, string>;
-  deploy: { labelPrefix: string; defaultEnv: string };
+  deploy: DeploySettings;
+}
+
+export interface DeploySettings {
+  labelPrefix: string;
+  defaultEnv: string;
+  /**
+   * The environments a `deploy:<env>` label may name; empty = any name of the strict form
+   * DEPLOY_ENV_PATTERN. A label naming anything else starts no deploy.
+   */
+  environments: readonly string[];
 }
 
 export interface RouteContext {

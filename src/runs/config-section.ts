@@ -1,5 +1,6 @@
 import { int, mapping, number, section } from '../config-schema/index.js';
 import type { CleanupConfig, QueueConfig } from '../config/index.js';
+import { DEFAULT_RUN_LOG_MAX_BYTES, MIN_RUN_LOG_MAX_BYTES, type RunLogLimits } from './run-log.js';
 
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
@@ -40,4 +41,16 @@ export const cleanupSection = section(
     backoffBaseSeconds: number({ min: 0, default: 10, doc: 'first teardown retry delay' }),
   }),
   (v): CleanupConfig => ({ concurrency: v.concurrency, maxAttempts: v.maxAttempts, backoffBaseMs: ms(v.backoffBaseSeconds) }),
+);
+
+/** `runLog:` in baton.yaml: how much of each run's log the database keeps. */
+export const runLogSection = section(
+  mapping({
+    maxBytes: int({
+      min: MIN_RUN_LOG_MAX_BYTES,
+      default: DEFAULT_RUN_LOG_MAX_BYTES,
+      doc: 'bytes of log kept per run in the database: the first and the last half, a marker for what was cut between',
+    }),
+  }),
+  (v): RunLogLimits => ({ maxBytes: v.maxBytes }),
 );

@@ -8,6 +8,13 @@ import { IllegalTransitionError, LeaseLostError, TransitionError } from './error
 import { createRunQueries } from './queries.js';
 import { toRun, type RunPatch } from './rows.js';
 import { canTransition, FINAL_EVENT, FINAL_STATUSES, isFinal, RUN_EVENT, RUN_STATUS, type FinalStatus } from './states.js';
+import {
+  appendProgressInTransaction,
+  DEFAULT_RUN_LOG_MAX_BYTES,
+  type ProgressAppended,
+  type ProgressBatch,
+  type RunLogLimits,
+} from './run-log.js';
 import { recordEvent, recordTransition, scheduleTeardown, selectRun, type TransitionContext } from './transition.js';
 import type { EnqueueResult, Run, RunEngine, RunOutcome, RunSignals, TaskRequest, TransitionHook } from './types.js';
 
@@ -27,6 +34,8 @@ export interface RunEngineOptions {
   hooks?: readonly TransitionHook[];
   /** Where failing signal listeners are reported. @default consoleLogger (stderr) */
   logger?: BackgroundLogger;
+  /** How much of each run's log the database keeps. @default { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES } */
+  runLog?: RunLogLimits;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -43,6 +52,8 @@ export interface FullRunEngine extends RunEngine {
   wake(): void;
   /** Queues removal of a workspace that outlived its claim (created after the run was cancelled). */
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
+  /** Appends a log batch from the workspace, keeping the run's stored log within `runLog` (see run-log.ts). */
+  appendProgress(runId: number, batch: ProgressBatch): Promise<ProgressAppended>;
 }
 
 export function hashCallbackToken(token: string): string {
@@ -60,6 +71,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const now = options.now ?? Date.now;
   const random = options.random ?? Math.random;
   const signals = createEvents<RunSignals>(options.logger ?? consoleLogger);
+  const runLog = options.runLog ?? { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES };
   const queries = createRunQueries({ store, concurrency: queue.concurrency });
 
   let pendingHint: 'wake' | 'events' | undefined;
@@ -346,6 +358,10 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
 
     appendEvent(runId, type, data) {
       return write(async (scope) => recordEvent(scope, ctx, await requireRun(scope, runId), type, data));
+    },
+
+    appendProgress(runId, batch) {
+      return write(async (scope) => appendProgressInTransaction(scope, ctx, await requireRun(scope, runId), batch, runLog, store.dialect));
     },
 
     reclaimExpiredLeases() {

@@ -29,6 +29,8 @@ export interface RunPayload {
   account?: string;
   cloneUrl?: string;
   deployEnv?: string;
+  /** The stage's `skipPermissions` when the run was queued (runs queued before it existed lack it). */
+  skipPermissions?: boolean;
   /** Human-readable cause, e.g. "label ready-for-development added by alice". */
   trigger?: string;
   [key: string]: unknown;

@@ -127,7 +127,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger });
+  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog });
   const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
   const tokens = createTokenStore({ store, now });
   const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });

@@ -54,6 +54,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     cloneUrl: run.payload.cloneUrl,
     deployEnv: run.payload.deployEnv,
     build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
+    skipPermissions: typeof run.payload.skipPermissions === 'boolean' ? run.payload.skipPermissions : undefined,
     setupTokens: Array.isArray(run.payload.setupTokens)
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,

@@ -41,6 +41,8 @@ export interface WorkspaceSpec {
   build?: 'light' | 'heavy';
   /** Tokens the install and build commands get (`forge`, `agent`); none unless the stage table grants them. */
   setupTokens?: readonly ('forge' | 'agent')[];
+  /** The stage's `skipPermissions` from the pipeline's stage table; absent = the runner's default (true). */
+  skipPermissions?: boolean;
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
   forgeUrl?: string;

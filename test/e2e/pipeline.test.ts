@@ -99,7 +99,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
         BATON_DATA_DIR: dataDir,
         QUEUE_CONCURRENCY: '2',
-        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '{prompt}']),
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
       },
       root,
     );

@@ -72,6 +72,38 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
     expect(log).toContain('[assistant error] authentication_failed');
   }, 150_000);
 
+  it('takes every prompt the runner passes as a prompt: a leading "-" or "/", allowed-tools, a model', async () => {
+    if (missing) throw new Error(`CI=true but the Claude Code CLI is not installed at ${claudeBin}`);
+    const home = path.join(root, 'home');
+    fs.mkdirSync(home);
+    const commands = [
+      '- first read issue $ARGUMENTS\n',
+      '/nosuchcommand for issue $ARGUMENTS\n',
+      '---\nallowed-tools: Bash(git status:*), Read\nmodel: sonnet\n---\nLook at issue $ARGUMENTS.\n',
+    ];
+    for (const [i, command] of commands.entries()) {
+      const outcome = await runAgent({
+        stage: 'analyse',
+        issueNumber: '1',
+        cloneUrl: createBareRepo(root, `app-${i}`, { develop: { '.claude/commands/analyse.md': command } }),
+        workdir: fs.mkdtempSync(path.join(root, 'ws-')),
+        callbackUrl: receiver.callbackUrl,
+        callbackToken: 'real-claude-callback-token',
+        env: {
+          PATH: `${binDir}${path.delimiter}${process.env.PATH ?? ''}`,
+          HOME: home,
+          XDG_CONFIG_HOME: path.join(home, '.config'),
+          ...(process.getuid?.() === 0 ? { IS_SANDBOX: '1' } : {}),
+        },
+        callbackRetryBaseMs: 10,
+      });
+      // Accepted as a prompt and sent on to the API, which it cannot reach without credentials:
+      // not an unknown option (exit 1, no stream) and not an unknown command (zero turns).
+      expect(outcome, command).toMatchObject({ status: 'failed', error: 'agent_error', exitCode: 1 });
+      expect(outcome.summary).toBe('agent reported an error: Not logged in · Please run /login');
+    }
+  }, 150_000);
+
   // Only root is refused; as another user the CLI would start and this case does not exist.
   it.skipIf(process.getuid?.() !== 0)(
     'as root without IS_SANDBOX explains why the CLI refused to start',
@@ -80,7 +112,8 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
       await runAgent({
         stage: 'analyse',
         issueNumber: '1',
-        cloneUrl: createBareRepo(root, 'app'),
+        // No allowed-tools, so the runner skips permissions (the built-in templates pre-approve tools).
+        cloneUrl: createBareRepo(root, 'app', { develop: { '.claude/commands/analyse.md': 'Analyse issue $ARGUMENTS.\n' } }),
         workdir: fs.mkdtempSync(path.join(root, 'ws-')),
         callbackUrl: receiver.callbackUrl,
         callbackToken: 'real-claude-callback-token',

@@ -1,100 +1,31 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runAgent, type RunAgentOptions } from '../../src/agent/index.js';
+import { runAgent } from '../../src/agent/index.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../fakes/agent/callback-receiver.js';
 import { createBareRepo, git } from '../fakes/agent/git-repos.js';
+import {
+  CALLBACK_TOKEN as TOKEN,
+  createRunnerFixture,
+  GITEA_TOKEN,
+  OAUTH_TOKEN as OAUTH,
+  type RunnerFixture,
+} from '../fakes/agent/runner-fixture.js';
 
-const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
-const TOKEN = 'cb-token-0123456789abcdef';
-const GITEA_TOKEN = 'gitea-token-fedcba9876543210';
-const OAUTH = 'sk-ant-oat01-fake-oauth-token-value';
-
-const DEVELOP_COMMAND = `---
-description: Implement the issue
-allowed-tools: Bash(git:*), Read, Edit
----
-Implement issue #$ARGUMENTS on the develop branch.
-
-Then post a summary on issue $ARGUMENTS.
-`;
-
+let fixture: RunnerFixture;
 let root: string;
 let receiver: CallbackReceiver;
+const options: RunnerFixture['options'] = (mode, overrides) => fixture.options(mode, overrides);
+const readRecord = (file: string) => fixture.readRecord(file);
 
 beforeEach(async () => {
-  root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-agent-'));
-  receiver = await startCallbackReceiver({ token: TOKEN });
+  fixture = await createRunnerFixture();
+  ({ root, receiver } = fixture);
 });
 
-afterEach(async () => {
-  await receiver.close();
-  fs.rmSync(root, { recursive: true, force: true });
-});
-
-function workdir(): string {
-  const dir = fs.mkdtempSync(path.join(root, 'ws-'));
-  return dir;
-}
-
-function options(mode: string, overrides: Partial<RunAgentOptions> = {}): RunAgentOptions & { record: string } {
-  const record = path.join(root, `record-${Math.random().toString(36).slice(2)}.json`);
-  const cloneUrl =
-    overrides.cloneUrl ??
-    createBareRepo(root, `app-${Math.random().toString(36).slice(2, 8)}`, {
-      develop: { '.claude/commands/develop.md': DEVELOP_COMMAND },
-    });
-  return {
-    stage: 'develop',
-    issueNumber: '42',
-    cloneUrl,
-    repoName: 'app',
-    workdir: workdir(),
-    callbackUrl: receiver.callbackUrl,
-    callbackToken: TOKEN,
-    forgeToken: GITEA_TOKEN,
-    claudeOauthToken: OAUTH,
-    env: {
-      PATH: process.env.PATH,
-      HOME: root,
-      ANTHROPIC_API_KEY: 'sk-ant-api-must-not-reach-the-agent',
-      CALLBACK_TOKEN: TOKEN,
-      GITEA_TOKEN,
-      ISSUE_NUMBER: '42',
-      FAKE_CLAUDE_MODE: mode,
-      FAKE_CLAUDE_RECORD: record,
-    },
-    agentCommand: [
-      process.execPath,
-      FAKE_CLAUDE,
-      '-p',
-      '--output-format',
-      'stream-json',
-      '--verbose',
-      '--dangerously-skip-permissions',
-      '{prompt}',
-    ],
-    callbackRetryBaseMs: 10,
-    progressIntervalMs: 50,
-    killGraceMs: 500,
-    ...overrides,
-    record,
-  };
-}
-
-function readRecord(file: string) {
-  return JSON.parse(fs.readFileSync(file, 'utf8')) as {
-    prompt: string;
-    cwd: string;
-    hasAnthropicApiKey: boolean;
-    hasCallbackToken: boolean;
-    oauthToken: string | null;
-  };
-}
+afterEach(() => fixture.close());
 
 describe('runAgent with the fake Claude Code CLI', () => {
   it('runs the repository prompt on develop and reports success after the server answered 500 twice', async () => {
@@ -352,7 +283,7 @@ describe('runAgent with the fake Claude Code CLI', () => {
   });
 
   it('reports an agent command that cannot be started', async () => {
-    await runAgent(options('success', { agentCommand: [path.join(root, 'no-such-agent'), '{prompt}'] }));
+    await runAgent(options('success', { agentCommand: [path.join(root, 'no-such-agent')] }));
     const body = await receiver.accepted();
     expect(body).toMatchObject({ status: 'failed', error: 'agent_not_started', exitCode: null });
     expect(body.summary).toContain('could not be started');

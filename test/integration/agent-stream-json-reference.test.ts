@@ -13,7 +13,7 @@ describeWithReference(
       const lines = messages.flatMap((m) => parser.push(JSON.stringify(m)));
       expect(lines.some((l) => l.startsWith('[tool] Read'))).toBe(true);
       // Its result has no subtype/is_error: not a success by the rules.
-      expect(parser.result).toMatchObject({ subtype: '(none)', isError: false, costUsd: 0.0347 });
+      expect(parser.result).toMatchObject({ subtype: '(none)', isError: null, costUsd: 0.0347 });
       expect(parser.result?.text).toContain('Successfully removed debug print statement');
       expect(parser.streamedUsage.outputTokens).toBe(75 + 50 + 80 + 60);
     });

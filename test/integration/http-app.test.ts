@@ -116,6 +116,13 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     await until(async () => (await provider.get(spec.name)) === null, 'workspace to be deleted');
   });
 
+  it("hands the workspace the stage's build kind and skipPermissions from the run", async () => {
+    await app.start();
+    await app.engine.enqueue({ stage: 'docs', owner: 'acme', repo: 'app', number: 3, payload: { build: 'heavy', skipPermissions: false } });
+    await until(() => provider.created.length === 1, 'the workspace to be created');
+    expect(provider.created[0]).toMatchObject({ stage: 'docs', build: 'heavy', skipPermissions: false });
+  });
+
   it('answers bad callback bodies with 400 and a reason, without changing the run', async () => {
     await app.start();
     const { run } = await app.engine.enqueue({ stage: 'test', owner: 'acme', repo: 'app', number: 1 });

@@ -13,7 +13,8 @@ for (const kind of ['bwrap', 'none'] as const) {
       // The fake agent in "hang" mode stands in for the runner: it runs until signalled.
       const provider = createLocalProvider({
         dataDir: fixture.dataDir,
-        command: [process.execPath, FAKE_CLAUDE],
+        // The fake CLI as a stand-in runner; it parses its arguments as Claude Code does, so it needs -p.
+        command: [process.execPath, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose', '--', 'stand-in runner'],
         env: { FAKE_CLAUDE_MODE: 'hang' },
         stopGraceMs: 2_000,
         sandbox: kind === 'bwrap' ? fixture.sandbox : { kind },

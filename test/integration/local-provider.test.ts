@@ -21,7 +21,8 @@ const providers: WorkspaceProvider[] = [];
 const makeProvider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) => {
   const p = createLocalProvider({
     dataDir,
-    command: [process.execPath, FAKE_CLAUDE],
+    // The fake CLI as a stand-in runner; it parses its arguments as Claude Code does, so it needs -p.
+    command: [process.execPath, FAKE_CLAUDE, '-p', '--output-format', 'stream-json', '--verbose', '--', 'stand-in runner'],
     env: { FAKE_CLAUDE_MODE: 'hang' },
     stopGraceMs: 500,
     sandbox: fixture.sandbox,
@@ -63,6 +64,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       deployEnv: 'staging',
       build: 'heavy' as const,
       setupTokens: ['forge' as const],
+      skipPermissions: false,
       extra: { BATON_INSTALL_COMMAND: 'npm ci', 'not an env name': 'x' },
     };
     await p.create(spec);
@@ -86,6 +88,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       BATON_STAGE_BUILD: 'heavy',
       BATON_SETUP_TOKENS: 'forge',
       BATON_SECRETS_FD: '3',
+      BATON_STAGE_SKIP_PERMISSIONS: 'false',
     });
     for (const name of ['CALLBACK_TOKEN', 'GITEA_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN', 'not an env name']) expect(env[name]).toBeUndefined();
     expect(
@@ -166,15 +169,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
         command: [process.execPath, '--import', TSX, AGENT_CLI],
         env: {
           FAKE_CLAUDE_MODE: 'success',
-          BATON_AGENT_COMMAND: JSON.stringify([
-            process.execPath,
-            FAKE_CLAUDE,
-            '-p',
-            '--output-format',
-            'stream-json',
-            '--verbose',
-            '{prompt}',
-          ]),
+          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
         },
       });
       await p.create({
@@ -270,7 +265,7 @@ describe('baton agent CLI process', () => {
           CALLBACK_URL: receiver.callbackUrl,
           BATON_SECRETS_FILE: secretsFile,
           BATON_AGENT_LOG_PORT: '0',
-          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE, '{prompt}']),
+          BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
           FAKE_CLAUDE_MODE: 'hang',
         },
       });

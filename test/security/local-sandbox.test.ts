@@ -118,7 +118,7 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
   provider = createLocalProvider({
     dataDir: fixture.dataDir,
     command: [process.execPath, '--import', TSX, AGENT_CLI],
-    env: { BATON_AGENT_COMMAND: JSON.stringify([process.execPath, SPY, '--targets', targets, '{prompt}']) },
+    env: { BATON_AGENT_COMMAND: JSON.stringify([process.execPath, SPY, '--targets', targets]) },
     secrets: { CLAUDE_CODE_OAUTH_TOKEN: secrets.oauth },
     stopGraceMs: 2_000,
     sandbox: sandbox?.kind === 'bwrap' ? { ...sandbox, hiddenPaths: [config] } : sandbox,

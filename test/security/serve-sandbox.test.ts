@@ -109,7 +109,7 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
         BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
         DATABASE_URL: `sqlite:${database}`,
         BATON_DATA_DIR: dataDir,
-        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, SPY, '--targets', targets, '{prompt}']),
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, SPY, '--targets', targets]),
       },
       root,
     );

@@ -73,7 +73,7 @@ async function runStage(overrides: Partial<RunAgentOptions>) {
     },
     installCommand: `${process.execPath} ${path.join(root, 'report.cjs')} install`,
     buildCommand: `${process.execPath} ${path.join(root, 'report.cjs')} build`,
-    agentCommand: [process.execPath, path.join(root, 'report.cjs'), 'agent', '{prompt}'],
+    agentCommand: [process.execPath, path.join(root, 'report.cjs'), 'agent'],
     logServer: false,
     ...overrides,
   });

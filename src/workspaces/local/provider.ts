@@ -130,6 +130,7 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     BATON_MAX_DURATION_MS: spec.maxDurationMs?.toString(),
     BATON_STAGE_BUILD: spec.build,
     BATON_SETUP_TOKENS: spec.setupTokens?.join(','),
+    BATON_STAGE_SKIP_PERMISSIONS: spec.skipPermissions?.toString(),
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }

@@ -1,28 +1,170 @@
 #!/usr/bin/env node
-// A stand-in for `claude -p --output-format stream-json --verbose …` that prints NDJSON shaped as
-// in ../shared/reference/claude-code/STREAM-JSON.md. The behaviour is picked by FAKE_CLAUDE_MODE:
+// A stand-in for `claude -p --output-format stream-json --verbose …` (Claude Code 2.1.197) that
+// prints NDJSON shaped as in ../shared/reference/claude-code/STREAM-JSON.md and reads its
+// arguments the way the real CLI does, so tests catch argv mistakes a runner could make.
+//
+// Argument parsing, as observed with the real CLI (node_modules/@anthropic-ai/claude-code 2.1.197,
+// Linux x64, no network, HOME in a temp dir, IS_SANDBOX=1), all emulated below:
+//   claude -p … "- first step"            stderr `error: unknown option '- first step'`, exit 1, no stream
+//   claude -p … --bogus hi                stderr `error: unknown option '--bogus'`, exit 1
+//   claude -p … --model                   stderr `error: option '--model <model>' argument missing`, exit 1
+//   claude -p … --output-format bogus     stderr `error: option '--output-format <format>' argument 'bogus' is
+//                                         invalid. Allowed choices are text, json, stream-json.`, exit 1
+//   claude -p --output-format stream-json hi (no --verbose)
+//                                         stderr `Error: When using --print, --output-format=stream-json requires --verbose`, exit 1
+//   claude -p … -- "- first step"         runs it as a prompt (`--` ends the options)
+//   claude -p … --model -x -- hi          `-x` is the model: an option's value is taken even when it starts with `-`
+//   claude -p … --model=opus -- hi        `--name=value` works
+//   claude -p … --allowedTools Read "hello"   the variadic option swallows "hello": no prompt is left, stdin is
+//                                         read; empty stdin → stderr `Error: Input must be provided either through
+//                                         stdin or as a prompt argument when using --print`, exit 1
+//   claude -p … -- a b                    extra positional arguments are ignored; the prompt is "a"
+//   claude -p -d …                        short flags combine (`-pd`)
+//   claude -p … -- "/nosuchcommand"       init, a synthetic assistant message and
+//                                         `{"subtype":"success","is_error":false,"num_turns":0,"result":"Unknown command: /nosuchcommand"}`,
+//                                         exit 0; the same from stdin ("/nosuchcommand\n"); " /x" or "\n/x" is a
+//                                         normal prompt (only the very first character counts)
+//   echo "   " | claude -p …              whitespace-only stdin: no output at all, exit 0
+//   --dangerously-skip-permissions        init `permissionMode: "bypassPermissions"`; otherwise `"default"`
+//   --model opus                          init `model` is the resolved name (the fake echoes the value)
+// Not emulated: slash commands that exist (`.claude/commands/<name>.md` would run; the fake knows
+// none), the root check of --dangerously-skip-permissions (covered by agent-real-claude.test.ts),
+// output formats other than stream-json, and interactive mode (the fake requires -p).
+//
+// The behaviour after parsing is picked by FAKE_CLAUDE_MODE:
 //
 //   success (default)   init, assistant/tool turns, final result subtype success
 //   noisy-success       like success, with garbage lines, unknown message types and api_retry
-//   legacy-success      old CLI shape: result with `total_cost`, no modelUsage, no is_error
+//   legacy-success      old CLI shape: result with `total_cost`, no modelUsage
 //   error_during_execution | error_max_turns | error_max_budget_usd | error_max_structured_output_retries
 //                       a result with that subtype, `errors`, and no `result` field (exit 1)
 //   api-error           subtype success with is_error true and api_error_status 529 (exit 1)
 //   not-logged-in       what the real CLI prints without credentials (exit 1)
+//   no-is-error         a result without is_error (cannot be told from a failure)
+//   unknown-skill       the zero-cost "success" of reference §4(b): num_turns 2, `Unknown skill: …`
 //   garbage             only non-JSON lines (exit 0)
 //   crash               init and one assistant message, then exits 1 mid-stream
 //   hang                init, then sleeps until signalled
 //   hang-ignore-term    like hang but ignores SIGTERM (only SIGKILL ends it)
 //   token-overrun       assistant messages with large usage, every 20 ms, until killed
+//   flood               FAKE_CLAUDE_FLOOD_MESSAGES assistant messages (default: as many as fill
+//                       FAKE_CLAUDE_FLOOD_BYTES, default 50 MB) of FAKE_CLAUDE_FLOOD_TEXT_BYTES
+//                       (default 1,000) each, written as fast as the pipe takes them, then a result
 //   no-output           prints nothing; exits with FAKE_CLAUDE_EXIT (default 0)
 //
-// FAKE_CLAUDE_RECORD=<file> writes {argv, cwd, env facts} there, for assertions.
+// FAKE_CLAUDE_RECORD=<file> writes {argv, prompt, promptSource, options, cwd, env facts} there.
 import fs from 'node:fs';
 
-const mode = process.env.FAKE_CLAUDE_MODE ?? 'success';
+/** The options of the real CLI that matter here; `value`: none, one (required) or variadic. */
+const OPTIONS = [
+  { names: ['-p', '--print'], value: 'none' },
+  { names: ['-d', '--debug'], value: 'none' },
+  { names: ['-c', '--continue'], value: 'none' },
+  { names: ['--verbose'], value: 'none' },
+  { names: ['--dangerously-skip-permissions'], value: 'none' },
+  { names: ['--include-partial-messages'], value: 'none' },
+  { names: ['--output-format'], value: 'one', placeholder: '<format>', choices: ['text', 'json', 'stream-json'] },
+  { names: ['--input-format'], value: 'one', placeholder: '<format>', choices: ['text', 'stream-json'] },
+  { names: ['--model'], value: 'one', placeholder: '<model>' },
+  { names: ['--fallback-model'], value: 'one', placeholder: '<model>' },
+  { names: ['--max-turns'], value: 'one', placeholder: '<turns>' },
+  { names: ['--permission-mode'], value: 'one', placeholder: '<mode>' },
+  { names: ['--append-system-prompt'], value: 'one', placeholder: '<prompt>' },
+  { names: ['--system-prompt'], value: 'one', placeholder: '<prompt>' },
+  { names: ['--settings'], value: 'one', placeholder: '<file-or-json>' },
+  { names: ['--session-id'], value: 'one', placeholder: '<uuid>' },
+  { names: ['-r', '--resume'], value: 'one', placeholder: '[value]' },
+  { names: ['--allowedTools', '--allowed-tools'], value: 'variadic', placeholder: '<tools...>' },
+  { names: ['--disallowedTools', '--disallowed-tools'], value: 'variadic', placeholder: '<tools...>' },
+  { names: ['--add-dir'], value: 'variadic', placeholder: '<directories...>' },
+  { names: ['--mcp-config'], value: 'variadic', placeholder: '<configs...>' },
+];
+
+function fail(message) {
+  process.stderr.write(`${message}\n`);
+  process.exit(1);
+}
+
+/** Commander-style parsing: what the real CLI's parser accepts, refuses and swallows. */
+function parseArgs(argv) {
+  const options = {};
+  const positionals = [];
+  const find = (name) => OPTIONS.find((o) => o.names.includes(name));
+  const key = (option) => option.names.at(-1).replace(/^--/, '');
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith('-') || arg === '-') {
+      positionals.push(arg);
+      continue;
+    }
+    // Combined short flags: `-pd`.
+    if (/^-[a-zA-Z]{2,}$/.test(arg)) {
+      const flags = [...arg.slice(1)].map((c) => find(`-${c}`));
+      if (flags.every((f) => f && f.value === 'none')) {
+        for (const f of flags) options[key(f)] = true;
+        continue;
+      }
+    }
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    const option = find(name);
+    if (!option) fail(`error: unknown option '${arg}'`);
+    const label = `${option.names.join(', ')} ${option.placeholder ?? ''}`.trim();
+    if (option.value === 'none') {
+      options[key(option)] = true;
+      continue;
+    }
+    let values;
+    if (eq > 0) values = [arg.slice(eq + 1)];
+    else if (option.value === 'one') {
+      // A required value is taken whatever it looks like (`--model -x`).
+      if (i + 1 >= argv.length) fail(`error: option '${label}' argument missing`);
+      values = [argv[++i]];
+    } else {
+      values = [];
+      while (i + 1 < argv.length && !argv[i + 1].startsWith('-')) values.push(argv[++i]);
+      if (values.length === 0) fail(`error: option '${label}' argument missing`);
+    }
+    if (option.choices && !option.choices.includes(values[0])) {
+      fail(`error: option '${label}' argument '${values[0]}' is invalid. Allowed choices are ${option.choices.join(', ')}.`);
+    }
+    options[key(option)] = option.value === 'variadic' ? [...(options[key(option)] ?? []), ...values] : values[0];
+  }
+  return { options, positionals };
+}
+
 const args = process.argv.slice(2);
-const prompt = args.at(-1) ?? '';
+const { options, positionals } = parseArgs(args);
+if (!options.print) {
+  process.stderr.write('fake-claude: only print mode (-p) is emulated\n');
+  process.exit(2);
+}
+const outputFormat = options['output-format'] ?? 'text';
+if (outputFormat === 'stream-json' && !options.verbose) {
+  fail('Error: When using --print, --output-format=stream-json requires --verbose');
+}
+if (outputFormat !== 'stream-json') {
+  process.stderr.write(`fake-claude: only --output-format stream-json is emulated, got ${outputFormat}\n`);
+  process.exit(2);
+}
+
+let prompt = positionals[0];
+let promptSource = 'argument';
+if (prompt === undefined) {
+  promptSource = 'stdin';
+  prompt = process.stdin.isTTY ? '' : fs.readFileSync(0, 'utf8');
+  if (prompt === '') fail('Error: Input must be provided either through stdin or as a prompt argument when using --print');
+  if (prompt.trim() === '') process.exit(0);
+}
+
+const mode = process.env.FAKE_CLAUDE_MODE ?? 'success';
 const session = 'fake-session-0001';
+const permissionMode = options['dangerously-skip-permissions'] ? 'bypassPermissions' : (options['permission-mode'] ?? 'default');
+const model = options.model ?? 'claude-fake-1';
 
 if (process.env.FAKE_CLAUDE_RECORD) {
   fs.writeFileSync(
@@ -30,6 +172,10 @@ if (process.env.FAKE_CLAUDE_RECORD) {
     JSON.stringify({
       argv: args,
       prompt,
+      promptSource,
+      options,
+      permissionMode,
+      model,
       cwd: process.cwd(),
       hasAnthropicApiKey: 'ANTHROPIC_API_KEY' in process.env,
       hasCallbackToken: 'CALLBACK_TOKEN' in process.env,
@@ -38,11 +184,6 @@ if (process.env.FAKE_CLAUDE_RECORD) {
       issueNumber: process.env.ISSUE_NUMBER ?? null,
     }),
   );
-}
-
-if (args.includes('-p') && args.includes('stream-json') && !args.includes('--verbose')) {
-  process.stderr.write('Error: When using --print, --output-format=stream-json requires --verbose\n');
-  process.exit(1);
 }
 
 const emit = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
@@ -60,8 +201,8 @@ const init = () =>
     session_id: session,
     tools: ['Bash', 'Read', 'Edit', 'Write'],
     mcp_servers: [],
-    model: 'claude-fake-1',
-    permissionMode: 'bypassPermissions',
+    model,
+    permissionMode,
     apiKeySource: 'none',
     claude_code_version: '2.1.197',
     uuid: '00000000-0000-4000-8000-000000000001',
@@ -127,7 +268,81 @@ const result = (fields) =>
   });
 const sleepForever = () => setInterval(() => {}, 1 << 30);
 
-switch (mode) {
+/** What the real CLI does with a prompt whose first character is `/` and no such command exists. */
+function unknownSlashCommand() {
+  const name = prompt.slice(1).split(/\s/)[0];
+  init();
+  emit({
+    type: 'assistant',
+    message: {
+      id: 'fake-synthetic-0001',
+      model: '<synthetic>',
+      role: 'assistant',
+      stop_reason: 'stop_sequence',
+      type: 'message',
+      usage: usage(0, 0),
+      content: [{ type: 'text', text: `Unknown command: /${name}` }],
+    },
+    parent_tool_use_id: null,
+    session_id: session,
+  });
+  result({
+    subtype: 'success',
+    is_error: false,
+    duration_api_ms: 0,
+    num_turns: 0,
+    result: `Unknown command: /${name}`,
+    stop_reason: null,
+    total_cost_usd: 0,
+    usage: usage(0, 0),
+    modelUsage: {},
+  });
+}
+
+/** Writes many assistant messages as fast as the pipe takes them (waits on 'drain', never buffers them all). */
+function flood() {
+  const textBytes = Number(process.env.FAKE_CLAUDE_FLOOD_TEXT_BYTES ?? 1_000);
+  const text = 'x'.repeat(Math.max(1, textBytes - 20));
+  const messages = Number(
+    process.env.FAKE_CLAUDE_FLOOD_MESSAGES ?? Math.ceil(Number(process.env.FAKE_CLAUDE_FLOOD_BYTES ?? 50_000_000) / (textBytes + 330)),
+  );
+  init();
+  let n = 0;
+  const write = () => {
+    while (n < messages) {
+      n += 1;
+      const line = JSON.stringify({
+        type: 'assistant',
+        message: {
+          id: `msg_${n}`,
+          type: 'message',
+          role: 'assistant',
+          model,
+          content: [{ type: 'text', text: `${n} ${text}` }],
+          stop_reason: null,
+          usage: usage(10, 2),
+        },
+        parent_tool_use_id: null,
+        session_id: session,
+      });
+      if (!process.stdout.write(`${line}\n`)) return void process.stdout.once('drain', write);
+    }
+    result({
+      subtype: 'success',
+      is_error: false,
+      num_turns: messages,
+      result: `Flooded ${messages} messages.`,
+      modelUsage: {},
+      usage: usage(10 * messages, 2 * messages),
+    });
+  };
+  write();
+}
+
+switch (prompt.startsWith('/') ? 'unknown-slash-command' : mode) {
+  case 'unknown-slash-command':
+    unknownSlashCommand();
+    break;
   case 'success':
     turns();
     result({ subtype: 'success', is_error: false, result: `Finished the task for: ${prompt.split('\n')[0]}` });
@@ -157,11 +372,33 @@ switch (mode) {
     emit({
       type: 'result',
       subtype: 'success',
+      is_error: false,
       total_cost: 0.5,
       duration_ms: 10,
       result: 'Legacy done.',
       usage: usage(11, 7, 3, 2),
       session_id: session,
+    });
+    break;
+  case 'no-is-error':
+    turns();
+    emit({ type: 'result', subtype: 'success', total_cost_usd: 0.01, duration_ms: 10, num_turns: 2, result: 'Done?', session_id: session });
+    break;
+  case 'flood':
+    flood();
+    break;
+  case 'unknown-skill':
+    init();
+    result({
+      subtype: 'success',
+      is_error: false,
+      duration_api_ms: 0,
+      num_turns: 2,
+      result: 'Unknown skill: missing-workflowprogram-entry',
+      stop_reason: null,
+      total_cost_usd: 0,
+      usage: usage(0, 0),
+      modelUsage: {},
     });
     break;
   case 'error_during_execution':
