@@ -331,8 +331,9 @@ resource "coder_agent" "main" {
     put_secret CALLBACK_TOKEN callback_token "$${BATON_HANDOFF_CALLBACK_TOKEN:-}"
     put_secret GITEA_TOKEN gitea_token "$${BATON_HANDOFF_GITEA_TOKEN:-}"
     put_secret CLAUDE_CODE_OAUTH_TOKEN claude_oauth_token "$${BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN:-}"
-    # Nothing started from here on inherits them, nor the Coder agent's own token, with which any
-    # process could fetch the agent's manifest from Coder, these secrets included.
+    # Nothing started from here on inherits them, nor the Coder agent's own token (which it puts
+    # into every script's environment: agent/agent.go, updateCommandEnv), with which any process
+    # could fetch the agent's manifest from Coder, these secrets included.
     unset BATON_HANDOFF_CALLBACK_TOKEN BATON_HANDOFF_GITEA_TOKEN BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN CODER_AGENT_TOKEN
 
     if ! command -v baton >/dev/null 2>&1; then
