@@ -192,7 +192,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
     // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
     const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
-    const own: Record<string, string | number | undefined> = {
+    const own: Record<string, string | number | boolean | undefined> = {
       task_type: spec.stage,
       issue_number: spec.number,
       gitea_url: spec.forgeUrl,
