@@ -25,7 +25,15 @@ const builds = () => coder.requests.filter((r) => r.method === 'POST' && r.path.
 
 describe('coder provider: create', () => {
   it('creates from the template with every rich parameter and a ttl that outlasts the run', async () => {
-    const ws = await provider.create(specFor('bt-develop-acme-app-42', { extra: { region: 'eu' }, tokenCap: 500_000, build: 'heavy' }));
+    const ws = await provider.create(
+      specFor('bt-develop-acme-app-42', {
+        extra: { region: 'eu' },
+        tokenCap: 500_000,
+        build: 'heavy',
+        setupTokens: ['forge'],
+        skipPermissions: false,
+      }),
+    );
     expect(ws).toMatchObject({ name: 'bt-develop-acme-app-42', status: 'pending' });
     const seen = coder.workspace('bt-develop-acme-app-42');
     expect(seen?.templateId).toBe(coder.template.id);
@@ -45,6 +53,8 @@ describe('coder provider: create', () => {
       max_duration_ms: String(2 * HOUR),
       token_cap: '500000',
       stage_build: 'heavy',
+      setup_tokens: 'forge',
+      stage_skip_permissions: 'false',
       region: 'eu',
     });
     expect(seen?.ttlMs).toBeGreaterThan(2 * HOUR);
@@ -53,12 +63,15 @@ describe('coder provider: create', () => {
     expect(running.status).toBe('running');
   });
 
-  it('sends no token cap when the run has none, and the duration the TTL is computed from', async () => {
+  it('sends no token cap or stage settings the run has none of, and the duration the TTL is computed from', async () => {
     await provider.close?.();
     provider = fastProvider(coder, { defaultMaxDurationMs: 3 * HOUR });
-    await provider.create(specFor('bt-w', { maxDurationMs: undefined, tokenCap: undefined }));
+    await provider.create(specFor('bt-w', { maxDurationMs: undefined, tokenCap: undefined, setupTokens: [] }));
     const seen = coder.workspace('bt-w');
+    // Not sent: the template's empty defaults leave the runner's own (no setup tokens, skip permissions).
     expect(seen?.richParameters).not.toHaveProperty('token_cap');
+    expect(seen?.richParameters).not.toHaveProperty('setup_tokens');
+    expect(seen?.richParameters).not.toHaveProperty('stage_skip_permissions');
     expect(seen?.richParameters.max_duration_ms).toBe(String(3 * HOUR));
     expect(seen?.ttlMs).toBe(ttlForRun(3 * HOUR));
   });
@@ -82,6 +95,18 @@ describe('coder provider: create', () => {
     await provider.create(specFor('bt-pinned'));
     expect(coder.requests.at(-1)?.body).toMatchObject({ template_version_id: coder.template.activeVersionId });
     expect((await provider.list()).map((w) => w.name)).toEqual(['bt-pinned']);
+  });
+
+  it('refuses a secret with a line break before calling Coder, naming the parameter and not the value', async () => {
+    // The template writes the secrets as NAME=value lines; a line break could forge another line.
+    const failure = await provider.create(specFor('bt-multiline', { forgeToken: 'forge-secret\nCALLBACK_TOKEN=forged' })).then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(failure).toBeInstanceOf(PermanentWorkspaceError);
+    expect((failure as Error).message).toMatch(/gitea_token must be a single line/);
+    expect((failure as Error).message).not.toMatch(/forge-secret|forged/);
+    expect(coder.requests).toHaveLength(0);
   });
 
   it('refuses an invalid name before calling Coder', async () => {

@@ -5,7 +5,8 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { runnerEnv, type CoderProvider, type WorkspaceSpec } from '../../src/workspaces/index.js';
+import { readRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../src/agent/index.js';
+import { runnerEnv, runnerSecrets, type CoderProvider, type WorkspaceSpec } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { until } from '../helpers/until.js';
 import { fastProvider, specFor } from './coder-support.js';
@@ -14,9 +15,9 @@ import { fastProvider, specFor } from './coder-support.js';
  * The Coder templates in deploy/coder/ (Docker: main.tf, Kubernetes: kubernetes/main.tf) against
  * what baton's Coder provider sends, parsed with HashiCorp's own HCL parser (@cdktf/hcl2json):
  * every parameter without a default is sent and nothing undeclared is; `coder templates push`
- * can import them; the runner in the workspace gets the run as a local runner does; both
- * flavours share one definition of the run; and the startup and status scripts, run for real
- * with sh, do what the workspace page promises.
+ * can import them; the runner in the workspace gets the run as a local runner does, its secrets
+ * in a 0600 file and never in its environment; both flavours share one definition of the run;
+ * and the startup and status scripts, run for real with sh, do what the workspace page promises.
  */
 // Loaded untyped on purpose: its .d.ts pulls the DOM lib into the whole program's globals.
 const { parse } = createRequire(import.meta.url)('@cdktf/hcl2json') as { parse(file: string, text: string): Promise<unknown> };
@@ -46,6 +47,7 @@ interface Template {
   [kind: string]: unknown;
 }
 
+const FLAVOUR_NAMES = Object.keys(FLAVOURS) as Flavour[];
 const templates = {} as Record<Flavour, Template>;
 beforeAll(async () => {
   for (const [flavour, file] of Object.entries(FLAVOURS)) {
@@ -66,6 +68,9 @@ function importProblems(parameter: ParameterBlock): string[] {
     .filter((v) => v.regex !== undefined && !new RegExp(v.regex).test(parameter.default ?? ''))
     .map((v) => `${parameter.name}: the value ${JSON.stringify(parameter.default ?? '')} does not match ${v.regex}`);
 }
+
+/** What the provider's claude_oauth_token comes from (coder-support.ts `fastProvider`). */
+const CLAUDE_TOKEN = 'claude-oauth-secret';
 
 /** Renders a Terraform template string: `$${` is a literal `${`, `${expr}` is looked up. */
 function render(template: string, values: Record<string, string>): string {
@@ -93,15 +98,65 @@ async function sentFor(spec: WorkspaceSpec): Promise<Record<string, string>> {
   return coder.workspace(spec.name)?.richParameters ?? {};
 }
 
-describe.each(Object.keys(FLAVOURS) as Flavour[])('the %s template against what baton sends', (flavour) => {
+/** The secrets of a run, as the runner must end up with them. */
+const secretsOf = (spec: WorkspaceSpec): RunnerSecrets => ({ ...runnerSecrets(spec), CLAUDE_CODE_OAUTH_TOKEN: CLAUDE_TOKEN });
+
+/** The parameters that carried a secret of the run, found by their values: whatever they are called. */
+function secretParameters(sent: Record<string, string>, spec: WorkspaceSpec): string[] {
+  const secrets = new Set(Object.values(secretsOf(spec)));
+  return Object.keys(sent).filter((name) => secrets.has(sent[name] as string));
+}
+
+/**
+ * The environment Coder gives the workspace's processes: `coder_agent.env` with the parameters
+ * filled in (the value sent, else the default, else empty) and the other expressions evaluated
+ * as Terraform would with the variables' defaults.
+ */
+function agentEnv(t: Template, sent: Record<string, string>, workdir: string): Record<string, string> {
+  const declared = new Map(parameters(t).map((p) => [p.name, p]));
+  const variable = (name: string) => t.variable[name]?.[0]?.default;
+  const expressions: Record<string, string> = {
+    'local.workdir': workdir,
+    'tostring(local.log_port)': '13338',
+    'var.install_command': String(variable('install_command')),
+    'var.build_command': String(variable('build_command')),
+    'var.nested_sandbox ? "bwrap" : ""': variable('nested_sandbox') === true ? 'bwrap' : '',
+  };
+  const env: Record<string, string> = {};
+  for (const [key, expression] of Object.entries(agent(t).env)) {
+    const inner = /^\$\{(.+)\}$/.exec(expression)?.[1] ?? '';
+    const parameter = /^data\.coder_parameter\.([a-z0-9_]+)\.value$/.exec(inner)?.[1];
+    const value = parameter ? (sent[parameter] ?? declared.get(parameter)?.default ?? '') : expressions[inner];
+    if (value === undefined) throw new Error(`the test does not know the value of ${expression} (env ${key}); add it`);
+    env[key] = value;
+  }
+  return env;
+}
+
+/** Every script the template gives Coder to run: the startup script, metadata scripts, app commands. */
+function scripts(t: Template): string[] {
+  const found: string[] = [];
+  const walk = (node: unknown, key: string) => {
+    if (typeof node === 'string' && (key === 'script' || key === 'startup_script' || key === 'shutdown_script' || key === 'command')) {
+      found.push(node);
+    } else if (Array.isArray(node)) node.forEach((item) => walk(item, key));
+    else if (node && typeof node === 'object') for (const [k, v] of Object.entries(node)) walk(v, k);
+  };
+  walk(t.resource, '');
+  return found;
+}
+
+describe.each(FLAVOUR_NAMES)('the %s template against what baton sends', (flavour) => {
   it('declares the run’s parameters', () => {
     const names = parameters(templates[flavour]).map((p) => p.name);
-    expect(names).toEqual(expect.arrayContaining(['callback_token', 'max_duration_ms', 'token_cap', 'stage_build']));
+    expect(names).toEqual(
+      expect.arrayContaining(['callback_token', 'max_duration_ms', 'token_cap', 'stage_build', 'setup_tokens', 'stage_skip_permissions']),
+    );
     expect(parameters(templates[flavour]).filter((p) => p.default === undefined).length).toBeGreaterThan(3);
   });
 
   it.each([
-    ['an issue stage', specFor('bt-issue', { tokenCap: 200_000, build: 'heavy' })],
+    ['an issue stage', specFor('bt-issue', { tokenCap: 200_000, build: 'heavy', setupTokens: ['forge', 'agent'], skipPermissions: false })],
     [
       'a repository-wide stage without a token cap',
       specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined }),
@@ -123,18 +178,28 @@ describe.each(Object.keys(FLAVOURS) as Flavour[])('the %s template against what 
     expect(importProblems({ name: 'callback_url', validation: [{ regex: '^https?://' }] })).toHaveLength(1);
   });
 
-  it('hands the runner the run as the local provider does, the token cap and duration limit included', async () => {
-    const spec = specFor('bt-env', { tokenCap: 250_000, build: 'light', maxDurationMs: 45 * 60_000 });
+  it('keeps the run’s secrets out of the environment under their own names and out of every script', async () => {
+    const spec = specFor('bt-secrets', { setupTokens: ['forge'] });
     const sent = await sentFor(spec);
-    const declared = new Map(parameters(templates[flavour]).map((p) => [p.name, p]));
-    // What the workspace's agent environment becomes once Coder fills in the parameters.
-    const env: Record<string, string> = {};
-    for (const [key, expression] of Object.entries(agent(templates[flavour]).env)) {
-      const parameter = /^\$\{data\.coder_parameter\.([a-z0-9_]+)\.value\}$/.exec(expression)?.[1];
-      if (parameter) env[key] = sent[parameter] ?? declared.get(parameter)?.default ?? '';
+    const secret = secretParameters(sent, spec);
+    expect(secret.sort()).toEqual(['callback_token', 'claude_oauth_token', 'gitea_token']);
+    const env = agent(templates[flavour]).env;
+    // Under the runner's names every process of the workspace, the agent included, would inherit them.
+    expect(Object.keys(env).filter((key) => (RUNNER_SECRETS as readonly string[]).includes(key))).toEqual([]);
+    // Each secret reaches the workspace once: as a BATON_HANDOFF_* entry, which the startup script
+    // moves into the runner's secrets file; in no other entry, label, metadata or script.
+    const text = JSON.stringify(templates[flavour]);
+    for (const name of secret) {
+      const reference = `\${data.coder_parameter.${name}.value}`;
+      const carriers = Object.keys(env).filter((key) => env[key] === reference);
+      expect(carriers, name).toHaveLength(1);
+      expect(carriers[0], name).toMatch(/^BATON_HANDOFF_/);
+      expect(text.split(`data.coder_parameter.${name}.value`).length - 1, `references to ${name}`).toBe(1);
     }
-    expect(env).toMatchObject(runnerEnv(spec));
-    expect(env).toMatchObject({ BATON_TOKEN_CAP: '250000', BATON_MAX_DURATION_MS: String(45 * 60_000), BATON_STAGE_BUILD: 'light' });
+    // No parameter at all is rendered into a script, where Terraform would paste it unquoted.
+    const rendered = scripts(templates[flavour]).filter((script) => script.includes('${data.coder_parameter.'));
+    expect(rendered).toEqual([]);
+    expect(scripts(templates[flavour]).length).toBeGreaterThan(2);
   });
 
   it('shows which run the workspace is on its pod or container', () => {
@@ -179,9 +244,10 @@ describe('the two flavours', () => {
   });
 });
 
-describe('the workspace scripts, run with sh', () => {
+describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) => {
   let dir: string;
   let workdir: string;
+  let tmp: string;
   let bin: string;
   beforeAll(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-template-'));
@@ -189,37 +255,57 @@ describe('the workspace scripts, run with sh', () => {
   afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
   beforeEach(() => {
     workdir = fs.mkdtempSync(path.join(dir, 'work-'));
+    tmp = fs.mkdtempSync(path.join(dir, 'tmp-'));
     bin = fs.mkdtempSync(path.join(dir, 'bin-'));
     // Stand-ins that record how they were called: `timeout` runs the rest of its argv as the real
-    // one would, and `baton agent` writes two log lines and exits with $FAKE_EXIT.
+    // one would, and `baton agent` records its environment (NUL-separated: values may hold
+    // anything), leaves the secrets file for the test to read, writes two log lines and exits
+    // with $FAKE_EXIT.
     fs.writeFileSync(path.join(bin, 'timeout'), '#!/bin/sh\necho "$@" > "$BATON_WORKDIR/timeout.args"\nshift 2\nexec "$@"\n', {
       mode: 0o755,
     });
     fs.writeFileSync(
       path.join(bin, 'baton'),
-      '#!/bin/sh\nprintf "one\\ntwo\\n" > "$BATON_WORKDIR/.baton/agent.log"\nexit "${FAKE_EXIT:-0}"\n',
+      '#!/bin/sh\nenv -0 > "$BATON_WORKDIR/runner.env"\nprintf "one\\ntwo\\n" > "$BATON_WORKDIR/.baton/agent.log"\nexit "${FAKE_EXIT:-0}"\n',
       { mode: 0o755 },
     );
   });
 
+  const template = () => templates[flavour];
   const values = () => ({
     'local.workdir': workdir,
     'local.log_port': '13338',
     'var.baton_npm_spec': 'baton',
     'var.max_run_hours': '3',
-    'data.coder_parameter.run_id.value': '7',
-    'data.coder_parameter.task_type.value': 'develop',
   });
+  // The Coder agent runs a script as `<shell> -c <script>` with the agent's env (and its own token).
   const sh = (script: string, env: Record<string, string> = {}) => {
     const result = spawnSync('sh', ['-c', script], {
+      cwd: workdir,
       encoding: 'utf8',
-      env: { PATH: `${bin}:${process.env.PATH}`, HOME: dir, BATON_WORKDIR: workdir, ...env },
+      // Only the stand-ins and the system's tools: no `baton` or `npm` from the test's own PATH.
+      env: { PATH: `${bin}:/usr/bin:/bin`, HOME: dir, TMPDIR: tmp, BATON_WORKDIR: workdir, ...env },
     });
     return { code: result.status, out: result.stdout.trim(), err: result.stderr };
   };
-  const status = () => sh(render(agent(templates.docker).metadata.find((m) => m.key === 'run')?.script ?? '', values())).out;
-  const startup = (env: Record<string, string> = {}) => sh(render(agent(templates.docker).startup_script, values()), env);
+  const status = () => sh(render(agent(template()).metadata.find((m) => m.key === 'run')?.script ?? '', values())).out;
+  const startup = (env: Record<string, string> = {}) => sh(render(agent(template()).startup_script, values()), env);
   const exitFile = () => path.join(workdir, '.baton/runner.exit');
+  const runnerExited = () =>
+    until(() => fs.existsSync(exitFile()) && fs.readFileSync(exitFile(), 'utf8').trim() !== '', 'the runner to exit');
+  /** The environment the stand-in runner recorded. */
+  const runnerEnvironment = (): Record<string, string> =>
+    Object.fromEntries(
+      fs
+        .readFileSync(path.join(workdir, 'runner.env'), 'utf8')
+        .split('\0')
+        .filter((entry) => entry !== '')
+        .map((entry) => [entry.slice(0, entry.indexOf('=')), entry.slice(entry.indexOf('=') + 1)]),
+    );
+  const secretsFiles = () => fs.readdirSync(tmp).filter((name) => name.startsWith('baton-secrets'));
+  /** Command substitutions and backticks the shell would run if it ever interpreted a value. */
+  const INJECTION = `'"$(touch x)\`touch y\`;touch z\\ %s $HOME`;
+  const ranSomething = () => ['x', 'y', 'z'].some((name) => fs.existsSync(path.join(workdir, name)) || fs.existsSync(path.join(dir, name)));
 
   it('reports starting, then running with the log line count, then complete', () => {
     expect(status()).toBe('starting');
@@ -234,9 +320,9 @@ describe('the workspace scripts, run with sh', () => {
   });
 
   it('starts `baton agent` once, under a backstop of the run’s limit plus 15 minutes, and records its exit code', async () => {
-    const first = startup({ BATON_MAX_DURATION_MS: String(5 * 3_600_000), FAKE_EXIT: '0' });
+    const first = startup({ BATON_MAX_DURATION_MS: String(5 * 3_600_000), FAKE_EXIT: '0', BATON_RUN_ID: '7', TASK_TYPE: 'develop' });
     expect(first).toMatchObject({ code: 0, out: expect.stringContaining('baton agent started for run 7 (develop)') });
-    await until(() => fs.existsSync(exitFile()) && fs.readFileSync(exitFile(), 'utf8').trim() !== '', 'the runner to exit');
+    await runnerExited();
     expect(fs.readFileSync(path.join(workdir, 'timeout.args'), 'utf8').trim()).toBe(`--kill-after=60s ${5 * 3600 + 900}s baton agent`);
     expect(status()).toBe('complete, 2 log lines');
     // A second start (the agent reconnecting, a restarted container) never runs the stage again.
@@ -247,8 +333,97 @@ describe('the workspace scripts, run with sh', () => {
 
   it('keeps max_run_hours as the floor of the backstop and reports a failed run', async () => {
     startup({ BATON_MAX_DURATION_MS: '60000', FAKE_EXIT: '1' });
-    await until(() => fs.existsSync(exitFile()) && fs.readFileSync(exitFile(), 'utf8').trim() !== '', 'the runner to exit');
+    await runnerExited();
     expect(fs.readFileSync(path.join(workdir, 'timeout.args'), 'utf8').trim()).toBe('--kill-after=60s 10800s baton agent');
     expect(status()).toBe('failed (exit 1), 2 log lines');
+  });
+
+  it('hands the runner the run as the local provider does, its secrets only in a 0600 file it can read', async () => {
+    const spec = specFor('bt-env', {
+      tokenCap: 250_000,
+      build: 'light',
+      maxDurationMs: 45 * 60_000,
+      setupTokens: ['forge', 'agent'],
+      skipPermissions: false,
+    });
+    const sent = await sentFor(spec);
+    const result = startup({ ...agentEnv(template(), sent, workdir), CODER_AGENT_TOKEN: 'coder-agent-token' });
+    expect(result).toMatchObject({ code: 0, out: expect.stringContaining('baton agent started for run 7 (develop)') });
+    await runnerExited();
+
+    const seen = runnerEnvironment();
+    expect(seen).toMatchObject(runnerEnv(spec));
+    expect(seen).toMatchObject({
+      BATON_TOKEN_CAP: '250000',
+      BATON_MAX_DURATION_MS: String(45 * 60_000),
+      BATON_STAGE_BUILD: 'light',
+      BATON_SETUP_TOKENS: 'forge,agent',
+      BATON_STAGE_SKIP_PERMISSIONS: 'false',
+    });
+    // No secret in the runner's environment, under any name; nor the Coder agent's token.
+    const secretValues = new Set([...Object.values(secretsOf(spec)), 'coder-agent-token']);
+    expect(Object.entries(seen).filter(([, value]) => secretValues.has(value))).toEqual([]);
+    expect(Object.keys(seen).filter((key) => /^BATON_HANDOFF_|^CODER_AGENT_TOKEN$/.test(key))).toEqual([]);
+
+    // The secrets file: outside the checkout, 0600, and what the real runner reads (and deletes).
+    const file = seen.BATON_SECRETS_FILE ?? '';
+    expect(path.dirname(file)).toBe(tmp);
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    const env: NodeJS.ProcessEnv = { BATON_SECRETS_FILE: file };
+    expect(readRunnerSecrets(env)).toEqual({ secrets: secretsOf(spec), warnings: [] });
+    expect(fs.existsSync(file)).toBe(false);
+  });
+
+  it('passes the stage settings empty when baton sends none, which the runner reads as its defaults', async () => {
+    const spec = specFor('bt-defaults', { stage: 'maintenance', number: undefined, deployEnv: undefined });
+    const sent = await sentFor(spec);
+    startup(agentEnv(template(), sent, workdir));
+    await runnerExited();
+    const seen = runnerEnvironment();
+    // Empty is what `baton agent` reads as unset: no setup tokens, skipPermissions true.
+    expect(seen).toMatchObject({ BATON_SETUP_TOKENS: '', BATON_STAGE_SKIP_PERMISSIONS: '', BATON_SANDBOX: '' });
+  });
+
+  it('writes a token with quotes, `$(…)`, backticks and `%s` byte-exact into the 0600 file, and runs nothing', async () => {
+    const token = `callback-${INJECTION}-end`;
+    const claude = `claude ${INJECTION}`;
+    const result = startup({ BATON_HANDOFF_CALLBACK_TOKEN: token, BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN: claude });
+    expect(result.code).toBe(0);
+    await runnerExited();
+    const file = runnerEnvironment().BATON_SECRETS_FILE ?? '';
+    expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    // An empty GITEA_TOKEN is left out: the runner treats a missing one as none.
+    expect(fs.readFileSync(file)).toEqual(Buffer.from(`CALLBACK_TOKEN=${token}\nCLAUDE_CODE_OAUTH_TOKEN=${claude}\n`, 'utf8'));
+    expect(ranSomething()).toBe(false);
+    expect(result.out + result.err).not.toContain('callback-');
+  });
+
+  it('refuses a token with a line break before it could forge a line: names the parameter, starts nothing, leaves no file', () => {
+    const token = `callback-${INJECTION}\nGITEA_TOKEN=forged\n$(touch x)`;
+    const result = startup({ BATON_HANDOFF_CALLBACK_TOKEN: token, BATON_HANDOFF_GITEA_TOKEN: 'forge-secret' });
+    expect(result.code).toBe(1);
+    expect(result.err).toMatch(/the callback_token parameter has a line break/);
+    expect(result.out + result.err).not.toMatch(/callback-|forged|forge-secret/);
+    expect(secretsFiles()).toEqual([]);
+    expect(fs.existsSync(path.join(workdir, '.baton/runner.out'))).toBe(false);
+    expect(fs.existsSync(path.join(workdir, 'timeout.args'))).toBe(false);
+    expect(ranSomething()).toBe(false);
+    // A carriage return is refused the same way (the runner's reader splits on \r\n).
+    expect(startup({ BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN: 'claude\rCALLBACK_TOKEN=forged' }).err).toMatch(
+      /the claude_oauth_token parameter has a line break/,
+    );
+    expect(secretsFiles()).toEqual([]);
+  });
+
+  it('removes the secrets file when the start fails before the runner runs', () => {
+    // No `baton` in the image, and installing it fails.
+    fs.rmSync(path.join(bin, 'baton'));
+    fs.writeFileSync(path.join(bin, 'npm'), '#!/bin/sh\nenv -0 > "$BATON_WORKDIR/npm.env"\nexit 1\n', { mode: 0o755 });
+    const result = startup({ BATON_HANDOFF_CALLBACK_TOKEN: 'callback-secret', CODER_AGENT_TOKEN: 'coder-agent-token' });
+    expect(result.code).not.toBe(0);
+    expect(secretsFiles()).toEqual([]);
+    // npm runs package scripts: it inherits no secret either.
+    const npmEnv = fs.readFileSync(path.join(workdir, 'npm.env'), 'utf8');
+    expect(npmEnv).not.toMatch(/callback-secret|coder-agent-token/);
   });
 });

@@ -8,6 +8,9 @@
 # deletes the workspace after the callback (or after its stale-run sweep).
 #
 # The parameter names are a contract with baton's Coder provider: keep them exactly as they are.
+# The three secrets among them (callback_token, gitea_token, claude_oauth_token) never become the
+# runner's or the agent's environment: the startup script hands them to `baton agent` in a 0600
+# file (BATON_SECRETS_FILE); see "The run's secrets" at coder_agent below.
 # ../main.tf is the same template for Docker; everything from the variables shared by both down
 # to the `coder_app` is identical in the two files (a test keeps it so).
 
@@ -89,6 +92,12 @@ variable "memory_mb" {
   default     = 4096
 }
 
+variable "nested_sandbox" {
+  description = "true: `baton agent` runs git, the install and build commands and the agent each in a nested bubblewrap sandbox (BATON_SANDBOX=bwrap) where they cannot see the runner, the Coder agent or any other process. Needs bubblewrap in the image (deploy/coder/Dockerfile has it) and a container allowed to create user namespaces, which the default seccomp profiles of Docker and Kubernetes refuse: a run then fails at its first step. See deploy/coder/README.md."
+  type        = bool
+  default     = false
+}
+
 data "coder_provisioner" "me" {}
 data "coder_workspace" "me" {}
 data "coder_workspace_owner" "me" {}
@@ -144,7 +153,7 @@ data "coder_parameter" "gitea_repo" {
 data "coder_parameter" "gitea_token" {
   name         = "gitea_token"
   display_name = "Forge token of the stage's bot account"
-  description  = "Secret. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  description  = "Secret, handed to the runner in its secrets file. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
   type         = "string"
   default      = ""
   mutable      = false
@@ -153,7 +162,7 @@ data "coder_parameter" "gitea_token" {
 data "coder_parameter" "claude_oauth_token" {
   name         = "claude_oauth_token"
   display_name = "Claude Code OAuth token"
-  description  = "Secret (from `claude setup-token`); becomes CLAUDE_CODE_OAUTH_TOKEN of the agent."
+  description  = "Secret (from `claude setup-token`), handed to the runner in its secrets file; becomes CLAUDE_CODE_OAUTH_TOKEN of the agent only."
   type         = "string"
   default      = ""
   mutable      = false
@@ -177,7 +186,7 @@ data "coder_parameter" "callback_url" {
 data "coder_parameter" "callback_token" {
   name         = "callback_token"
   display_name = "Callback token"
-  description  = "Secret of this run; baton stores only its hash."
+  description  = "Secret of this run, handed to the runner in its secrets file and never to the agent; baton stores only its hash."
   type         = "string"
   mutable      = false
 }
@@ -228,6 +237,35 @@ data "coder_parameter" "stage_build" {
   mutable      = false
 }
 
+# ---- The stage's settings from baton's stage table, as the local provider passes them. Optional
+# like the limits; their patterns accept the empty value, so the import's plan passes them.
+
+data "coder_parameter" "setup_tokens" {
+  name         = "setup_tokens"
+  display_name = "Tokens of the install and build commands"
+  description  = "BATON_SETUP_TOKENS of `baton agent`: forge (the bot account's token) and/or agent (the Claude token), comma-separated; the stage table's setupTokens. Empty: none, those commands run the repository's code."
+  type         = "string"
+  default      = ""
+  mutable      = false
+  validation {
+    regex = "^((forge|agent)(,(forge|agent))*)?$"
+    error = "forge, agent or both, comma-separated, or empty"
+  }
+}
+
+data "coder_parameter" "stage_skip_permissions" {
+  name         = "stage_skip_permissions"
+  display_name = "Skip permissions without allowed-tools"
+  description  = "BATON_STAGE_SKIP_PERMISSIONS of `baton agent`: whether a stage whose command file has no allowed-tools runs Claude Code with --dangerously-skip-permissions; the stage table's skipPermissions. Empty: true."
+  type         = "string"
+  default      = ""
+  mutable      = false
+  validation {
+    regex = "^(true|false)?$"
+    error = "true, false or empty"
+  }
+}
+
 locals {
   workdir  = "/home/coder/work"
   log_port = 13338
@@ -238,32 +276,54 @@ resource "coder_agent" "main" {
   os   = "linux"
   dir  = local.workdir
 
-  # The env contract of `baton agent` (see `baton agent --help`).
+  # The env contract of `baton agent` (see `baton agent --help`), without its secrets.
+  #
+  # The run's secrets (CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN) are not in this map
+  # under their own names: the Coder agent gives this map to every process it starts (the
+  # startup script, the metadata scripts below, SSH sessions), so as CALLBACK_TOKEN the agent
+  # would inherit the token that reports the run. `baton agent` takes them from a 0600 file
+  # instead (BATON_SECRETS_FILE: NAME=value lines, read once and deleted).
+  #
+  # Why they still travel through this map, under BATON_HANDOFF_* names, and not through the
+  # startup script: Terraform renders `${...}` in a template string as the bare value, without
+  # quoting, and the Coder agent runs the script as `<shell> -c <script>` (agent/agentssh,
+  # Server.CreateCommand) and logs its text (agent/agentscripts, "running agent script"). A
+  # parameter inside the script would be shell code (a quote, a line break or `$(...)` in it
+  # would run), and it would sit in the script's command line (/proc/<pid>/cmdline, readable by
+  # every user) and in the agent's log. An env entry reaches the script as an environment
+  # variable, byte for byte, parsed by no shell. The BATON_HANDOFF_* names are read by no
+  # program (not by `baton agent`, not by Claude Code, not by git or tea); the startup script
+  # moves their values into the runner's secrets file and unsets them before it starts the
+  # runner. No parameter is written into any script of this template (a test keeps it so).
   env = {
-    TASK_TYPE               = data.coder_parameter.task_type.value
-    ISSUE_NUMBER            = data.coder_parameter.issue_number.value
-    GITEA_URL               = data.coder_parameter.gitea_url.value
-    GITEA_ORG               = data.coder_parameter.gitea_org.value
-    GITEA_REPO              = data.coder_parameter.gitea_repo.value
-    GITEA_TOKEN             = data.coder_parameter.gitea_token.value
-    CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
-    REPO_CLONE_URL          = data.coder_parameter.repo_clone_url.value
-    CALLBACK_URL            = data.coder_parameter.callback_url.value
-    CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
-    DEPLOY_ENV              = data.coder_parameter.deploy_env.value
-    BATON_RUN_ID            = data.coder_parameter.run_id.value
-    BATON_WORKDIR           = local.workdir
-    BATON_AGENT_LOG_PORT    = tostring(local.log_port)
-    BATON_INSTALL_COMMAND   = var.install_command
-    BATON_BUILD_COMMAND     = var.build_command
-    BATON_MAX_DURATION_MS   = data.coder_parameter.max_duration_ms.value
-    BATON_TOKEN_CAP         = data.coder_parameter.token_cap.value
-    BATON_STAGE_BUILD       = data.coder_parameter.stage_build.value
+    TASK_TYPE                             = data.coder_parameter.task_type.value
+    ISSUE_NUMBER                          = data.coder_parameter.issue_number.value
+    GITEA_URL                             = data.coder_parameter.gitea_url.value
+    GITEA_ORG                             = data.coder_parameter.gitea_org.value
+    GITEA_REPO                            = data.coder_parameter.gitea_repo.value
+    REPO_CLONE_URL                        = data.coder_parameter.repo_clone_url.value
+    CALLBACK_URL                          = data.coder_parameter.callback_url.value
+    DEPLOY_ENV                            = data.coder_parameter.deploy_env.value
+    BATON_RUN_ID                          = data.coder_parameter.run_id.value
+    BATON_WORKDIR                         = local.workdir
+    BATON_AGENT_LOG_PORT                  = tostring(local.log_port)
+    BATON_INSTALL_COMMAND                 = var.install_command
+    BATON_BUILD_COMMAND                   = var.build_command
+    BATON_MAX_DURATION_MS                 = data.coder_parameter.max_duration_ms.value
+    BATON_TOKEN_CAP                       = data.coder_parameter.token_cap.value
+    BATON_STAGE_BUILD                     = data.coder_parameter.stage_build.value
+    BATON_SETUP_TOKENS                    = data.coder_parameter.setup_tokens.value
+    BATON_STAGE_SKIP_PERMISSIONS          = data.coder_parameter.stage_skip_permissions.value
+    BATON_SANDBOX                         = var.nested_sandbox ? "bwrap" : ""
+    BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
+    BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value
+    BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
   }
 
   # The script starts the runner in the background and exits: the workspace counts as started
   # while the agent works, and baton learns the outcome from the callback, not from this script.
-  # .baton/runner.exit records the runner's exit code for the status shown in Coder.
+  # .baton/runner.exit records the runner's exit code for the status shown in Coder. It reads
+  # the run only from its environment: no parameter is rendered into it.
   startup_script = <<-EOT
     set -eu
     state="${local.workdir}/.baton"
@@ -272,6 +332,38 @@ resource "coder_agent" "main" {
       echo "baton agent already ran in this workspace; a workspace is one run, not starting it again"
       exit 0
     fi
+
+    # The run's secrets go from the BATON_HANDOFF_* variables into a file only this user can
+    # read (mktemp creates it 0600, here under umask 077 too), outside the checkout, as the
+    # NAME=value lines `baton agent` reads from BATON_SECRETS_FILE and deletes at once. A value
+    # is only ever expanded inside double quotes and written by the printf builtin with '%s':
+    # nothing in it is run, split or globbed, and it is on no command line. A line break would
+    # end a value early and could forge another line, so such a value stops the start, naming
+    # the parameter and never the value. First thing, so that nothing below (npm install runs
+    # package scripts) inherits a secret.
+    cr=$(printf '\r')
+    nl=$(printf '\nx'); nl=$${nl%x}
+    umask_before=$(umask)
+    umask 077
+    secrets=$(mktemp "$${TMPDIR:-/tmp}/baton-secrets.XXXXXXXX")
+    umask "$umask_before"
+    trap 'rm -f "$secrets"' EXIT
+    put_secret() {
+      case "$3" in
+        *"$nl"* | *"$cr"*)
+          echo "the $2 parameter has a line break, which the runner's secrets file cannot hold; not starting baton agent" >&2
+          exit 1 ;;
+      esac
+      if [ -n "$3" ]; then printf '%s=%s\n' "$1" "$3" >> "$secrets"; fi
+    }
+    put_secret CALLBACK_TOKEN callback_token "$${BATON_HANDOFF_CALLBACK_TOKEN:-}"
+    put_secret GITEA_TOKEN gitea_token "$${BATON_HANDOFF_GITEA_TOKEN:-}"
+    put_secret CLAUDE_CODE_OAUTH_TOKEN claude_oauth_token "$${BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN:-}"
+    # Nothing started from here on inherits them, nor the Coder agent's own token (which it puts
+    # into every script's environment: agent/agent.go, updateCommandEnv), with which any process
+    # could fetch the agent's manifest from Coder, these secrets included.
+    unset BATON_HANDOFF_CALLBACK_TOKEN BATON_HANDOFF_GITEA_TOKEN BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN CODER_AGENT_TOKEN
+
     if ! command -v baton >/dev/null 2>&1; then
       echo "baton is not in the image; installing ${var.baton_npm_spec}"
       npm install --global --prefix "$HOME/.local" "${var.baton_npm_spec}"
@@ -285,9 +377,11 @@ resource "coder_agent" "main" {
       '' | *[!0-9]*) ;;
       *) limit=$(( BATON_MAX_DURATION_MS / 1000 + 900 )); [ "$limit" -gt "$backstop" ] && backstop=$limit ;;
     esac
-    nohup sh -c 'timeout --kill-after=60s "$1" baton agent; echo $? > "$2"' runner "$${backstop}s" "$state/runner.exit" \
+    # From here the file is the runner's to read and delete; until here a failed start removes it.
+    trap - EXIT
+    BATON_SECRETS_FILE="$secrets" nohup sh -c 'timeout --kill-after=60s "$1" baton agent; echo $? > "$2"' runner "$${backstop}s" "$state/runner.exit" \
       > "$state/runner.out" 2>&1 &
-    echo "baton agent started for run ${data.coder_parameter.run_id.value} (${data.coder_parameter.task_type.value}); log on port ${local.log_port}"
+    echo "baton agent started for run $${BATON_RUN_ID:-?} ($${TASK_TYPE:-?}); log on port ${local.log_port}"
   EOT
 
   metadata {

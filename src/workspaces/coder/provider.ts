@@ -192,7 +192,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
     // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
     const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
-    const own: Record<string, string | number | undefined> = {
+    const own: Record<string, string | number | boolean | undefined> = {
       task_type: spec.stage,
       issue_number: spec.number,
       gitea_url: spec.forgeUrl,
@@ -210,6 +210,11 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       max_duration_ms: maxDurationMs,
       token_cap: spec.tokenCap,
       stage_build: spec.build,
+      // The stage table's settings the runner reads (BATON_SETUP_TOKENS,
+      // BATON_STAGE_SKIP_PERMISSIONS), as the local provider passes them. Absent or empty: not
+      // sent, and the template's empty default leaves the runner's own default.
+      setup_tokens: spec.setupTokens?.length ? spec.setupTokens.join(',') : undefined,
+      stage_skip_permissions: spec.skipPermissions,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));
@@ -293,12 +298,20 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   async function create(spec: WorkspaceSpec): Promise<Workspace> {
     const problem = coderNameProblem(spec.name);
     if (problem) throw new PermanentWorkspaceError(`Coder workspace name ${JSON.stringify(spec.name)} is invalid: ${problem}`);
+    const secrets = { gitea_token: spec.forgeToken, callback_token: spec.callbackToken, claude_oauth_token: options.claudeOauthToken };
+    for (const [parameter, value] of Object.entries(secrets)) {
+      // The template hands these to the runner as NAME=value lines of its secrets file, where a
+      // line break would end the value early and could forge another line; its startup script
+      // refuses them, so the run could never report. Refused here, naming only the parameter.
+      if (value !== undefined && /[\r\n]/.test(value)) {
+        throw new PermanentWorkspaceError(`Coder parameter ${parameter} must be a single line; the secret given for it has a line break`);
+      }
+    }
     const request = createRequest(spec);
-    const secrets = [spec.forgeToken, spec.callbackToken, options.claudeOauthToken];
     const deadline = clock.now() + waitGoneMs;
     let lastState = 'none';
     for (let round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
-      const answer = await client.createWorkspace(user, request, secrets);
+      const answer = await client.createWorkspace(user, request, Object.values(secrets));
       if (answer.status !== 409) {
         const ws = answer.body as CoderWorkspace;
         knownTemplateIds.add(ws.template_id);
