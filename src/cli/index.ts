@@ -18,6 +18,8 @@ Commands:
                    masked, each key with its environment variable) or exit 1 listing every problem
   token create --name NAME | list | revoke ID_OR_NAME
                    Manage API tokens (works on the database directly)
+  run STAGE --repo OWNER/REPO [--issue N] [--arg TEXT]… [--ref BRANCH] [--follow]
+                   Queue a run of a stage without a webhook (see baton run --help)
   runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--cursor C]
   runs show|retry|cancel RUN
   queue pause|resume|stats
@@ -111,6 +113,10 @@ const commands: Record<string, Command> = {
     // On demand, like migrate: only token commands need the database drivers.
     const { tokenCommand } = await import('./token-commands.js');
     return operator((a, io) => tokenCommand(a, io, loaded.config), argv);
+  },
+  run: async (argv) => {
+    const { runCommand } = await import('./run-command.js');
+    return operator(runCommand, argv);
   },
   runs: (argv) => operator(runsCommand, argv),
   queue: (argv) => operator(queueCommand, argv),

@@ -12,7 +12,7 @@ import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
-import { runsRoutes } from './routes-runs.js';
+import { runsRoutes, type RunSubmitter } from './routes-runs.js';
 
 /** The services the routes stand on; the composition root (`src/server/`) makes them. */
 export interface HttpDeps {
@@ -33,6 +33,8 @@ export interface HttpDeps {
   publicMetrics: boolean;
   /** GITEA_URL, for the issue links in run views. */
   forgeUrl?: string;
+  /** Queues a run asked for through `POST /api/runs`. */
+  submitRun?: RunSubmitter;
   now: () => number;
 }
 
@@ -58,7 +60,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', callbackRoutes(deps.engine, deps.logger));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
-  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
+  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
   app.route('/', eventRoutes(deps.events));
   app.route('/', dashboardRoutes(deps.tokens));
   return app;

@@ -3,3 +3,4 @@ export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_
 export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
 export { STAGE, DEFAULT_LABELS, DEFAULT_DEPLOY, defaultStages, defaultPipeline, type LabelRole } from './stages.js';
+export { manualRequest, type ManualRun } from './manual.js';

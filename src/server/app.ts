@@ -34,6 +34,7 @@ import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import type { WorkspaceProvider } from '../workspaces/index.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createRunSubmission } from './run-submission.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
 
 export interface AppDeps {
@@ -201,6 +202,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
     forgeUrl: config.gitea.url,
+    submitRun: createRunSubmission(config, engine, logger),
     now,
   });
 

@@ -106,6 +106,7 @@ describe.each(Object.keys(FLAVOURS) as Flavour[])('the %s template against what 
       'a repository-wide stage without a token cap',
       specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined }),
     ],
+    ['a manual run with arguments and a branch', specFor('bt-manual', { arguments: 'only the parser, please', ref: 'feature/parser' })],
   ])('gets every required parameter and nothing undeclared for %s', async (_label, spec) => {
     const sent = await sentFor(spec);
     const declared = parameters(templates[flavour]);
@@ -124,7 +125,13 @@ describe.each(Object.keys(FLAVOURS) as Flavour[])('the %s template against what 
   });
 
   it('hands the runner the run as the local provider does, the token cap and duration limit included', async () => {
-    const spec = specFor('bt-env', { tokenCap: 250_000, build: 'light', maxDurationMs: 45 * 60_000 });
+    const spec = specFor('bt-env', {
+      tokenCap: 250_000,
+      build: 'light',
+      maxDurationMs: 45 * 60_000,
+      arguments: 'explain $HOME; then stop',
+      ref: 'release/2.0',
+    });
     const sent = await sentFor(spec);
     const declared = new Map(parameters(templates[flavour]).map((p) => [p.name, p]));
     // What the workspace's agent environment becomes once Coder fills in the parameters.
@@ -135,6 +142,7 @@ describe.each(Object.keys(FLAVOURS) as Flavour[])('the %s template against what 
     }
     expect(env).toMatchObject(runnerEnv(spec));
     expect(env).toMatchObject({ BATON_TOKEN_CAP: '250000', BATON_MAX_DURATION_MS: String(45 * 60_000), BATON_STAGE_BUILD: 'light' });
+    expect(env).toMatchObject({ BATON_ARGUMENTS: 'explain $HOME; then stop', BATON_BRANCH: 'release/2.0' });
   });
 
   it('shows which run the workspace is on its pod or container', () => {

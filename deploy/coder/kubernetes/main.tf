@@ -228,6 +228,26 @@ data "coder_parameter" "stage_build" {
   mutable      = false
 }
 
+# ---- A manual run's details (POST /api/runs, baton run). Optional: a run from a webhook sends neither.
+
+data "coder_parameter" "stage_arguments" {
+  name         = "stage_arguments"
+  display_name = "Stage arguments"
+  description  = "BATON_ARGUMENTS of `baton agent`: what $ARGUMENTS stands for in the stage's prompt. Empty: the issue number."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "git_ref" {
+  name         = "git_ref"
+  display_name = "Branch"
+  description  = "BATON_BRANCH of `baton agent`: the branch the run works on. Empty: develop, else the default branch."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
 locals {
   workdir  = "/home/coder/work"
   log_port = 13338
@@ -259,6 +279,8 @@ resource "coder_agent" "main" {
     BATON_MAX_DURATION_MS   = data.coder_parameter.max_duration_ms.value
     BATON_TOKEN_CAP         = data.coder_parameter.token_cap.value
     BATON_STAGE_BUILD       = data.coder_parameter.stage_build.value
+    BATON_ARGUMENTS         = data.coder_parameter.stage_arguments.value
+    BATON_BRANCH            = data.coder_parameter.git_ref.value
   }
 
   # The script starts the runner in the background and exits: the workspace counts as started

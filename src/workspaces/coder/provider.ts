@@ -210,6 +210,9 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       max_duration_ms: maxDurationMs,
       token_cap: spec.tokenCap,
       stage_build: spec.build,
+      // A manual run's $ARGUMENTS and branch (BATON_ARGUMENTS, BATON_BRANCH); not sent when absent.
+      stage_arguments: spec.arguments,
+      git_ref: spec.ref,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));
