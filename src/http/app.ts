@@ -35,6 +35,8 @@ export interface HttpDeps {
   forgeUrl?: string;
   /** Queues a run asked for through `POST /api/runs`. */
   submitRun?: RunSubmitter;
+  /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
+  onForgeDelivery?: () => void;
   now: () => number;
 }
 
@@ -53,7 +55,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   const tokenRequired = requireToken(deps.tokens);
   app.use('/api/*', requireToken(deps.tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!deps.publicQueue) app.use('/queue', tokenRequired);
-  app.use('/webhook/gitea*', countWebhooks(deps.metrics));
+  app.use('/webhook/gitea*', countWebhooks(deps.metrics, deps.onForgeDelivery));
 
   app.route('/', healthRoutes(deps.readiness));
   app.route('/', queueRoutes(deps.runs, deps.now));
@@ -66,12 +68,15 @@ export function createHttpApp(deps: HttpDeps): Hono {
   return app;
 }
 
-/** Counts incoming forge deliveries by how they were answered. */
-function countWebhooks(metrics: MetricsRegistry): MiddlewareHandler {
+/** Counts incoming forge deliveries by how they were answered, and tells of the accepted ones. */
+function countWebhooks(metrics: MetricsRegistry, onAccepted?: () => void): MiddlewareHandler {
   const received = metrics.counter('baton_webhook_received_total', 'Incoming forge webhook deliveries by result.');
   return async (c, next) => {
     await next();
-    received.inc({ result: webhookResult(c.res.status) });
+    const result = webhookResult(c.res.status);
+    received.inc({ result });
+    // Only what the ingress accepted (signed, when a secret is set): a forged request must not move /ready.
+    if (result === 'accepted' || result === 'duplicate') onAccepted?.();
   };
 }
 

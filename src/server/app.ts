@@ -180,7 +180,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
 
   // 8. HTTP: routes over the services above.
-  const readiness = readinessChecks({ store, dataDir: config.dataDir, provider });
+  let forgeDeliverySeen = false;
+  const readiness = readinessChecks({
+    store,
+    dataDir: config.dataDir,
+    provider,
+    forgeUrl: config.gitea.url,
+    forgeDeliverySeen: () => forgeDeliverySeen,
+  });
   const hono = createHttpApp({
     logger,
     engine,
@@ -203,6 +210,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicMetrics: config.api.publicMetrics,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    onForgeDelivery: () => {
+      if (!forgeDeliverySeen && !config.gitea.url)
+        logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');
+      forgeDeliverySeen = true;
+    },
     now,
   });
 
