@@ -20,6 +20,10 @@ Commands:
                    Manage API tokens (works on the database directly)
   run STAGE --repo OWNER/REPO [--issue N] [--arg TEXT]… [--ref BRANCH] [--follow]
                    Queue a run of a stage without a webhook (see baton run --help)
+  connect OWNER/REPO [--dry-run] [--recreate]
+                   Make a forge repository ready: webhook, labels, bot access (idempotent)
+  doctor [--repo OWNER/REPO]…
+                   Check every configured part, one line per check with the fix
   runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--cursor C]
   runs show|retry|cancel RUN
   queue pause|resume|stats
@@ -117,6 +121,12 @@ const commands: Record<string, Command> = {
   run: async (argv) => {
     const { runCommand } = await import('./run-command.js');
     return operator(runCommand, argv);
+  },
+  connect: async (argv) => {
+    const loaded = loadOrReport();
+    if (!loaded) return 1;
+    const { connectCommand } = await import('./connect-command.js');
+    return operator((a, io) => connectCommand(a, io, loaded.config), argv);
   },
   runs: (argv) => operator(runsCommand, argv),
   queue: (argv) => operator(queueCommand, argv),

@@ -4,3 +4,4 @@ export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSect
 export { maintenanceRequests } from './maintenance.js';
 export { STAGE, DEFAULT_LABELS, DEFAULT_DEPLOY, defaultStages, defaultPipeline, type LabelRole } from './stages.js';
 export { manualRequest, type ManualRun } from './manual.js';
+export { webhookEventsFor, pipelineLabels, type PipelineLabel } from './onboarding.js';

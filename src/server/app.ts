@@ -124,7 +124,14 @@ export function createApp(config: Config, deps: AppDeps): App {
       templates: config.comments,
       accounts,
       outbox,
-      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+      secrets: [
+        config.bots.dev.token,
+        config.bots.review.token,
+        config.gitea.webhookSecret,
+        config.gitea.adminToken,
+        config.coder.token,
+        config.claude.oauthToken,
+      ],
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
