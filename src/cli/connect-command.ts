@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../config/index.js';
-import { createGiteaClient, ForgeError, missingLabels, planHook, type ForgeClient } from '../forge/index.js';
+import { createGiteaClient, ForgeError, missingLabels, planHook } from '../forge/index.js';
 import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';
 import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
