@@ -128,6 +128,10 @@ const commands: Record<string, Command> = {
     const { connectCommand } = await import('./connect-command.js');
     return operator((a, io) => connectCommand(a, io, loaded.config), argv);
   },
+  doctor: async (argv) => {
+    const { doctorCommand } = await import('./doctor-command.js');
+    return operator((a, io) => doctorCommand(a, io), argv);
+  },
   runs: (argv) => operator(runsCommand, argv),
   queue: (argv) => operator(queueCommand, argv),
   logs: (argv) => operator(logsCommand, argv),
