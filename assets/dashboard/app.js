@@ -17,6 +17,7 @@ async function loadStats() {
   const set = (name, value) => ($(`[data-stat="${name}"]`).textContent = value);
   set('queued', stats.queued);
   set('running', stats.running + stats.provisioning);
+  set('failed', stats.failed);
   set('dead', stats.dead);
   set('tokens', formatTokens(stats.today.tokens));
   set('cost', formatCost(stats.today.costUsd));

@@ -46,6 +46,13 @@ export function formatElapsed(run) {
   return h ? `${h}h ${m}m` : m ? `${m}m ${s}s` : `${s}s`;
 }
 
+/** `2026-11-30 09:15:02` in the browser's time zone: a timeline spans days, so the date is part of it. */
+export function formatDateTime(ms) {
+  const d = new Date(ms);
+  const pad = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+}
+
 export const formatCost = (usd) => (usd === null || usd === undefined ? '–' : `$${Number(usd).toFixed(usd < 1 ? 4 : 2)}`);
 export const formatTokens = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
 

@@ -1,5 +1,5 @@
 // One run (`#/runs/ID`): details, actions, timeline and the live log.
-import { $, api, el, formatCost, formatElapsed, formatTokens, issueLabel, notice } from './lib.js';
+import { $, api, el, formatCost, formatDateTime, formatElapsed, formatTokens, issueLabel, notice } from './lib.js';
 import { actionButtons, onRunChange, remember } from './runs-store.js';
 
 let currentRunId = null;
@@ -10,7 +10,7 @@ function timelineItem(event) {
   return el(
     'li',
     { 'data-event-id': String(event.id) },
-    el('time', {}, new Date(event.createdAt).toLocaleTimeString()),
+    el('time', { datetime: new Date(event.createdAt).toISOString() }, formatDateTime(event.createdAt)),
     `${event.type}${change}`,
     detail ? ` (${detail})` : '',
   );

@@ -3,6 +3,7 @@ import { $, api, el, FINAL, formatCost, formatElapsed, formatTokens, issueLabel,
 import { actionButtons, onRunChange, remember, runs } from './runs-store.js';
 
 let nextCursor = null;
+const FAILED = new Set(['failed', 'dead', 'timed_out', 'cancelled']);
 
 function rowFor(run) {
   const issue = issueLabel(run);
@@ -10,7 +11,7 @@ function rowFor(run) {
     'tr',
     { 'data-run-id': String(run.id) },
     el('td', { 'data-label': 'run' }, el('a', { href: `#/runs/${run.id}` }, `#${run.id}`)),
-    el('td', { 'data-label': 'status', class: `status status-${run.status}` }, run.status),
+    el('td', { 'data-label': 'status' }, el('span', { class: `status status-${run.status}` }, run.status), failureReason(run)),
     el('td', { 'data-label': 'stage' }, run.stage),
     el('td', { 'data-label': 'issue' }, run.issueUrl ? el('a', { href: run.issueUrl, target: '_blank', rel: 'noopener' }, issue) : issue),
     el('td', { 'data-label': 'workspace' }, run.workspaceName ?? '–'),
@@ -19,6 +20,19 @@ function rowFor(run) {
     el('td', { 'data-label': 'cost' }, formatCost(run.costUsd)),
     el('td', { 'data-label': '' }, ...actionButtons(run)),
   );
+}
+
+/** Why a run did not succeed, under its status: the first line, the whole text on hover. */
+function failureReason(run) {
+  if (!FAILED.has(run.status) || !run.lastError) return null;
+  const first = run.lastError.split('\n')[0];
+  return el('span', { class: 'reason', title: run.lastError }, first.length > 140 ? `${first.slice(0, 140)}…` : first);
+}
+
+/** The list says what to do next while it has no run at all. */
+function showEmptyState() {
+  $('#empty').hidden = runs.size > 0;
+  $('#runs').hidden = runs.size === 0;
 }
 
 function renderRow(run) {
@@ -31,6 +45,7 @@ function renderRow(run) {
     const after = [...tbody.children].find((tr) => Number(tr.dataset.runId) < run.id);
     tbody.insertBefore(row, after ?? null);
   }
+  showEmptyState();
 }
 
 async function loadRuns(cursor) {
@@ -41,6 +56,7 @@ async function loadRuns(cursor) {
   for (const run of page.runs) remember(run);
   nextCursor = page.nextCursor;
   $('#more').hidden = !nextCursor;
+  showEmptyState();
 }
 
 function tick() {

@@ -238,6 +238,26 @@ data "coder_parameter" "stage_skip_permissions" {
   }
 }
 
+# ---- A manual run's details (POST /api/runs, baton run). Optional: a run from a webhook sends neither.
+
+data "coder_parameter" "stage_arguments" {
+  name         = "stage_arguments"
+  display_name = "Stage arguments"
+  description  = "BATON_ARGUMENTS of `baton agent`: what $ARGUMENTS stands for in the stage's prompt. Empty: the issue number."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "git_ref" {
+  name         = "git_ref"
+  display_name = "Branch"
+  description  = "BATON_BRANCH of `baton agent`: the branch the run works on. Empty: develop, else the default branch."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
 locals {
   workdir  = "/home/coder/work"
   log_port = 13338
@@ -286,6 +306,8 @@ resource "coder_agent" "main" {
     BATON_STAGE_BUILD                     = data.coder_parameter.stage_build.value
     BATON_SETUP_TOKENS                    = data.coder_parameter.setup_tokens.value
     BATON_STAGE_SKIP_PERMISSIONS          = data.coder_parameter.stage_skip_permissions.value
+    BATON_ARGUMENTS                       = data.coder_parameter.stage_arguments.value
+    BATON_BRANCH                          = data.coder_parameter.git_ref.value
     BATON_SANDBOX                         = var.nested_sandbox ? "bwrap" : ""
     BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
     BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value

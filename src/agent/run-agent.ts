@@ -43,6 +43,8 @@ export interface RunAgentOptions {
   workdir: string;
   /** Working branch; the remote's default branch is used when it does not exist. @default 'develop' */
   branch?: string;
+  /** What `$ARGUMENTS` stands for in the prompt (`BATON_ARGUMENTS`). @default the issue number (the deploy environment for devops) */
+  arguments?: string;
   /** Full completion URL (`CALLBACK_URL`). */
   callbackUrl: string;
   /** @default callbackUrl with `/complete` replaced by `/progress` */
@@ -290,7 +292,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const resolved = await resolvePrompt({
       repoDir,
       stage: options.stage,
-      args: promptArguments(options.stage, options.issueNumber, options.deployEnv),
+      args: options.arguments ?? promptArguments(options.stage, options.issueNumber, options.deployEnv),
       assetsDir: options.assetsDir,
     });
     const promptFile =

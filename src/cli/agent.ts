@@ -21,6 +21,7 @@ completion callback. Every option can also be given as the environment variable 
 Options:
   --task-type NAME          stage to run                      [TASK_TYPE]
   --issue N                 issue or PR number                [ISSUE_NUMBER]
+  --arguments TEXT          what $ARGUMENTS stands for        [BATON_ARGUMENTS, default: the issue number]
   --clone-url URL           repository to clone               [REPO_CLONE_URL]
   --repo NAME               clone directory name              [GITEA_REPO]
   --deploy-env NAME         target environment (devops)       [DEPLOY_ENV]
@@ -75,6 +76,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       options: {
         'task-type': { type: 'string' },
         issue: { type: 'string' },
+        arguments: { type: 'string' },
         'clone-url': { type: 'string' },
         repo: { type: 'string' },
         'deploy-env': { type: 'string' },
@@ -266,6 +268,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       repoName: opt('repo', 'GITEA_REPO'),
       workdir: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
       branch: opt('branch', 'BATON_BRANCH'),
+      arguments: opt('arguments', 'BATON_ARGUMENTS'),
       callbackUrl,
       progressUrl,
       callbackToken,

@@ -15,7 +15,8 @@ export class ApiError extends Error {
 export interface ApiClient {
   readonly baseUrl: string;
   get<T>(path: string): Promise<T>;
-  post<T>(path: string): Promise<T>;
+  /** With `body`, sent as JSON. */
+  post<T>(path: string, body?: unknown): Promise<T>;
   /** The raw response of a streaming request (the event stream). */
   stream(path: string, headers?: Record<string, string>, signal?: AbortSignal): Promise<Response>;
 }
@@ -27,10 +28,16 @@ export function createApiClient(io: CommandIo): ApiClient {
   const doFetch = io.fetch ?? fetch;
   const headers = (): Record<string, string> => ({ accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) });
 
-  async function request(method: string, path: string, extra: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  async function request(
+    method: string,
+    path: string,
+    extra: Record<string, string> = {},
+    signal?: AbortSignal,
+    json?: string,
+  ): Promise<Response> {
     let response: Response;
     try {
-      response = await doFetch(`${baseUrl}${path}`, { method, headers: { ...headers(), ...extra }, signal });
+      response = await doFetch(`${baseUrl}${path}`, { method, headers: { ...headers(), ...extra }, signal, body: json });
     } catch (err) {
       if ((err as Error).name === 'AbortError') throw err;
       throw new ApiError(
@@ -54,8 +61,10 @@ export function createApiClient(io: CommandIo): ApiClient {
     async get<T>(path: string) {
       return (await (await request('GET', path)).json()) as T;
     },
-    async post<T>(path: string) {
-      return (await (await request('POST', path)).json()) as T;
+    async post<T>(path: string, body?: unknown) {
+      const json = body === undefined ? undefined : JSON.stringify(body);
+      const response = await request('POST', path, json === undefined ? {} : { 'content-type': 'application/json' }, undefined, json);
+      return (await response.json()) as T;
     },
     stream(path, extra, signal) {
       return request('GET', path, { accept: 'text/event-stream', ...extra }, signal);

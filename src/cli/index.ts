@@ -18,6 +18,12 @@ Commands:
                    masked, each key with its environment variable) or exit 1 listing every problem
   token create --name NAME | list | revoke ID_OR_NAME
                    Manage API tokens (works on the database directly)
+  run STAGE --repo OWNER/REPO [--issue N] [--arg TEXT]… [--ref BRANCH] [--follow]
+                   Queue a run of a stage without a webhook (see baton run --help)
+  connect OWNER/REPO [--dry-run] [--recreate]
+                   Make a forge repository ready: webhook, labels, bot access (idempotent)
+  doctor [--repo OWNER/REPO]…
+                   Check every configured part, one line per check with the fix
   runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--limit N] [--cursor C]
   runs show|retry|cancel RUN
   queue pause|resume|stats
@@ -134,6 +140,20 @@ const commands: Record<string, Command> = {
     // On demand, like migrate: only token commands need the database drivers.
     const { tokenCommand } = await import('./token-commands.js');
     return tokenCommand(argv, io, () => loadOrReport()?.config);
+  },
+  run: async (argv, io) => {
+    const { runCommand } = await import('./run-command.js');
+    return runCommand(argv, io);
+  },
+  connect: async (argv, io) => {
+    const loaded = loadOrReport();
+    if (!loaded) return 1;
+    const { connectCommand } = await import('./connect-command.js');
+    return connectCommand(argv, io, loaded.config);
+  },
+  doctor: async (argv, io) => {
+    const { doctorCommand } = await import('./doctor-command.js');
+    return doctorCommand(argv, io);
   },
   runs: runsCommand,
   queue: queueCommand,

@@ -30,5 +30,14 @@ export {
   type Shape,
 } from './nodes.js';
 export { readNode, knownKeys, join, isMapping, whereSecretsGo, type Env, type ReadOptions, type Source } from './read.js';
-export { section, checkSection, contextFor, type Section, type ResolveContext, type ResolvedOf, type DepsOf } from './section.js';
+export {
+  section,
+  checkSection,
+  contextFor,
+  type Section,
+  type SectionNode,
+  type ResolveContext,
+  type ResolvedOf,
+  type DepsOf,
+} from './section.js';
 export { show, maskUrlCredentials, SECRET_MASK } from './show.js';

@@ -1,4 +1,4 @@
-import type { Infer, Leaf, MappingNode, Node } from './nodes.js';
+import type { Infer, Leaf, MappingNode, Node, RecordNode } from './nodes.js';
 import { readNode, type Env, type Source } from './read.js';
 
 export interface ResolveContext<D> {
@@ -19,15 +19,18 @@ export interface ResolveContext<D> {
 
 /**
  * A module's baton.yaml section: the node that says which keys it holds (strictly), and how the
- * checked values become what the module runs on. `D` is what it needs from other sections.
+ * checked values become what the module runs on. `D` is what it needs from other sections. Most
+ * sections are mappings; a record (free keys, like `repositories:` keyed by owner/repo) works too.
  */
-export interface Section<N extends MappingNode = MappingNode, R = unknown, D = unknown> {
+export type SectionNode = MappingNode | RecordNode;
+
+export interface Section<N extends SectionNode = SectionNode, R = unknown, D = unknown> {
   readonly node: N;
   resolve(values: Infer<N>, ctx: ResolveContext<D>): R;
 }
 
 /** Declares a section; without `resolve` the module runs on the checked values as they are. */
-export function section<const N extends MappingNode, R = Infer<N>, D = unknown>(
+export function section<const N extends SectionNode, R = Infer<N>, D = unknown>(
   node: N,
   resolve?: (values: Infer<N>, ctx: ResolveContext<D>) => R,
 ): Section<N, R, D> {
@@ -36,12 +39,12 @@ export function section<const N extends MappingNode, R = Infer<N>, D = unknown>(
   return { node, resolve: given ?? ((values: unknown) => values) } as unknown as Section<N, R, D>;
 }
 
-export type ResolvedOf<S> = S extends Section<MappingNode, infer R, unknown> ? R : never;
-export type DepsOf<S> = S extends Section<MappingNode, unknown, infer D> ? D : never;
+export type ResolvedOf<S> = S extends Section<SectionNode, infer R, unknown> ? R : never;
+export type DepsOf<S> = S extends Section<SectionNode, unknown, infer D> ? D : never;
 
 /** Builds the `ResolveContext.name` / `isSet` lookups of the section at `key`. */
 export function contextFor<D>(options: {
-  node: MappingNode;
+  node: SectionNode;
   key: string;
   deps: D;
   problems: string[];
@@ -73,7 +76,7 @@ function leafAt(node: Node, dotted: string): Leaf<unknown> | undefined {
  * Checks one section on its own, from a raw baton.yaml value and no environment: for a module's
  * unit tests and for callers that build a module without the whole configuration.
  */
-export function checkSection<N extends MappingNode, R, D>(
+export function checkSection<N extends SectionNode, R, D>(
   section: Section<N, R, D>,
   key: string,
   raw: unknown,
@@ -84,7 +87,9 @@ export function checkSection<N extends MappingNode, R, D>(
   const warnings: string[] = [];
   const sources = new Map<string, Source>();
   const cwd = options.cwd ?? process.cwd();
-  const values = readNode(section.node, raw, key, { env: options.env ?? {}, cwd, fileDir: cwd, problems, sources }) as Infer<N>;
-  const value = section.resolve(values, contextFor({ node: section.node, key, deps, problems, warnings, sources }));
+  const values = readNode(section.node, raw, key, { env: options.env ?? {}, cwd, fileDir: cwd, problems, sources });
+  // Infer<N> of a generic N is too deep for the compiler (see `section`); resolve's own signature is the check.
+  const resolve = section.resolve as unknown as (values: unknown, ctx: ResolveContext<D>) => R;
+  const value = resolve(values, contextFor({ node: section.node, key, deps, problems, warnings, sources }));
   return { value, problems, warnings };
 }

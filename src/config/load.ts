@@ -126,6 +126,7 @@ function resolveRoot(
     dataDir: string;
     workspaceProvider?: RootSettings['workspaceProvider'];
     callbackUrl?: string;
+    publicUrl?: string;
     staleWorkspaceMinutes: number;
     sweepMinutes: number;
     coder: { url?: string; token?: string };
@@ -165,6 +166,7 @@ function resolveRoot(
     dataDir: path.resolve(out.cwd, v.dataDir),
     workspaceProvider,
     callbackUrl: v.callbackUrl ?? `http://127.0.0.1:${v.port || 3000}`,
+    ...(v.publicUrl ? { publicUrl: v.publicUrl } : {}),
     staleWorkspaceMinutes: v.staleWorkspaceMinutes,
     sweepMinutes: v.sweepMinutes,
   };

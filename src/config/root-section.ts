@@ -21,6 +21,10 @@ export const rootNode = mapping({
     env: 'CALLBACK_URL',
     doc: 'base URL at which workspaces reach baton; required with coder; default http://127.0.0.1:PORT',
   }),
+  publicUrl: httpUrl({
+    env: 'PUBLIC_URL',
+    doc: 'base URL at which the forge and people reach baton; baton connect points webhooks at PUBLIC_URL/webhook/gitea',
+  }),
   staleWorkspaceMinutes: int({
     env: 'STALE_WORKSPACE_MINUTES',
     min: 1,

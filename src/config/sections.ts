@@ -4,6 +4,7 @@ import { webhooksSection } from '../ingress/index.js';
 import { commentsSection } from '../outbox/index.js';
 import { maintenanceSection, pipelineSection, schedulesSection } from '../pipeline/index.js';
 import { cleanupSection, queueSection, runLogSection } from '../runs/index.js';
+import { repositoriesSection } from '../repositories/index.js';
 import { databaseSection } from '../store/index.js';
 import { apiSection } from '../tokens/index.js';
 import { claudeSection, coderSection, localSection } from '../workspaces/index.js';
@@ -30,6 +31,7 @@ export const SECTIONS = {
   coder: coderSection,
   claude: claudeSection,
   local: localSection,
+  repositories: repositoriesSection,
   api: apiSection,
   events: eventsSection,
   pipeline: pipelineSection,

@@ -51,6 +51,8 @@ export interface RootSettings {
   workspaceProvider: WorkspaceProviderName;
   /** Base URL at which workspaces reach this server. */
   callbackUrl: string;
+  /** Base URL at which the forge and people reach this server (webhooks, links); absent when not set. */
+  publicUrl?: string;
   staleWorkspaceMinutes: number;
   /** How often stale runs are timed out and workspaces reconciled. */
   sweepMinutes: number;

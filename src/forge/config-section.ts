@@ -6,6 +6,8 @@ export interface GiteaSettings {
   url?: string;
   /** HMAC secret of the forge's webhooks. */
   webhookSecret?: string;
+  /** Token of a repository admin, for `baton connect` only (hooks need repository admin). */
+  adminToken?: string;
 }
 
 /** `gitea:` in baton.yaml. */
@@ -13,6 +15,10 @@ export const giteaSection = section(
   mapping({
     url: httpUrl({ env: 'GITEA_URL', sensitive: 'credentials', doc: 'Gitea or Forgejo base URL' }),
     webhookSecret: secret({ env: 'WEBHOOK_SECRET', doc: 'HMAC secret of the forge webhooks; when set, unsigned deliveries get 401' }),
+    adminToken: secret({
+      env: 'GITEA_ADMIN_TOKEN',
+      doc: 'token of a repository admin, used by baton connect only (webhooks need repository admin); the dev bot token when not set',
+    }),
   }),
   (v, ctx): GiteaSettings => {
     if (!v.url) {
@@ -21,7 +27,7 @@ export const giteaSection = section(
           'Set GITEA_URL (with GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN) to the Gitea or Forgejo base URL.',
       );
     }
-    return { url: v.url, webhookSecret: v.webhookSecret };
+    return { url: v.url, webhookSecret: v.webhookSecret, ...(v.adminToken ? { adminToken: v.adminToken } : {}) };
   },
 );
 

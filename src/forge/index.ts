@@ -3,3 +3,4 @@ export { ForgeError, isRetryableStatus } from './errors.js';
 export { createGiteaClient, normalizeLabelColor, type GiteaClientOptions } from './gitea/index.js';
 export { createForgeAccounts, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
 export { giteaSection, botsSection, type GiteaSettings } from './config-section.js';
+export { planHook, missingLabels, type HookPlan } from './onboarding.js';

@@ -90,6 +90,49 @@ export interface ForgeComment {
   updatedAt: string;
 }
 
+/** A repository as its reader sees it, with that reader's own rights on it. */
+export interface ForgeRepository {
+  owner: string;
+  name: string;
+  archived: boolean;
+  private: boolean;
+  defaultBranch: string;
+  /**
+   * The token user's rights: `admin` is repository admin (what webhooks need); `push` and
+   * `pull` are write and read on the code (Gitea 1.20+; they say nothing about issues).
+   */
+  permissions: { admin: boolean; push: boolean; pull: boolean };
+}
+
+/**
+ * A repository webhook. `events` are the names a create or edit takes (`issues_only`,
+ * `issue_label`, `pull_request_review`, …), whatever spelling the forge answered with.
+ */
+export interface ForgeHook {
+  id: number;
+  type: string;
+  url: string;
+  /** `json` or `form`. */
+  contentType: string;
+  events: string[];
+  active: boolean;
+  branchFilter: string;
+}
+
+/** What baton's webhooks are: JSON, signed with `secret`, active, for every branch. */
+export interface NewForgeHook {
+  url: string;
+  secret: string;
+  events: readonly string[];
+}
+
+export interface NewForgeLabel {
+  name: string;
+  /** `#rrggbb`. */
+  color: string;
+  description?: string;
+}
+
 /**
  * The operations baton needs from a forge, acting as one bot account. Every method throws
  * `ForgeError` on failure; `error.retryable` tells a transient failure from a permanent one.
@@ -118,4 +161,26 @@ export interface ForgeClient {
   listPullReviews(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */
   getUserPermission(owner: string, repo: string, username: string): Promise<RepoPermission>;
+
+  // Onboarding (`baton connect`, `baton doctor`): they need more rights than a bot's everyday work.
+
+  /** The repository with this account's rights on it; `ForgeError` 404 when the account cannot see it. */
+  getRepository(owner: string, repo: string): Promise<ForgeRepository>;
+  /** The repository's webhooks, every page (repository admin only). */
+  listHooks(owner: string, repo: string): Promise<ForgeHook[]>;
+  /** Creates an active JSON webhook signed with the secret (repository admin only). */
+  createHook(owner: string, repo: string, hook: NewForgeHook): Promise<ForgeHook>;
+  /**
+   * Sets a webhook's URL, events, JSON content type, `active` and an empty branch filter. The
+   * secret cannot be changed this way (the forge ignores it on edit): delete and create instead.
+   */
+  editHook(owner: string, repo: string, id: number, hook: Omit<NewForgeHook, 'secret'>): Promise<ForgeHook>;
+  deleteHook(owner: string, repo: string, id: number): Promise<void>;
+  /** Creates a label; the forge accepts a duplicate name, so look first (`listRepoLabels`). */
+  createLabel(owner: string, repo: string, label: NewForgeLabel): Promise<ForgeLabel>;
+  /**
+   * Whether this account may write issues and comments here (token scope and rights), found out
+   * without writing anything: `allowed: false` carries the forge's reason.
+   */
+  issueWriteAccess(owner: string, repo: string): Promise<{ allowed: boolean; reason?: string }>;
 }

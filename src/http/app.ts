@@ -12,7 +12,7 @@ import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
-import { runsRoutes } from './routes-runs.js';
+import { runsRoutes, type RunSubmitter } from './routes-runs.js';
 
 /** The services the routes stand on; the composition root (`src/server/`) makes them. */
 export interface HttpDeps {
@@ -33,6 +33,10 @@ export interface HttpDeps {
   publicMetrics: boolean;
   /** GITEA_URL, for the issue links in run views. */
   forgeUrl?: string;
+  /** Queues a run asked for through `POST /api/runs`. */
+  submitRun?: RunSubmitter;
+  /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
+  onForgeDelivery?: () => void;
   now: () => number;
 }
 
@@ -51,25 +55,28 @@ export function createHttpApp(deps: HttpDeps): Hono {
   const tokenRequired = requireToken(deps.tokens);
   app.use('/api/*', requireToken(deps.tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!deps.publicQueue) app.use('/queue', tokenRequired);
-  app.use('/webhook/gitea*', countWebhooks(deps.metrics));
+  app.use('/webhook/gitea*', countWebhooks(deps.metrics, deps.onForgeDelivery));
 
   app.route('/', healthRoutes(deps.readiness));
   app.route('/', queueRoutes(deps.runs, deps.now));
   app.route('/', callbackRoutes(deps.engine, deps.logger));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
-  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
+  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
   app.route('/', eventRoutes(deps.events));
   app.route('/', dashboardRoutes(deps.tokens));
   return app;
 }
 
-/** Counts incoming forge deliveries by how they were answered. */
-function countWebhooks(metrics: MetricsRegistry): MiddlewareHandler {
+/** Counts incoming forge deliveries by how they were answered, and tells of the accepted ones. */
+function countWebhooks(metrics: MetricsRegistry, onAccepted?: () => void): MiddlewareHandler {
   const received = metrics.counter('baton_webhook_received_total', 'Incoming forge webhook deliveries by result.');
   return async (c, next) => {
     await next();
-    received.inc({ result: webhookResult(c.res.status) });
+    const result = webhookResult(c.res.status);
+    received.inc({ result });
+    // Only what the ingress accepted (signed, when a secret is set): a forged request must not move /ready.
+    if (result === 'accepted' || result === 'duplicate') onAccepted?.();
   };
 }
 

@@ -3,3 +3,4 @@ export { errorBody, errorHandler, HttpError, type ErrorEnvelope, type HttpErrorS
 export { limitBody } from './body-limit.js';
 export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
 export type { ReadinessCheck } from './routes-health.js';
+export type { RunSubmission, RunSubmitter } from './routes-runs.js';

@@ -19,6 +19,15 @@ const MAX_LINES_PER_BATCH = 1_000;
 type CallbackEnv = { Variables: { run: Run } };
 
 /**
+ * A callback with no token at all is a workspace made from another template, most likely the
+ * original orchestrator's (which posts `{"status":"complete"}` without one). It names no run, so
+ * saying so reveals nothing about which runs exist.
+ */
+export const MISSING_CALLBACK_TOKEN =
+  "missing callback token: the workspace must be created from baton's template (deploy/coder/), which passes each run's " +
+  'callback token to baton agent; the original orchestrator\'s template does not. See docs/migrating.md ("Workspaces and callbacks")';
+
+/**
  * The workspace's side of a run: progress batches and the completion callback, each authenticated
  * by the run's own callback token (only its hash is stored). `POST /webhook/task-complete/:name`
  * is the original orchestrator's path, keyed by workspace name.
@@ -67,7 +76,9 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<Call
 /** The run's own callback token (only its hash is stored); the run it names goes into `c.get('run')`. */
 function callbackToken(engine: FullRunEngine, runIdOf: (c: Context) => Promise<number | null>): MiddlewareHandler<CallbackEnv> {
   return async (c, next) => {
-    const header = c.req.header('authorization') ?? '';
+    const header = c.req.header('authorization');
+    // The original orchestrator's template calls back without a token: say what to change.
+    if (header === undefined || header.trim() === '') throw new HttpError(401, 'unauthorized', MISSING_CALLBACK_TOKEN);
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const runId = match ? await runIdOf(c) : null;
     const run = match && runId !== null ? await engine.verifyCallbackToken(runId, match[1]!) : null;

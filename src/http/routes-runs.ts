@@ -1,34 +1,74 @@
 import { Hono } from 'hono';
+import { BRANCH_NAME_RULE, isBranchName, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
 import {
   ALL_STATUSES,
   RUN_EVENT,
   TransitionError,
+  type EnqueueResult,
   type RunEngine,
   type RunFilter,
   type RunQueries,
   type RunStatus,
 } from '../runs/index.js';
-import type { AuthEnv } from './auth.js';
+import { requireScope, type AuthEnv } from './auth.js';
+import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 import { logLines, runView } from './run-view.js';
+
+/** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */
+export interface RunSubmission {
+  stage: string;
+  owner: string;
+  repo: string;
+  number?: number;
+  arguments?: string;
+  ref?: string;
+}
+
+/** Queues a manual run, or throws an `HttpError` saying why not (unknown stage, repository baton cannot clone). */
+export type RunSubmitter = (run: RunSubmission, by: { tokenName: string }) => Promise<EnqueueResult>;
 
 export interface RunsRoutesOptions {
   /** Operator actions: retry, cancel, pause, resume. */
   engine: Pick<RunEngine, 'retry' | 'cancel' | 'pause' | 'resume'>;
   runs: RunQueries;
+  /** `POST /api/runs`; without it the route answers 404. */
+  submit?: RunSubmitter;
   forgeUrl?: string;
   now: () => number;
 }
 
 const STATUSES: readonly string[] = ALL_STATUSES;
+/** A submission is a few fields; anything near this is not one. */
+const MAX_SUBMISSION_BYTES = 64 * 1024;
+const MAX_ARGUMENTS_LENGTH = 16 * 1024;
+const SUBMISSION_KEYS = ['stage', 'repository', 'number', 'issue', 'arguments', 'ref'];
 
 /**
  * The runs API under /api (auth is applied by the app before these run). Documented in the
  * README's "Runs API" section; keep the two in step.
  */
 export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
-  const { engine, runs: queries, forgeUrl, now } = options;
+  const { engine, runs: queries, forgeUrl, now, submit } = options;
   const app = new Hono<AuthEnv>();
+
+  if (submit) {
+    app.post('/api/runs', limitBody(MAX_SUBMISSION_BYTES), async (c) => {
+      requireScope(c, 'operate');
+      const submission = parseSubmission(await readObject(c.req.raw));
+      const result = await submit(submission, { tokenName: c.get('apiToken').name });
+      const reasons: Record<EnqueueResult['outcome'], string> = {
+        queued: 'queued',
+        coalesced: `coalesced into queued run ${result.run.id}`,
+        followup: `run ${result.run.id} is in progress: one follow-up run will start after it`,
+        dropped: `dropped: run ${result.run.id} is already in progress`,
+      };
+      return c.json(
+        { run: runView(result.run, forgeUrl), outcome: result.outcome, reason: reasons[result.outcome] },
+        result.outcome === 'queued' ? 201 : 200,
+      );
+    });
+  }
 
   app.get('/api/runs', async (c) => {
     const filter = parseFilter(c.req.query());
@@ -132,6 +172,62 @@ function parseFilter(query: Record<string, string>): RunFilter {
     if (filter.limit > 200) throw new HttpError(400, 'bad_request', `limit must be between 1 and 200, got "${query.limit}"`);
   }
   return filter;
+}
+
+async function readObject(request: Request): Promise<Record<string, unknown>> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(await request.text());
+  } catch (err) {
+    throw new HttpError(400, 'invalid_json', `invalid JSON: ${(err as Error).message.slice(0, 200)}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new HttpError(400, 'invalid_body', 'body must be a JSON object such as {"stage":"analyse","repository":"owner/repo"}');
+  }
+  return parsed as Record<string, unknown>;
+}
+
+/** The body of `POST /api/runs`, each field checked and named when wrong. */
+function parseSubmission(body: Record<string, unknown>): RunSubmission {
+  for (const key of Object.keys(body)) {
+    if (!SUBMISSION_KEYS.includes(key))
+      throw new HttpError(400, 'invalid_body', `unknown field "${key.slice(0, 40)}" (known: ${SUBMISSION_KEYS.join(', ')})`);
+  }
+  const { stage, repository, ref } = body;
+  if (typeof stage !== 'string' || stage.trim() === '')
+    throw new HttpError(400, 'invalid_body', 'stage is required: the name of a pipeline stage');
+  if (typeof repository !== 'string') throw new HttpError(400, 'invalid_body', 'repository is required: owner/repo');
+  const name = parseRepositoryName(repository);
+  if (!name)
+    throw new HttpError(400, 'invalid_body', `repository ${REPOSITORY_NAME_RULE}, got ${JSON.stringify(repository.slice(0, 120))}`);
+  const submission: RunSubmission = { stage: stage.trim(), ...name };
+  if (body.number !== undefined && body.issue !== undefined && body.number !== body.issue)
+    throw new HttpError(400, 'invalid_body', 'number and issue name the same thing: give one of them');
+  const number = body.number ?? body.issue;
+  if (number !== undefined && number !== null) {
+    if (typeof number !== 'number' || !Number.isSafeInteger(number) || number < 1)
+      throw new HttpError(
+        400,
+        'invalid_body',
+        `number must be a positive whole number (the issue or pull request), got ${JSON.stringify(number)}`,
+      );
+    submission.number = number;
+  }
+  const args = body.arguments;
+  if (args !== undefined && args !== null) {
+    const text = Array.isArray(args) && args.every((a) => typeof a === 'string') ? args.join(' ') : args;
+    if (typeof text !== 'string')
+      throw new HttpError(400, 'invalid_body', 'arguments must be a string (or a list of strings, joined with spaces)');
+    if (text.length > MAX_ARGUMENTS_LENGTH)
+      throw new HttpError(400, 'invalid_body', `arguments must be at most ${MAX_ARGUMENTS_LENGTH} characters, got ${text.length}`);
+    if (text.trim() !== '') submission.arguments = text;
+  }
+  if (ref !== undefined && ref !== null) {
+    if (typeof ref !== 'string' || !isBranchName(ref))
+      throw new HttpError(400, 'invalid_body', `ref ${BRANCH_NAME_RULE}, got ${JSON.stringify(String(ref).slice(0, 120))}`);
+    submission.ref = ref;
+  }
+  return submission;
 }
 
 function positiveInt(name: string, raw: string): number {

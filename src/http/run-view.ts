@@ -4,7 +4,10 @@ import { RUN_EVENT, totalTokens, type Run, type RunEvent } from '../runs/index.j
 export interface RunView extends Run {
   /** Input + output tokens (cache reads and writes are in `usage`). */
   tokens: number | null;
-  /** Link to the issue or pull request on the forge (Gitea redirects issue links of PRs); null without GITEA_URL. */
+  /**
+   * Link to the issue or pull request on the forge (Gitea redirects issue links of PRs); null
+   * without GITEA_URL, and for repositories declared in baton.yaml, which are not on the forge.
+   */
   issueUrl: string | null;
 }
 
@@ -13,7 +16,7 @@ export function runView(run: Run, forgeUrl: string | undefined): RunView {
     ...run,
     tokens: totalTokens(run.usage),
     issueUrl:
-      forgeUrl && run.number !== null
+      forgeUrl && run.number !== null && run.payload.declared !== true
         ? `${forgeUrl}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/issues/${run.number}`
         : null,
   };

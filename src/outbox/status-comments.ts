@@ -49,7 +49,8 @@ export interface StatusCommentHookOptions {
 /**
  * A run transition hook that queues status comments in the transition's own transaction: one
  * when a run is queued and when it starts, and always one when it ends (succeeded, failed,
- * timed out, cancelled, dead). Runs without an issue or PR number (maintenance) get none.
+ * timed out, cancelled, dead). Runs without an issue or PR number (maintenance) get none, nor do
+ * runs of repositories declared in baton.yaml (not on the forge).
  * The comment is posted by the run's bot account (`payload.account`, default `dev`), in order
  * per issue, by the outbox's `comment` handler.
  */
@@ -61,6 +62,8 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
   return async (scope, { run, event }) => {
     const name = TEMPLATE_FOR_EVENT[event.type];
     if (!name || run.number === null) return;
+    // A repository declared in baton.yaml is not on the forge: there is no issue to comment on.
+    if (run.payload.declared === true) return;
     // Re-queued from a final state is an operator's retry, worth saying on the issue; from
     // provisioning it is an expired lease, an internal detail.
     if (event.type === RUN_EVENT.requeued && !(event.fromStatus !== null && isFinal(event.fromStatus))) return;

@@ -12,3 +12,5 @@ export {
   defaultPipeline,
   type LabelRole,
 } from './stages.js';
+export { manualRequest, type ManualRun } from './manual.js';
+export { webhookEventsFor, pipelineLabels, type PipelineLabel } from './onboarding.js';

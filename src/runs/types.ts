@@ -33,6 +33,12 @@ export interface RunPayload {
   skipPermissions?: boolean;
   /** Human-readable cause, e.g. "label ready-for-development added by alice". */
   trigger?: string;
+  /** What `$ARGUMENTS` in the stage's prompt stands for, when given (a manual run); the number otherwise. */
+  arguments?: string;
+  /** The branch the runner works on, when given (a manual run). */
+  ref?: string;
+  /** The repository is declared in baton.yaml, not on the forge: no forge token, no status comments. */
+  declared?: boolean;
   [key: string]: unknown;
 }
 

@@ -34,6 +34,7 @@ import { createTokenStore, type TokenStore } from '../tokens/index.js';
 import type { WorkspaceProvider } from '../workspaces/index.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createRunSubmission } from './run-submission.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
 
 export interface AppDeps {
@@ -123,7 +124,14 @@ export function createApp(config: Config, deps: AppDeps): App {
       templates: config.comments,
       accounts,
       outbox,
-      secrets: [config.bots.dev.token, config.bots.review.token, config.gitea.webhookSecret, config.coder.token, config.claude.oauthToken],
+      secrets: [
+        config.bots.dev.token,
+        config.bots.review.token,
+        config.gitea.webhookSecret,
+        config.gitea.adminToken,
+        config.coder.token,
+        config.claude.oauthToken,
+      ],
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
@@ -179,7 +187,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
 
   // 8. HTTP: routes over the services above.
-  const readiness = readinessChecks({ store, dataDir: config.dataDir, provider });
+  let forgeDeliverySeen = false;
+  const readiness = readinessChecks({
+    store,
+    dataDir: config.dataDir,
+    provider,
+    forgeUrl: config.gitea.url,
+    forgeDeliverySeen: () => forgeDeliverySeen,
+  });
   const hono = createHttpApp({
     logger,
     engine,
@@ -201,6 +216,12 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
     forgeUrl: config.gitea.url,
+    submitRun: createRunSubmission(config, engine, logger),
+    onForgeDelivery: () => {
+      if (!forgeDeliverySeen && !config.gitea.url)
+        logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');
+      forgeDeliverySeen = true;
+    },
     now,
   });
 

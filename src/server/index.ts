@@ -4,3 +4,4 @@
  */
 export { createApp, type App, type AppDeps } from './app.js';
 export { StartupError, type Worker } from './lifecycle.js';
+export { createConfiguredProvider } from './workspaces.js';

@@ -9,7 +9,15 @@ import type { WorkspaceProvider } from '../workspaces/index.js';
  * What `GET /ready` asks, in the order it reports them. A new dependency that must answer before
  * this replica takes work is one more entry here.
  */
-export function readinessChecks(deps: { store: Store; dataDir: string; provider: WorkspaceProvider }): ReadinessCheck[] {
+export function readinessChecks(deps: {
+  store: Store;
+  dataDir: string;
+  provider: WorkspaceProvider;
+  /** GITEA_URL, when set. */
+  forgeUrl?: string;
+  /** Whether this process has accepted a forge webhook since it started. */
+  forgeDeliverySeen: () => boolean;
+}): ReadinessCheck[] {
   const { store, dataDir, provider } = deps;
   const checks: ReadinessCheck[] = [
     { name: 'database', check: () => store.ping() },
@@ -22,6 +30,21 @@ export function readinessChecks(deps: { store: Store; dataDir: string; provider:
     },
     { name: 'data directory', check: () => checkWritable(dataDir) },
   ];
+  if (!deps.forgeUrl) {
+    // Without GITEA_URL baton can run manual runs fine; a forge sending webhooks, though, expects
+    // comments that will never come: that is a misconfiguration worth taking this replica out for.
+    checks.push({
+      name: 'forge',
+      check: async () => {
+        if (deps.forgeDeliverySeen()) {
+          throw new Error(
+            'a webhook from the forge arrived, but GITEA_URL is not set: baton cannot post status comments or check permissions. ' +
+              'Set GITEA_URL, GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN (see docs/gitea.md)',
+          );
+        }
+      },
+    });
+  }
   if (provider.health) {
     checks.push({
       name: `provider ${provider.name}`,

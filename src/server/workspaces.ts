@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
+import { cloneSourceOf, findDeclaredRepository, isBranchName } from '../repositories/index.js';
 import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
@@ -41,9 +42,15 @@ export function workspaceName(run: Run): string {
   return workspaceNameForKey(`${run.key}-r${run.id}`);
 }
 
-/** Everything a workspace is created with; the token is the stage's own bot account's only. */
+/**
+ * Everything a workspace is created with; the token is the stage's own bot account's only. A
+ * repository declared in baton.yaml is cloned from where the operator said, and its runs get no
+ * forge token: it is not on the forge, and the token must not go to another host.
+ */
 export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
   const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
+  const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
+  const { arguments: args, ref } = run.payload;
   return {
     name,
     runId: run.id,
@@ -51,7 +58,10 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: run.payload.cloneUrl,
+    cloneUrl: declared ? cloneSourceOf(declared) : (run.payload.cloneUrl ?? forgeCloneUrl(config, run)),
+    repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
+    arguments: typeof args === 'string' && args !== '' ? args : undefined,
+    ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
     deployEnv: run.payload.deployEnv,
     build: run.payload.build === 'heavy' || run.payload.build === 'light' ? run.payload.build : undefined,
     skipPermissions: typeof run.payload.skipPermissions === 'boolean' ? run.payload.skipPermissions : undefined,
@@ -59,11 +69,17 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forgeUrl: config.gitea.url,
-    forgeToken: account.token,
+    forgeToken: declared ? undefined : account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
     maxDurationMs: config.staleWorkspaceMinutes * 60_000,
   };
+}
+
+/** The forge's clone URL of the run's repository (runs submitted through the API carry none). */
+function forgeCloneUrl(config: Config, run: Run): string | undefined {
+  if (!config.gitea.url) return undefined;
+  return `${config.gitea.url}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}.git`;
 }
 
 /**

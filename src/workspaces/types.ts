@@ -36,6 +36,15 @@ export interface WorkspaceSpec {
   /** Issue or PR number; absent for repository-wide stages such as maintenance. */
   number?: number;
   cloneUrl?: string;
+  /**
+   * A local repository declared in baton.yaml (an absolute path, also the `cloneUrl`): local
+   * workspaces let the run read it, and only it, at the same path.
+   */
+  repositoryPath?: string;
+  /** What `$ARGUMENTS` in the stage's prompt stands for (`BATON_ARGUMENTS`); the number when absent. */
+  arguments?: string;
+  /** The branch the runner works on (`BATON_BRANCH`); the runner's default (`develop`) when absent. */
+  ref?: string;
   deployEnv?: string;
   /** `heavy` stages build the code before the agent starts; from the pipeline's stage table. */
   build?: 'light' | 'heavy';

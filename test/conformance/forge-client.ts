@@ -137,6 +137,48 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
       expect((err as ForgeError).forgeMessage).toEqual(expect.any(String));
     });
 
+    it('reads the repository with the account’s own rights', async () => {
+      const repository = await f.client.getRepository(f.owner, f.repo);
+      expect(repository).toMatchObject({ owner: f.owner, name: f.repo, archived: false });
+      expect(repository.permissions.pull).toBe(true);
+    });
+
+    it('creates, finds, edits and deletes an active JSON webhook, never reading its secret back', async () => {
+      const url = `https://baton.example/webhook/gitea/conformance-${Date.now()}`;
+      const created = await f.client.createHook(f.owner, f.repo, {
+        url,
+        secret: 'conformance-secret',
+        events: ['issues_only', 'issue_label'],
+      });
+      try {
+        expect(created).toMatchObject({ url, contentType: 'json', active: true, branchFilter: '', events: ['issue_label', 'issues_only'] });
+        const listed = (await f.client.listHooks(f.owner, f.repo)).find((h) => h.id === created.id);
+        expect(listed).toEqual(created);
+        expect(JSON.stringify(listed)).not.toContain('conformance-secret');
+        const edited = await f.client.editHook(f.owner, f.repo, created.id, {
+          url,
+          events: ['issues_only', 'pull_request_review', 'release'],
+        });
+        expect(edited).toMatchObject({ active: true, events: ['issues_only', 'pull_request_review', 'release'] });
+      } finally {
+        await f.client.deleteHook(f.owner, f.repo, created.id);
+      }
+      expect((await f.client.listHooks(f.owner, f.repo)).map((h) => h.id)).not.toContain(created.id);
+    });
+
+    it('creates a label with its colour as #rrggbb', async () => {
+      const name = `conformance-${Date.now()}`;
+      const label = await f.client.createLabel(f.owner, f.repo, { name, color: '#0E8A16', description: 'made by the conformance suite' });
+      expect(label).toMatchObject({ name, color: '#0e8a16', description: 'made by the conformance suite' });
+      expect((await f.client.listRepoLabels(f.owner, f.repo)).map((l) => l.name)).toContain(name);
+    });
+
+    it('tells whether it may write issues without writing anything', async () => {
+      const before = await f.client.listComments(f.owner, f.repo, f.issue.number);
+      expect(await f.client.issueWriteAccess(f.owner, f.repo)).toEqual({ allowed: true });
+      expect(await f.client.listComments(f.owner, f.repo, f.issue.number)).toEqual(before);
+    });
+
     it('fails an unknown token with a permanent 401 that does not repeat the token', async () => {
       const err = await f.badTokenClient.createComment(f.owner, f.repo, f.issue.number, 'nope').catch((e: unknown) => e);
       expect(err).toBeInstanceOf(ForgeError);

@@ -158,6 +158,63 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await eventuallyContains(() => page.textContent('#timeline'), 'run:cancelled → cancelled (no longer needed)');
   });
 
+  it('says what to do next with no runs, then shows failures with their reason and count, dated timelines and a favicon, under a strict CSP', async () => {
+    // The Content-Security-Policy the dashboard must live with: nothing inline, nothing from elsewhere.
+    const violations: string[] = [];
+    page.on('console', (message) => {
+      if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+    });
+    // Only documents carry the policy; the event stream must pass untouched (a fetched copy never ends).
+    await page.route(`${server.url}/**`, async (route) => {
+      if (route.request().resourceType() !== 'document') return route.continue();
+      const response = await route.fetch();
+      await route.fulfill({
+        response,
+        headers: {
+          ...response.headers(),
+          'content-security-policy':
+            "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'",
+        },
+      });
+    });
+    await login();
+    await page.waitForSelector('body[data-ready="true"]');
+    await eventually(() => page.isVisible('#empty'), true);
+    expect(await page.textContent('#empty')).toContain('baton run analyse --repo OWNER/REPO');
+    expect(await page.textContent('#empty')).toContain('baton connect OWNER/REPO');
+    expect(await page.isVisible('#runs')).toBe(false);
+    const icon = await page.getAttribute('link[rel="icon"]', 'href');
+    const favicon = await fetch(new URL(icon!, server.url));
+    expect(favicon.status).toBe(200);
+    expect(favicon.headers.get('content-type')).toBe('image/svg+xml');
+    expect(await favicon.text()).toMatch(/^<svg /);
+
+    const { engine } = server.app;
+    const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 9 });
+    await eventually(() => page.isVisible('#empty'), false);
+    await eventually(() => row(run.id).isVisible(), true);
+    await engine.resume();
+    await eventually(async () => (await engine.get(run.id))?.status, 'running');
+    await engine.complete(run.id, {
+      status: 'failed',
+      error: 'the agent exited with code 3: npm test failed in packages/api\nmore detail',
+    });
+    await eventually(() => row(run.id).locator('.status').textContent(), 'failed');
+    const reason = row(run.id).locator('.reason');
+    expect(await reason.textContent()).toBe('the agent exited with code 3: npm test failed in packages/api');
+    expect(await reason.getAttribute('title')).toContain('more detail');
+    await eventually(() => page.textContent('[data-stat="failed"]'), '1');
+
+    await row(run.id).locator('a[href^="#/runs/"]').click();
+    await until(async () => (await (() => page.locator('#timeline li').count())()) >= 3, 'at least 3', 15_000, 50);
+    for (const time of await page.locator('#timeline time').all()) {
+      expect(await time.textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
+      expect(Date.parse((await time.getAttribute('datetime'))!)).toBeGreaterThan(0);
+    }
+    expect(violations).toEqual([]);
+    await page.unrouteAll({ behavior: 'wait' });
+  });
+
   it('renders on a laptop and fits a phone screen', async () => {
     const { engine } = server.app;
     for (let n = 1; n <= 3; n++) await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: n });

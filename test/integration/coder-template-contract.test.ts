@@ -161,6 +161,7 @@ describe.each(FLAVOUR_NAMES)('the %s template against what baton sends', (flavou
       'a repository-wide stage without a token cap',
       specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined }),
     ],
+    ['a manual run with arguments and a branch', specFor('bt-manual', { arguments: 'only the parser, please', ref: 'feature/parser' })],
   ])('gets every required parameter and nothing undeclared for %s', async (_label, spec) => {
     const sent = await sentFor(spec);
     const declared = parameters(templates[flavour]);
@@ -345,6 +346,8 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       maxDurationMs: 45 * 60_000,
       setupTokens: ['forge', 'agent'],
       skipPermissions: false,
+      arguments: 'explain $HOME; then stop',
+      ref: 'release/2.0',
     });
     const sent = await sentFor(spec);
     const result = startup({ ...agentEnv(template(), sent, workdir), CODER_AGENT_TOKEN: 'coder-agent-token' });
@@ -359,6 +362,8 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       BATON_STAGE_BUILD: 'light',
       BATON_SETUP_TOKENS: 'forge,agent',
       BATON_STAGE_SKIP_PERMISSIONS: 'false',
+      BATON_ARGUMENTS: 'explain $HOME; then stop',
+      BATON_BRANCH: 'release/2.0',
     });
     // No secret in the runner's environment, under any name; nor the Coder agent's token.
     const secretValues = new Set([...Object.values(secretsOf(spec)), 'coder-agent-token']);

@@ -10,6 +10,7 @@ const task = (over: Partial<TaskRequest> = {}): TaskRequest => ({ stage: 'develo
 /** Every operator route; each must answer 401 without a valid token. */
 const PROTECTED: Array<[string, string]> = [
   ['GET', '/api/runs'],
+  ['POST', '/api/runs'],
   ['GET', '/api/runs/1'],
   ['POST', '/api/runs/1/retry'],
   ['POST', '/api/runs/1/cancel'],

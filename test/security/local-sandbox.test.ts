@@ -10,7 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createLocalProvider, type LocalProviderOptions, type WorkspaceProvider } from '../../src/workspaces/index.js';
 import { defaultSpec } from '../conformance/workspace-provider.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../fakes/agent/callback-receiver.js';
-import { createBareRepo } from '../fakes/agent/git-repos.js';
+import { createBareRepo, git } from '../fakes/agent/git-repos.js';
 import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
 import { until } from '../helpers/until.js';
 
@@ -40,6 +40,7 @@ interface Report {
 const token = () => randomBytes(32).toString('base64url');
 
 let fixture: SandboxFixture;
+const declaredDirs: string[] = [];
 let provider: WorkspaceProvider | undefined;
 let server: ChildProcess | undefined;
 let reports: http.Server | undefined;
@@ -60,6 +61,7 @@ afterEach(async () => {
   await new Promise<void>((resolve) => (reports ? reports.close(() => resolve()) : resolve()));
   reports = undefined;
   for (const r of receivers.splice(0)) await r.close();
+  for (const dir of declaredDirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
   fixture.cleanup();
 });
 
@@ -74,6 +76,7 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
     oauth: `oauth-${token()}`,
     database: `database-row-${token()}`,
     config: `config-secret-${token()}`,
+    declared: `declared-repository-${token()}`,
   };
   // baton serve's stand-in: a process whose environment holds the server's secrets.
   server = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1 << 30)'], {
@@ -101,12 +104,29 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
   const spied = await startCallbackReceiver({ token: secrets.spyCallback, runId: 2, failFirst: 0 });
   receivers.push(victim, spied);
   const victimDir = path.join(fixture.dataDir, 'workspaces', 'victim');
+  // The victim's repository is one declared in baton.yaml as a local path: its run may read it,
+  // no other run may (it is bound into the victim's sandbox alone).
+  const declared = fs.mkdtempSync(path.join(path.dirname(fixture.dataDir), 'baton-declared-'));
+  fs.chmodSync(declared, 0o755);
+  declaredDirs.push(declared);
+  git(declared, 'init', '--quiet', '--initial-branch=main', '.');
+  fs.writeFileSync(path.join(declared, 'SECRET.md'), `${secrets.declared}\n`);
+  git(declared, 'add', '-A');
+  git(declared, 'commit', '--quiet', '-m', 'declared');
   const targets = path.join(fixture.shared, 'targets.json');
   fs.writeFileSync(
     targets,
     JSON.stringify({
       pids: [server.pid],
-      paths: [fixture.dataDir, database, config, victimDir, path.join(victimDir, 'work'), path.join(victimDir, 'runner.json')],
+      paths: [
+        fixture.dataDir,
+        database,
+        config,
+        victimDir,
+        path.join(victimDir, 'work'),
+        path.join(victimDir, 'runner.json'),
+        path.join(declared, 'SECRET.md'),
+      ],
       writable: [database],
       callbackUrls: [victim.callbackUrl],
       reportUrl: `http://127.0.0.1:${(reports.address() as AddressInfo).port}/`,
@@ -126,7 +146,17 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
   const run = (name: string, runId: number, callbackUrl: string, callbackToken: string, forgeToken: string) =>
     provider!.create({ ...defaultSpec(name), runId, number: runId, stage: 'analyse', cloneUrl, callbackUrl, callbackToken, forgeToken });
 
-  await run('victim', 1, victim.callbackUrl, secrets.victimCallback, secrets.victimForge);
+  await provider.create({
+    ...defaultSpec('victim'),
+    runId: 1,
+    number: 1,
+    stage: 'analyse',
+    cloneUrl: declared,
+    repositoryPath: declared,
+    callbackUrl: victim.callbackUrl,
+    callbackToken: secrets.victimCallback,
+    forgeToken: secrets.victimForge,
+  });
   // The victim's agent is up (and its runner holds its token) before the spy looks.
   await until(
     () =>
@@ -137,7 +167,7 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
   const outcome = await spied.accepted();
   expect(outcome, JSON.stringify(outcome)).toMatchObject({ status: 'succeeded', summary: 'spy finished' });
   await until(() => report, 'the spy report');
-  return { report: report!, secrets, victim, server: server.pid! };
+  return { report: report!, secrets, victim, server: server.pid!, declared };
 }
 
 /** Everything the spy read or found, in one string. */
@@ -145,7 +175,7 @@ const seen = (report: Report) => JSON.stringify({ reads: report.reads, tokens: r
 
 describe('an agent in the bubblewrap sandbox', () => {
   it("cannot read baton's environment, another run's token or workspace, the database or the config, nor report another run", async () => {
-    const { report, secrets, victim } = await attack(fixture.sandbox);
+    const { report, secrets, victim, declared } = await attack(fixture.sandbox);
 
     // Not root, and its own processes only: neither baton nor any runner, its own or another.
     expect(report.uid).not.toBe(0);
@@ -166,6 +196,8 @@ describe('an agent in the bubblewrap sandbox', () => {
     expect(byTarget(fixture.dataDir)).toMatchObject({ ok: false, error: 'ENOENT' });
     expect(byTarget(path.join(fixture.dataDir, 'baton.db'))).toMatchObject({ ok: false, error: 'ENOENT' });
     expect(byTarget(path.join(fixture.dataDir, 'workspaces', 'victim', 'work'))).toMatchObject({ ok: false, error: 'ENOENT' });
+    // Another run's declared local repository does not exist for it (the victim cloned it: its agent started).
+    expect(byTarget(path.join(declared, 'SECRET.md'))).toMatchObject({ ok: false, error: 'ENOENT' });
     // The config file sits in a readable directory, but is covered (by a device node it may not open).
     expect(byTarget(path.join(fixture.shared, 'baton.yaml'))).toMatchObject({ ok: false, error: 'EACCES' });
     expect(report.writes).toEqual([{ target: path.join(fixture.dataDir, 'baton.db'), ok: false, error: 'ENOENT' }]);
@@ -176,7 +208,9 @@ describe('an agent in the bubblewrap sandbox', () => {
 
 describe('the same agent without a sandbox (local.sandbox: none), as issue #11 found it', () => {
   it("reads baton's environment and the database, and reports another run as succeeded with its token", async () => {
-    const { report, secrets, victim, server: serverPid } = await attack({ kind: 'none' });
+    const { report, secrets, victim, server: serverPid, declared } = await attack({ kind: 'none' });
+    // The control of the declared-repository check: without the sandbox, every run reads it.
+    expect(report.reads.find((r) => r.target === path.join(declared, 'SECRET.md'))?.text).toContain(secrets.declared);
 
     const environ = report.reads.find((r) => r.target === `/proc/${serverPid}/environ`);
     expect(environ).toMatchObject({ ok: true });

@@ -1,13 +1,26 @@
 import { ForgeError } from '../errors.js';
 import type { ForgeClient } from '../types.js';
-import { toComment, toIssue, toLabel, toPermission, toPullRequest, toReview, toUser } from './map.js';
+import {
+  normalizeLabelColor,
+  toComment,
+  toHook,
+  toIssue,
+  toLabel,
+  toPermission,
+  toPullRequest,
+  toRepository,
+  toReview,
+  toUser,
+} from './map.js';
 import type {
   GiteaComment,
+  GiteaHook,
   GiteaIssue,
   GiteaLabel,
   GiteaPullRequest,
   GiteaPullReview,
   GiteaRepoCollaboratorPermission,
+  GiteaRepository,
   GiteaUser,
 } from './wire.js';
 
@@ -173,6 +186,51 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
         `${repoPath(owner, repo)}/collaborators/${seg(username)}/permission`,
       );
       return toPermission(answer.permission);
+    },
+    async getRepository(owner, repo) {
+      return toRepository(await required<GiteaRepository>('GET', repoPath(owner, repo)));
+    },
+    async listHooks(owner, repo) {
+      return (await listAll<GiteaHook>(`${repoPath(owner, repo)}/hooks`)).map(toHook);
+    },
+    async createHook(owner, repo, hook) {
+      // `active` defaults to false (an inactive hook gets nothing) and `type` and both config keys
+      // are required: every field is sent (reference/gitea/API.md, webhooks).
+      const body = {
+        type: 'gitea',
+        config: { url: hook.url, content_type: 'json', secret: hook.secret },
+        events: [...hook.events],
+        active: true,
+        branch_filter: '',
+      };
+      return toHook(await required<GiteaHook>('POST', `${repoPath(owner, repo)}/hooks`, body));
+    },
+    async editHook(owner, repo, id, hook) {
+      // An edit resets what it omits (events to push only, the branch filter to empty), so
+      // everything is sent; a secret would be ignored, so none is.
+      const body = { config: { url: hook.url, content_type: 'json' }, events: [...hook.events], active: true, branch_filter: '' };
+      return toHook(await required<GiteaHook>('PATCH', `${repoPath(owner, repo)}/hooks/${id}`, body));
+    },
+    async deleteHook(owner, repo, id) {
+      await request('DELETE', `${repoPath(owner, repo)}/hooks/${id}`);
+    },
+    async createLabel(owner, repo, label) {
+      const body = { name: label.name, color: normalizeLabelColor(label.color), description: label.description ?? '' };
+      return toLabel(await required<GiteaLabel>('POST', `${repoPath(owner, repo)}/labels`, body));
+    },
+    async issueWriteAccess(owner, repo) {
+      // Gitea checks the token's scope (write:issue) and the repository before it reads the
+      // body: an empty comment on issue 0, which cannot exist, is refused with 422 or 404 when
+      // writing is allowed and with 403 naming the missing scope when not. Nothing is written.
+      try {
+        await request('POST', `${repoPath(owner, repo)}/issues/0/comments`, {});
+        return { allowed: true };
+      } catch (err) {
+        if (err instanceof ForgeError && (err.status === 404 || err.status === 422)) return { allowed: true };
+        if (err instanceof ForgeError && (err.status === 401 || err.status === 403))
+          return { allowed: false, reason: err.forgeMessage ?? `Gitea answered ${err.status}` };
+        throw err;
+      }
     },
   };
 }

@@ -1,6 +1,8 @@
 import type {
   ForgeComment,
+  ForgeHook,
   ForgeIssue,
+  ForgeRepository,
   ForgeLabel,
   ForgePullRequest,
   ForgeReview,
@@ -8,7 +10,16 @@ import type {
   RepoPermission,
   ReviewState,
 } from '../types.js';
-import type { GiteaComment, GiteaIssue, GiteaLabel, GiteaPullRequest, GiteaPullReview, GiteaUser } from './wire.js';
+import type {
+  GiteaComment,
+  GiteaHook,
+  GiteaIssue,
+  GiteaLabel,
+  GiteaPullRequest,
+  GiteaPullReview,
+  GiteaRepository,
+  GiteaUser,
+} from './wire.js';
 
 /**
  * Gitea ≥1.2x sends label colors as `ee0701`, older versions as `#ee0701`; some send uppercase or
@@ -111,5 +122,47 @@ export function toReview(review: GiteaPullReview): ForgeReview {
     stale: review.stale ?? false,
     dismissed: review.dismissed ?? false,
     submittedAt: review.submitted_at ?? null,
+  };
+}
+
+export function toRepository(repo: GiteaRepository): ForgeRepository {
+  const [owner = repo.owner?.login ?? '', name = repo.name] = repo.full_name.split('/');
+  return {
+    owner,
+    name,
+    archived: repo.archived ?? false,
+    private: repo.private ?? false,
+    defaultBranch: repo.default_branch ?? '',
+    permissions: {
+      admin: repo.permissions?.admin === true,
+      push: repo.permissions?.push === true,
+      pull: repo.permissions?.pull === true,
+    },
+  };
+}
+
+/**
+ * A hook's events in the names a create or edit takes (reference/gitea/API.md, webhooks): in an
+ * answer `issues` and `pull_request` mean only the bare open/close/edit events (`issues_only`,
+ * `pull_request_only` when asking), and Gitea up to 1.23 shows the review flag as its three
+ * delivery types, which an edit does not accept.
+ */
+export function toHook(hook: GiteaHook): ForgeHook {
+  const events = new Set<string>();
+  for (const raw of hook.events ?? []) {
+    const event = raw.toLowerCase();
+    if (event === 'issues') events.add('issues_only');
+    else if (event === 'pull_request') events.add('pull_request_only');
+    else if (/^pull_request_review_(approved|rejected|comment)$/.test(event)) events.add('pull_request_review');
+    else events.add(event);
+  }
+  return {
+    id: hook.id,
+    type: hook.type,
+    url: hook.config?.url ?? '',
+    contentType: hook.config?.content_type ?? '',
+    events: [...events].sort(),
+    active: hook.active ?? false,
+    branchFilter: hook.branch_filter ?? '',
   };
 }

@@ -82,3 +82,28 @@ export interface GiteaPullReview {
   dismissed?: boolean;
   submitted_at?: string | null;
 }
+
+export interface GiteaRepository {
+  id: number;
+  name: string;
+  full_name: string;
+  owner?: GiteaUser | null;
+  archived?: boolean;
+  private?: boolean;
+  default_branch?: string;
+  /** The token user's rights; absent for anonymous readers. */
+  permissions?: { admin?: boolean; push?: boolean; pull?: boolean } | null;
+}
+
+/** `Hook` (services/webhook/general.go `ToHook`): `config` never holds the secret. */
+export interface GiteaHook {
+  id: number;
+  type: string;
+  config?: Record<string, string> | null;
+  events?: string[] | null;
+  active?: boolean;
+  branch_filter?: string;
+  authorization_header?: string;
+  created_at?: string;
+  updated_at?: string;
+}

@@ -69,3 +69,23 @@ export interface CoderCreateBuildRequest {
   orphan?: boolean;
   reason?: string;
 }
+
+/**
+ * The part of `codersdk.Template` baton reads (`GET /templates/{template}`; coder/coder
+ * docs/reference/api/templates.md "Get template metadata by ID").
+ */
+export interface CoderTemplate {
+  id: string;
+  name: string;
+  active_version_id: string;
+}
+
+/**
+ * The part of `codersdk.TemplateVersionParameter` baton reads
+ * (`GET /templateversions/{templateversion}/rich-parameters`, coderd/templateversions.go).
+ */
+export interface CoderTemplateParameter {
+  name: string;
+  /** True when it has no default: a create without it is refused. */
+  required: boolean;
+}

@@ -6,6 +6,8 @@ import type {
   CoderWorkspace,
   CoderWorkspaceBuild,
   CoderWorkspaceList,
+  CoderTemplate,
+  CoderTemplateParameter,
 } from './api-types.js';
 import { CoderApiError, CoderPermanentError, CoderUnavailableError } from './errors.js';
 
@@ -68,6 +70,10 @@ export interface CoderClient {
   cancelBuild(buildId: string): Promise<boolean>;
   /** A user by id, username or `me`; null when Coder knows no such user (400, or 404 on older servers). */
   getUser(user: string): Promise<CoderUser | null>;
+  /** A template by id; null on 404 (missing, or not visible to this token). */
+  getTemplate(id: string): Promise<CoderTemplate | null>;
+  /** The rich parameters a template version declares; null on 404. */
+  getTemplateVersionParameters(versionId: string): Promise<CoderTemplateParameter[] | null>;
 }
 
 const RETRYABLE_STATUS = (status: number) => status >= 500 || status === 429;
@@ -181,6 +187,17 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
       // coderd/httpmw/userparam.go: an unknown id or username is a 400 `"user" must be an
       // existing uuid or username.` (the same answer for garbage, so nothing leaks).
       const answer = await request<CoderUser>('GET', `/users/${enc(user)}`, { accept: [400, 404] });
+      return answer.status === 400 || answer.status === 404 ? null : answer.body;
+    },
+    async getTemplate(id) {
+      // An id that is not a UUID is a 400 from the path middleware, like a missing one.
+      const answer = await request<CoderTemplate>('GET', `/templates/${enc(id)}`, { accept: [400, 404] });
+      return answer.status === 400 || answer.status === 404 ? null : answer.body;
+    },
+    async getTemplateVersionParameters(versionId) {
+      const answer = await request<CoderTemplateParameter[]>('GET', `/templateversions/${enc(versionId)}/rich-parameters`, {
+        accept: [400, 404],
+      });
       return answer.status === 400 || answer.status === 404 ? null : answer.body;
     },
   };

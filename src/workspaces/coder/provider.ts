@@ -113,6 +113,33 @@ export function toWorkspace(ws: CoderWorkspace): Workspace {
 
 const ACTIVE_JOB = new Set(['pending', 'running', 'canceling']);
 const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/**
+ * The rich parameters baton sends to every workspace (deploy/coder/ declares them): the contract
+ * `baton doctor` checks a template against. Optional ones are sent only when the run has them.
+ */
+export const WORKSPACE_PARAMETERS = [
+  'task_type',
+  'issue_number',
+  'gitea_url',
+  'gitea_org',
+  'gitea_repo',
+  'gitea_token',
+  'claude_oauth_token',
+  'repo_clone_url',
+  'callback_url',
+  'callback_token',
+  'deploy_env',
+  'run_id',
+  'max_duration_ms',
+  'token_cap',
+  'stage_build',
+  'setup_tokens',
+  'stage_skip_permissions',
+  'stage_arguments',
+  'git_ref',
+] as const;
+export type WorkspaceParameter = (typeof WORKSPACE_PARAMETERS)[number];
+
 /** Create attempts per call; each 409 round either adopts, waits, or deletes first. */
 const MAX_CONFLICT_ROUNDS = 6;
 
@@ -192,7 +219,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
     // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
     const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
-    const own: Record<string, string | number | boolean | undefined> = {
+    const own: Record<WorkspaceParameter, string | number | boolean | undefined> = {
       task_type: spec.stage,
       issue_number: spec.number,
       gitea_url: spec.forgeUrl,
@@ -215,6 +242,9 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       // sent, and the template's empty default leaves the runner's own default.
       setup_tokens: spec.setupTokens?.length ? spec.setupTokens.join(',') : undefined,
       stage_skip_permissions: spec.skipPermissions,
+      // A manual run's $ARGUMENTS and branch (BATON_ARGUMENTS, BATON_BRANCH); not sent when absent.
+      stage_arguments: spec.arguments,
+      git_ref: spec.ref,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));

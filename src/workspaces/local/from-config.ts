@@ -1,7 +1,9 @@
+import path from 'node:path';
+import { findCommand } from '../../agent/index.js';
 import type { Config } from '../../config/index.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';
-import { runtimePaths } from './sandbox.js';
+import { isInside, runtimePaths } from './sandbox.js';
 import { hiddenPaths } from './hidden-paths.js';
 import type { LocalSettings } from './settings.js';
 
@@ -17,6 +19,8 @@ export function createLocalProviderFromConfig(
 ): WorkspaceProvider {
   const execPath = deps.execPath ?? process.execPath;
   const runner = [execPath, deps.batonBin, 'agent'];
+  const readOnlyPaths = [...runtimePaths(execPath, deps.batonBin), ...settings.readOnlyPaths];
+  const agent = agentExecutable(config.agentEnv.BATON_AGENT_COMMAND, readOnlyPaths, hiddenPaths(config));
   return createLocalProvider({
     dataDir: config.dataDir,
     command: runner,
@@ -28,7 +32,7 @@ export function createLocalProviderFromConfig(
         ? { kind: 'none' }
         : {
             kind: 'bwrap',
-            readOnlyPaths: [...runtimePaths(execPath, deps.batonBin), ...settings.readOnlyPaths],
+            readOnlyPaths: agent ? [...readOnlyPaths, agent] : readOnlyPaths,
             hiddenPaths: hiddenPaths(config),
             gitConfig: settings.gitConfig,
             claudeCredentials: settings.claudeCredentials,
@@ -37,6 +41,35 @@ export function createLocalProviderFromConfig(
     onError: deps.onError,
     spawn: deps.spawn,
   });
+}
+
+/**
+ * The agent command's executable (the first word of BATON_AGENT_COMMAND, else `claude`) as found
+ * on baton's PATH, when runs would not see it otherwise: a single-file agent installed in a home
+ * directory (Claude Code's own installer puts one under ~/.local), or a script given by absolute
+ * path. Bound read-only at the same path, that file alone; an agent that needs more of its
+ * installation still needs `local.readOnlyPaths`. Undefined when runs see it already, it is not
+ * found (the readiness check says so), or it lies where runs must never look.
+ */
+function agentExecutable(agentCommand: string | undefined, visible: readonly string[], hidden: readonly string[]): string | undefined {
+  let command = 'claude';
+  if (agentCommand !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(agentCommand);
+      if (!Array.isArray(parsed) || typeof parsed[0] !== 'string') return undefined;
+      command = parsed[0];
+    } catch {
+      // The runner reports a malformed BATON_AGENT_COMMAND itself.
+      return undefined;
+    }
+  }
+  // A relative path is looked up from the run's workspace, not from here.
+  if (command.includes('/') && !path.isAbsolute(command)) return undefined;
+  const found = findCommand(command, process.env.PATH);
+  if (found === null) return undefined;
+  const seen = (p: string) => ['/usr', ...visible].some((dir) => isInside(path.resolve(p), path.resolve(dir)));
+  if (seen(found) || hidden.some((h) => isInside(path.resolve(found), path.resolve(h)))) return undefined;
+  return found;
 }
 
 /** Said at every start while it is true. */

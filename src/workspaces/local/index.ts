@@ -2,4 +2,4 @@ export { createLocalProvider, runnerEnv, runnerSecrets, type LocalProviderOption
 export { createLocalProviderFromConfig, NO_SANDBOX_WARNING } from './from-config.js';
 export { hiddenPaths } from './hidden-paths.js';
 export { localSection, type LocalSettings } from './settings.js';
-export { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
+export { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments, isInside } from './sandbox.js';

@@ -124,6 +124,8 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     GITEA_ORG: spec.owner,
     GITEA_REPO: spec.repo,
     REPO_CLONE_URL: spec.cloneUrl,
+    BATON_ARGUMENTS: spec.arguments,
+    BATON_BRANCH: spec.ref,
     DEPLOY_ENV: spec.deployEnv,
     CALLBACK_URL: spec.callbackUrl,
     BATON_RUN_ID: String(spec.runId),
@@ -259,12 +261,16 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
 
   const bwrapPath = () => (sandbox.kind === 'bwrap' ? findCommand(sandbox.bwrap ?? 'bwrap', process.env.PATH) : null);
 
-  /** Starts `command` as a run would be started: in its sandbox (or not), detached, as its user. */
+  /**
+   * Starts `command` as a run would be started: in its sandbox (or not), detached, as its user.
+   * `readOnly` adds host paths this run (only) may read: a declared local repository.
+   */
   const startRun = (
     command: readonly string[],
     dirs: { workDir: string; homeDir: string },
     env: Record<string, string>,
     stdio: StdioOptions,
+    readOnly: readonly string[] = [],
   ) => {
     if (sandbox.kind === 'none') {
       const [file, ...args] = command as [string, ...string[]];
@@ -275,7 +281,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     const args = sandboxArguments({
       workDir: dirs.workDir,
       homeDir: dirs.homeDir,
-      readOnly: sandbox.readOnlyPaths ?? [],
+      readOnly: [...(sandbox.readOnlyPaths ?? []), ...readOnly],
       hidden: [options.dataDir, ...(sandbox.hiddenPaths ?? [])],
       gitConfig: sandbox.gitConfig,
       claudeCredentials: sandbox.claudeCredentials,
@@ -363,6 +369,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       await (deleting.get(spec.name) ?? removeWorkspace(spec.name));
     }
     const dirs = prepareDirs(root, dir);
+    if (spec.repositoryPath && sandbox.kind === 'bwrap') trustRepository(dirs.homeDir, spec.repositoryPath, runAs);
     const recordFile = path.join(dir, RECORD);
     const claim: RunnerRecord = { pid: null, pgid: null, startedAt: now(), startTicks: null, runId: spec.runId, stage: spec.stage };
     try {
@@ -393,7 +400,13 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     const log = fs.openSync(path.join(dir, LOG), 'a', 0o600);
     let child: ChildProcess;
     try {
-      child = startRun(options.command, dirs, env, ['ignore', log, log, secrets, sandbox.kind === 'bwrap' ? 'pipe' : 'ignore']);
+      child = startRun(
+        options.command,
+        dirs,
+        env,
+        ['ignore', log, log, secrets, sandbox.kind === 'bwrap' ? 'pipe' : 'ignore'],
+        spec.repositoryPath ? [spec.repositoryPath] : [],
+      );
     } catch (err) {
       fs.rmSync(dir, { recursive: true, force: true });
       throw new Error(`the local runner could not be started: ${(err as Error).message}`, { cause: err });
@@ -509,6 +522,25 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       timers.clear();
     },
   };
+}
+
+/**
+ * Lets git in the run use a declared local repository the run's user does not own (as root, runs
+ * are another user): git refuses such a repository ("dubious ownership") unless the user's global
+ * config lists it in `safe.directory`, which git 2.39 reads only from there, not from `-c` or the
+ * environment (tried against git 2.39.5). The run's own ~/.config/git/config is used, so a
+ * `local.gitConfig` bound at ~/.gitconfig stays as the operator wrote it.
+ */
+function trustRepository(homeDir: string, repository: string, runAs: { uid: number; gid: number } | undefined): void {
+  const dir = path.join(homeDir, '.config', 'git');
+  fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  // A working tree is checked at its .git, a bare repository at itself.
+  // Quoted as git config values are, so any path reads back as written.
+  const quote = (p: string) => `"${p.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+  const entries = [path.join(repository, '.git'), repository].map((p) => `\tdirectory = ${quote(p)}\n`).join('');
+  const file = path.join(dir, 'config');
+  fs.writeFileSync(file, `[safe]\n${entries}`, { mode: 0o600 });
+  if (runAs) for (const p of [path.join(homeDir, '.config'), dir, file]) fs.chownSync(p, runAs.uid, runAs.gid);
 }
 
 function withoutSecrets(env: Record<string, string>): Record<string, string> {

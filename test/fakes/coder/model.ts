@@ -34,6 +34,8 @@ export interface FakeTemplate {
   name: string;
   activeVersionId: string;
   versionIds: string[];
+  /** The rich parameters its versions declare (`required`: no default). */
+  parameters: { name: string; required: boolean }[];
 }
 
 export interface FakeBuild {

@@ -16,12 +16,14 @@ import {
   type Transition,
 } from './model.js';
 import { until } from '../../helpers/until.js';
+import { WORKSPACE_PARAMETERS } from '../../../src/workspaces/index.js';
 
 /**
  * A fake Coder (REST API v2) on 127.0.0.1, following reference/coder/API.md: session-token auth,
  * workspace create/lookup/list, builds that move through their statuses on a timer, 409/410
  * bodies, the substring `name:` filter, `owner:` by username only, pagination, build cancels
- * with coderd's 400s, `GET /users/{user}`; plus fault injection for tests.
+ * with coderd's 400s, `GET /users/{user}`, a template and its version's rich parameters (coder/coder
+ * docs/reference/api/templates.md, coderd/templateversions.go); plus fault injection for tests.
  */
 
 export interface FakeCoderOptions {
@@ -81,7 +83,7 @@ export interface FakeCoder {
   readonly requests: RecordedRequest[];
   addUser(username: string): FakeUser;
   /** Another template (for "not baton's" workspaces). */
-  addTemplate(name: string): FakeTemplate;
+  addTemplate(name: string, parameters?: FakeTemplate['parameters']): FakeTemplate;
   seedWorkspace(seed: SeedWorkspace): WorkspaceSnapshot;
   /** Every workspace, deleted ones too unless `live` is set. */
   workspaces(options?: { live?: boolean }): WorkspaceSnapshot[];
@@ -118,6 +120,12 @@ export interface FakeCoder {
 }
 
 const NOT_FOUND = { message: 'Resource not found or you do not have access to this resource' };
+
+/** What deploy/coder/ declares: every parameter baton sends, the run's identity without a default. */
+function batonParameters(): FakeTemplate['parameters'] {
+  const required = ['task_type', 'callback_url', 'callback_token', 'run_id'];
+  return WORKSPACE_PARAMETERS.map((name) => ({ name, required: required.includes(name) }));
+}
 
 type Answer = { status: number; body?: unknown };
 
@@ -186,9 +194,9 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     users.set(user.id, user);
     return user;
   };
-  const addTemplate = (name: string): FakeTemplate => {
+  const addTemplate = (name: string, parameters: FakeTemplate['parameters'] = batonParameters()): FakeTemplate => {
     const versionId = randomUUID();
-    const template = { id: randomUUID(), name, activeVersionId: versionId, versionIds: [versionId] };
+    const template = { id: randomUUID(), name, activeVersionId: versionId, versionIds: [versionId], parameters };
     templates.set(template.id, template);
     return template;
   };
@@ -543,6 +551,40 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
         build.jobStatus = 'canceling';
       }
       return { status: 200, body: { message: 'Job has been marked as canceled...' } };
+    }
+    // Templates (coder/coder docs/reference/api/templates.md, coderd/templateversions.go).
+    if (method === 'GET' && (m = /^\/api\/v2\/templates\/([^/]+)$/.exec(path))) {
+      const template = templates.get(decodeURIComponent(m[1] as string));
+      if (!template) return { status: 404, body: NOT_FOUND };
+      return {
+        status: 200,
+        body: {
+          id: template.id,
+          name: template.name,
+          display_name: template.name,
+          active_version_id: template.activeVersionId,
+          deprecated: false,
+        },
+      };
+    }
+    if (method === 'GET' && (m = /^\/api\/v2\/templateversions\/([^/]+)\/rich-parameters$/.exec(path))) {
+      const id = decodeURIComponent(m[1] as string);
+      const template = [...templates.values()].find((t) => t.versionIds.includes(id));
+      if (!template) return { status: 404, body: NOT_FOUND };
+      return {
+        status: 200,
+        body: template.parameters.map((p) => ({
+          name: p.name,
+          display_name: p.name,
+          description: '',
+          type: 'string',
+          mutable: false,
+          default_value: '',
+          required: p.required,
+          options: [],
+          ephemeral: false,
+        })),
+      };
     }
     return { status: 404, body: { message: 'Route not found.' } };
   }

@@ -4,8 +4,17 @@
  */
 import crypto from 'node:crypto';
 import { Hono, type Context } from 'hono';
-import { renderComment, renderIssue, renderLabel, renderPullRequest, renderReview, renderUser } from './render.js';
-import type { FakeGiteaState, IssueRecord, RepoRecord, UserRecord } from './state.js';
+import {
+  renderComment,
+  renderHook,
+  renderIssue,
+  renderLabel,
+  renderPullRequest,
+  renderRepository,
+  renderReview,
+  renderUser,
+} from './render.js';
+import type { FakeGiteaState, HookRecord, IssueRecord, RepoRecord, UserRecord } from './state.js';
 
 export interface FakeGiteaAppOptions {
   state: FakeGiteaState;
@@ -13,9 +22,75 @@ export interface FakeGiteaAppOptions {
   baseUrl: () => string;
   /** Report the repository owner as `owner` (Gitea before 1.24) instead of `admin`. */
   legacyOwnerPermission: boolean;
+  /** Show a hook's review flag as the three delivery types, as Gitea up to 1.23 does. */
+  legacyHookReviewEvents: boolean;
 }
 
-type Env = { Variables: { user: UserRecord; repo: RepoRecord; authScheme: string } };
+type Env = { Variables: { user: UserRecord; repo: RepoRecord; authScheme: string; token: string } };
+
+/** Event names a hook create or edit takes (routers/api/v1/utils/hook.go `addHook`/`editHook`); unknown ones are dropped silently. */
+const SINGLE_EVENTS = [
+  'create',
+  'delete',
+  'fork',
+  'push',
+  'wiki',
+  'repository',
+  'release',
+  'issue_assign',
+  'issue_label',
+  'issue_milestone',
+  'issue_comment',
+  'pull_request_assign',
+  'pull_request_label',
+  'pull_request_milestone',
+  'pull_request_comment',
+  'pull_request_review',
+  'pull_request_review_request',
+  'pull_request_sync',
+];
+const ISSUE_GROUP = ['issue_assign', 'issue_label', 'issue_milestone', 'issue_comment'];
+const PULL_GROUP = [
+  'pull_request_assign',
+  'pull_request_label',
+  'pull_request_milestone',
+  'pull_request_comment',
+  'pull_request_review',
+  'pull_request_review_request',
+  'pull_request_sync',
+];
+const HOOK_TYPES = ['gitea', 'gogs', 'slack', 'discord', 'dingtalk', 'telegram', 'msteams', 'feishu', 'matrix', 'wechatwork', 'packagist'];
+
+/**
+ * The flags a hook stores for the events asked for: case-insensitive, `issues` and `pull_request`
+ * switch on their whole group (stored `issues` / `pull_request` being the bare events, asked for
+ * as `issues_only` / `pull_request_only`), nothing asked for means `push` only.
+ */
+function hookEvents(requested: unknown): Set<string> {
+  const asked = (Array.isArray(requested) ? requested : []).filter((e): e is string => typeof e === 'string').map((e) => e.toLowerCase());
+  const list = asked.length === 0 ? ['push'] : asked;
+  const events = new Set<string>();
+  const has = (name: string) => list.includes(name);
+  for (const name of SINGLE_EVENTS) {
+    if (has(name) || (ISSUE_GROUP.includes(name) && has('issues')) || (PULL_GROUP.includes(name) && has('pull_request'))) events.add(name);
+  }
+  if (has('issues_only') || has('issues')) events.add('issues');
+  if (has('pull_request_only') || has('pull_request')) events.add('pull_request');
+  return events;
+}
+
+/**
+ * The token scope a route needs (routers/api/v1/api.go `tokenRequiresScopes`): the category from
+ * the route group (`/user`; issues, comments and labels; the rest of a repository), the level
+ * from the method (reading or not).
+ */
+function requiredScope(method: string, path: string): string | undefined {
+  const level = method === 'GET' || method === 'HEAD' ? 'read' : 'write';
+  if (path === '/api/v1/user' || path.startsWith('/api/v1/user/')) return `${level}:user`;
+  if (/^\/api\/v1\/repos\/[^/]+\/[^/]+\/(issues|labels)(\/|$)/.test(path)) return `${level}:issue`;
+  if (path.startsWith('/api/v1/repos/')) return `${level}:repository`;
+  return undefined;
+}
 
 export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   const { state } = options;
@@ -41,6 +116,13 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     if (!user) return apiError(c, 401, 'user does not exist or token is invalid');
     c.set('user', user);
     c.set('authScheme', found.scheme);
+    c.set('token', found.token);
+    // Scoped tokens (Gitea 1.19+): checked before the repository is even looked up.
+    const scopes = state.tokenScopes.get(found.token);
+    const needed = requiredScope(c.req.method, c.req.path);
+    if (scopes && needed && !scopes.has('all') && !scopes.has(needed) && !scopes.has(needed.replace(/^read:/, 'write:'))) {
+      return apiError(c, 403, `token does not have at least one of required scope(s): [${needed}]`);
+    }
     await next();
   });
 
@@ -55,6 +137,96 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   });
 
   const base = () => options.baseUrl();
+
+  // `GET /repos/{owner}/{repo}` (the `/*` assignment above does not cover the bare path).
+  app.get('/api/v1/repos/:owner/:repo', (c) => {
+    const repo = state.repo(c.req.param('owner'), c.req.param('repo'));
+    if (!repo || state.permission(c.get('user'), repo) === 'none') return notFound(c);
+    return c.json(renderRepository(base(), state, repo, c.get('user')));
+  });
+
+  // Webhooks: repository admins only (reqAdmin), as reference/gitea/API.md "Endpoints for catch-up and onboarding" says.
+  const isAdmin = (c: Context<Env>) => state.permission(c.get('user'), c.get('repo')) === 'admin';
+  const notAdmin = (c: Context<Env>) => apiError(c, 403, 'user should be an owner or a collaborator with admin write of a repository');
+  const hookOf = (c: Context<Env>): HookRecord | undefined => {
+    const hook = state.hooks.get(Number(c.req.param('id')));
+    return hook && hook.repoId === c.get('repo').id ? hook : undefined;
+  };
+  const showHook = (hook: HookRecord) => renderHook(hook, options.legacyHookReviewEvents);
+
+  app.get('/api/v1/repos/:owner/:repo/hooks', (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    return c.json(paginate(c, state.repoHooks(c.get('repo').id)).map(showHook));
+  });
+
+  app.post('/api/v1/repos/:owner/:repo/hooks', async (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    const form = ((await jsonBody(c)) ?? {}) as Record<string, unknown>;
+    const type = typeof form.type === 'string' ? form.type : '';
+    if (!HOOK_TYPES.includes(type)) return apiError(c, 422, `Invalid hook type: ${type}`);
+    const config = (form.config && typeof form.config === 'object' ? form.config : {}) as Record<string, unknown>;
+    for (const name of ['url', 'content_type']) if (!(name in config)) return apiError(c, 422, `Missing config option: ${name}`);
+    if (config.content_type !== 'json' && config.content_type !== 'form') return apiError(c, 422, 'Invalid content type');
+    if (!/^https?:\/\/[^/\s]+/i.test(String(config.url))) return apiError(c, 422, 'Invalid url');
+    const now = state.timestamp();
+    const hook: HookRecord = {
+      id: state.nextId('hook'),
+      repoId: c.get('repo').id,
+      type,
+      url: String(config.url),
+      contentType: config.content_type,
+      secret: typeof config.secret === 'string' ? config.secret : '',
+      events: hookEvents(form.events),
+      // Omitted means false: such a hook gets nothing, not even test deliveries.
+      active: form.active === true,
+      branchFilter: typeof form.branch_filter === 'string' ? form.branch_filter : '',
+      authorizationHeader: typeof form.authorization_header === 'string' ? form.authorization_header : '',
+      createdAt: now,
+      updatedAt: now,
+    };
+    state.hooks.set(hook.id, hook);
+    return c.json(showHook(hook), 201);
+  });
+
+  app.get('/api/v1/repos/:owner/:repo/hooks/:id', (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    const hook = hookOf(c);
+    return hook ? c.json(showHook(hook)) : notFound(c);
+  });
+
+  app.patch('/api/v1/repos/:owner/:repo/hooks/:id', async (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    const hook = hookOf(c);
+    if (!hook) return notFound(c);
+    const form = ((await jsonBody(c)) ?? {}) as Record<string, unknown>;
+    const config = form.config && typeof form.config === 'object' ? (form.config as Record<string, unknown>) : undefined;
+    if (config && 'content_type' in config && config.content_type !== 'json' && config.content_type !== 'form')
+      return apiError(c, 422, 'Invalid content type');
+    // Not a partial update: omitted events become push only, an omitted branch filter and
+    // authorization header become empty. URL, content type and active stay when absent, and the
+    // secret is ignored (reference/gitea/API.md).
+    if (config && typeof config.url === 'string') hook.url = config.url;
+    if (config && (config.content_type === 'json' || config.content_type === 'form')) hook.contentType = config.content_type;
+    hook.events = hookEvents(form.events);
+    hook.branchFilter = typeof form.branch_filter === 'string' ? form.branch_filter : '';
+    hook.authorizationHeader = typeof form.authorization_header === 'string' ? form.authorization_header : '';
+    if (typeof form.active === 'boolean') hook.active = form.active;
+    hook.updatedAt = state.timestamp();
+    return c.json(showHook(hook), 200);
+  });
+
+  app.delete('/api/v1/repos/:owner/:repo/hooks/:id', (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    const hook = hookOf(c);
+    if (!hook) return notFound(c);
+    state.hooks.delete(hook.id);
+    return c.body(null, 204);
+  });
+
+  app.post('/api/v1/repos/:owner/:repo/hooks/:id/tests', (c) => {
+    if (!isAdmin(c)) return notAdmin(c);
+    return hookOf(c) ? c.body(null, 204) : notFound(c);
+  });
   const canWrite = (c: Context<Env>) => ['write', 'admin'].includes(state.permission(c.get('user'), c.get('repo')));
   const issueOf = (c: Context<Env>): IssueRecord | undefined => {
     const index = Number(c.req.param('index'));
@@ -189,6 +361,28 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     return c.json(paginate(c, state.repoLabels(repo.id)).map((l) => renderLabel(base(), repo, l)));
   });
 
+  // Creating a label: writers only; name and color required; the color normalised
+  // (label.NormalizeColor) and stored without '#'. Duplicate names are accepted.
+  app.post('/api/v1/repos/:owner/:repo/labels', async (c) => {
+    const repo = c.get('repo');
+    if (!canWrite(c)) return apiError(c, 403, 'user should have a permission to write to a repo');
+    const form = ((await jsonBody(c)) ?? {}) as Record<string, unknown>;
+    const name = typeof form.name === 'string' ? form.name : '';
+    if (name === '') return apiError(c, 422, '[Name]: Required');
+    const color = normalizeColor(typeof form.color === 'string' ? form.color : '');
+    if (color === undefined) return apiError(c, 422, `invalid color "${String(form.color ?? '')}"`);
+    const label = {
+      id: state.nextId('label'),
+      repoId: repo.id,
+      name,
+      color,
+      description: typeof form.description === 'string' ? form.description : '',
+      exclusive: form.exclusive === true,
+    };
+    state.labels.set(label.id, label);
+    return c.json(renderLabel(base(), repo, label), 201);
+  });
+
   app.get('/api/v1/repos/:owner/:repo/pulls/:index', (c) => {
     const issue = issueOf(c);
     if (!issue?.pull) return notFound(c);
@@ -223,6 +417,14 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   });
 
   return app;
+}
+
+/** `rrggbb`, `#rrggbb`, `rgb` or `#rgb` (any case, trimmed) → `rrggbb`; anything else is refused. */
+function normalizeColor(raw: string): string | undefined {
+  const hex = raw.trim().replace(/^#/, '').toLowerCase();
+  if (/^[0-9a-f]{6}$/.test(hex)) return hex;
+  if (/^[0-9a-f]{3}$/.test(hex)) return [...hex].map((ch) => ch + ch).join('');
+  return undefined;
 }
 
 /** `parseToken`: `?token=`, then `?access_token=`, then `Authorization: token X` / `Bearer X`. */

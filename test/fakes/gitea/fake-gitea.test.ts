@@ -160,6 +160,152 @@ describe('fake Gitea HTTP contract', () => {
     expect((await api('/repos/acme/app/collaborators/ghost/permission')).status).toBe(404);
   });
 
+  describe('onboarding endpoints (reference/gitea/API.md "Endpoints for catch-up and onboarding")', () => {
+    const hookBody = (over: Record<string, unknown> = {}) =>
+      JSON.stringify({
+        type: 'gitea',
+        config: { url: 'https://baton.example/webhook/gitea', content_type: 'json', secret: 's3cret' },
+        ...over,
+      });
+
+    it('answers GET /repos/{owner}/{repo} with the token user’s own permissions', async () => {
+      expect(await (await api('/repos/acme/app')).json()).toMatchObject({
+        full_name: 'acme/app',
+        archived: false,
+        permissions: { admin: false, push: true, pull: true },
+      });
+      const reader = gitea.addToken('reader');
+      expect(await (await api('/repos/acme/app', { auth: `token ${reader}` })).json()).toMatchObject({
+        permissions: { admin: false, push: false, pull: true },
+      });
+      expect((await api('/repos/acme/nope')).status).toBe(404);
+    });
+
+    it('lets only repository admins touch hooks', async () => {
+      const res = await api('/repos/acme/app/hooks');
+      expect(res.status).toBe(403);
+      expect(await res.json()).toMatchObject({ message: 'user should be an owner or a collaborator with admin write of a repository' });
+      expect((await api('/repos/acme/app/hooks', { method: 'POST', body: hookBody() })).status).toBe(403);
+    });
+
+    it('creates a hook inactive unless asked, push only without events, never showing the secret', async () => {
+      gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+      const created = await api('/repos/acme/app/hooks', { method: 'POST', body: hookBody() });
+      expect(created.status).toBe(201);
+      const hook = (await created.json()) as Record<string, unknown>;
+      expect(hook).toMatchObject({ type: 'gitea', active: false, events: ['push'], branch_filter: '', authorization_header: '' });
+      expect(hook.config).toEqual({ url: 'https://baton.example/webhook/gitea', content_type: 'json' });
+      expect(JSON.stringify(await (await api('/repos/acme/app/hooks')).json())).not.toContain('s3cret');
+      expect(gitea.hooks('acme', 'app')[0]).toMatchObject({ secret: 's3cret', active: false });
+    });
+
+    it('expands the issues and pull_request groups, ignores unknown names and answers with single names', async () => {
+      gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+      const created = await api('/repos/acme/app/hooks', {
+        method: 'POST',
+        body: hookBody({ events: ['ISSUES', 'pull_request_only', 'pull_request_review', 'no_such_event'], active: true }),
+      });
+      const events = ((await created.json()) as { events: string[] }).events;
+      expect(events.sort()).toEqual([
+        'issue_assign',
+        'issue_comment',
+        'issue_label',
+        'issue_milestone',
+        'issues',
+        'pull_request',
+        'pull_request_review',
+      ]);
+    });
+
+    it('refuses a bad create with 422 naming the problem', async () => {
+      gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [{ type: 'jenkins' }, 'Invalid hook type: jenkins'],
+        [{ config: { content_type: 'json' } }, 'Missing config option: url'],
+        [{ config: { url: 'https://x.example' } }, 'Missing config option: content_type'],
+        [{ config: { url: 'https://x.example', content_type: 'xml' } }, 'Invalid content type'],
+      ];
+      for (const [over, message] of cases) {
+        const res = await api('/repos/acme/app/hooks', { method: 'POST', body: hookBody(over) });
+        expect(res.status, message).toBe(422);
+        expect(await res.json()).toMatchObject({ message });
+      }
+    });
+
+    it('edits a hook the way Gitea does: omitted events become push, the branch filter empties, the secret is ignored', async () => {
+      gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+      const { id } = (await (
+        await api('/repos/acme/app/hooks', { method: 'POST', body: hookBody({ events: ['issues'], active: true, branch_filter: 'main' }) })
+      ).json()) as { id: number };
+      const edited = await api(`/repos/acme/app/hooks/${id}`, { method: 'PATCH', body: JSON.stringify({ config: { secret: 'new' } }) });
+      expect(edited.status).toBe(200);
+      expect(await edited.json()).toMatchObject({
+        events: ['push'],
+        branch_filter: '',
+        active: true,
+        config: { url: 'https://baton.example/webhook/gitea' },
+      });
+      expect(gitea.hooks('acme', 'app')[0]!.secret).toBe('s3cret');
+      expect((await api(`/repos/acme/app/hooks/${id}`, { method: 'DELETE' })).status).toBe(204);
+      expect((await api(`/repos/acme/app/hooks/${id}`)).status).toBe(404);
+    });
+
+    it('shows the review flag as its delivery types when mimicking Gitea up to 1.23', async () => {
+      const old = await createFakeGitea({ legacyHookReviewEvents: true });
+      try {
+        const admin = old.addUser('acme').token;
+        old.addRepo('acme', 'app');
+        const res = await fetch(`${old.url}/api/v1/repos/acme/app/hooks`, {
+          method: 'POST',
+          headers: { authorization: `token ${admin}`, 'content-type': 'application/json' },
+          body: hookBody({ events: ['pull_request_review'] }),
+        });
+        expect(((await res.json()) as { events: string[] }).events).toEqual([
+          'pull_request_review_approved',
+          'pull_request_review_rejected',
+          'pull_request_review_comment',
+        ]);
+      } finally {
+        await old.close();
+      }
+    });
+
+    it('creates labels with a normalised colour, accepting a duplicate name', async () => {
+      const create = (body: unknown) => api('/repos/acme/app/labels', { method: 'POST', body: JSON.stringify(body) });
+      const first = await create({ name: 'ready-for-development', color: '#0E8A16', description: 'go' });
+      expect(first.status).toBe(201);
+      expect(await first.json()).toMatchObject({ name: 'ready-for-development', color: '0e8a16', description: 'go' });
+      expect((await create({ name: 'ready-for-development', color: 'abc' })).status).toBe(201);
+      expect(gitea.labelNames('acme', 'app').filter((n) => n === 'ready-for-development')).toHaveLength(2);
+      expect((await create({ name: 'x', color: 'blue' })).status).toBe(422);
+      expect((await create({ color: '00aabb' })).status).toBe(422);
+      const reader = gitea.addToken('reader');
+      expect(
+        (
+          await api('/repos/acme/app/labels', {
+            method: 'POST',
+            auth: `token ${reader}`,
+            body: JSON.stringify({ name: 'y', color: 'aaa' }),
+          })
+        ).status,
+      ).toBe(403);
+    });
+
+    it('refuses a scoped token outside its scopes with 403 naming the scope, before looking at the repository', async () => {
+      const scoped = gitea.addToken('claude-dev', undefined, ['read:repository', 'write:issue']);
+      const as = (path: string, init: RequestInit = {}) => api(path, { ...init, auth: `token ${scoped}` });
+      const user = await as('/user');
+      expect(user.status).toBe(403);
+      expect(await user.json()).toMatchObject({ message: 'token does not have at least one of required scope(s): [read:user]' });
+      expect((await as('/repos/acme/app')).status).toBe(200);
+      expect(
+        (await as(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'ok' }) })).status,
+      ).toBe(201);
+      const hook = await as('/repos/acme/nope/hooks', { method: 'POST', body: hookBody() });
+      expect(await hook.json()).toMatchObject({ message: 'token does not have at least one of required scope(s): [write:repository]' });
+    });
+  });
+
   it('injects failures, latency and dropped connections for matching requests only', async () => {
     gitea.failNext(2, { method: 'POST', status: 503 });
     expect((await api('/user')).status).toBe(200);

@@ -25,6 +25,19 @@ export type { Permission, ReviewState } from './state.js';
 export interface FakeGiteaOptions {
   /** Report repository owners as `owner` in the permission endpoint, like Gitea before 1.24. @default false */
   legacyOwnerPermission?: boolean;
+  /** Show a hook's review flag as its three delivery types, like Gitea up to 1.23. @default false */
+  legacyHookReviewEvents?: boolean;
+}
+
+/** A webhook as stored, secret included (no answer of the API shows it). */
+export interface StoredHook {
+  id: number;
+  url: string;
+  contentType: string;
+  secret: string;
+  events: string[];
+  active: boolean;
+  branchFilter: string;
 }
 
 /** Which requests a fault applies to; all given fields must match. */
@@ -59,9 +72,15 @@ export interface FakeGitea {
   readonly state: FakeGiteaState;
   /** Every request, oldest first. */
   readonly requests: readonly RequestRecord[];
-  /** Creates a user and a token for it (generated unless given). */
-  addUser(login: string, options?: { token?: string; isAdmin?: boolean; fullName?: string }): { id: number; login: string; token: string };
-  addToken(login: string, token?: string): string;
+  /**
+   * Creates a user and a token for it (generated unless given). `scopes` makes it a scoped token
+   * (`read:user`, `write:issue`, `write:repository`, `all`…); without, it may do everything.
+   */
+  addUser(
+    login: string,
+    options?: { token?: string; isAdmin?: boolean; fullName?: string; scopes?: string[] },
+  ): { id: number; login: string; token: string };
+  addToken(login: string, token?: string, scopes?: string[]): string;
   /** Creates the repository, and its owner as a user when missing. */
   addRepo(owner: string, name: string, options?: { archived?: boolean; private?: boolean; defaultBranch?: string }): RepoRecord;
   setArchived(owner: string, name: string, archived: boolean): void;
@@ -90,6 +109,10 @@ export interface FakeGitea {
   addReview(owner: string, name: string, number: number, review: { author: string; state: ReviewState; body?: string }): ReviewRecord;
   /** Comments on an issue or PR, oldest first. */
   comments(owner: string, name: string, number: number): PostedComment[];
+  /** The repository's webhooks as stored, oldest first. */
+  hooks(owner: string, name: string): StoredHook[];
+  /** The repository's label names, as many times as they exist. */
+  labelNames(owner: string, name: string): string[];
   /** The next `count` matching requests answer `status` (default 500) with a Gitea error body. */
   failNext(count: number, options?: FaultMatch & { status?: number; body?: unknown }): void;
   /** The next `count` matching requests have their connection destroyed without an answer. */
@@ -108,7 +131,12 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
   let faults: Fault[] = [];
   let latencyMs = 0;
   let url = '';
-  const app = createFakeGiteaApp({ state, baseUrl: () => url, legacyOwnerPermission: options.legacyOwnerPermission ?? false });
+  const app = createFakeGiteaApp({
+    state,
+    baseUrl: () => url,
+    legacyOwnerPermission: options.legacyOwnerPermission ?? false,
+    legacyHookReviewEvents: options.legacyHookReviewEvents ?? false,
+  });
   const listener = getRequestListener(app.fetch);
   const sockets = new Set<import('node:net').Socket>();
   const pendingTimers = new Set<NodeJS.Timeout>();
@@ -188,10 +216,11 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       };
       state.users.set(record.id, record);
     }
-    return { id: record.id, login: record.login, token: addToken(login, opts.token) };
+    return { id: record.id, login: record.login, token: addToken(login, opts.token, opts.scopes) };
   };
-  const addToken = (login: string, token = crypto.randomBytes(20).toString('hex')) => {
+  const addToken = (login: string, token = crypto.randomBytes(20).toString('hex'), scopes?: string[]) => {
     state.tokens.set(token, user(login).id);
+    if (scopes) state.tokenScopes.set(token, new Set(scopes));
     return token;
   };
   const addIssueRecord = (
@@ -322,6 +351,20 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
     comments(owner, name, number) {
       const repo = repoOf(owner, name);
       return state.issueComments(repo.id, number).map((c) => ({ id: c.id, author: state.users.get(c.authorId)!.login, body: c.body }));
+    },
+    hooks(owner, name) {
+      return state.repoHooks(repoOf(owner, name).id).map((h) => ({
+        id: h.id,
+        url: h.url,
+        contentType: h.contentType,
+        secret: h.secret,
+        events: [...h.events].sort(),
+        active: h.active,
+        branchFilter: h.branchFilter,
+      }));
+    },
+    labelNames(owner, name) {
+      return state.repoLabels(repoOf(owner, name).id).map((l) => l.name);
     },
     failNext(count, opts = {}) {
       const { status = 500, body, ...match } = opts;

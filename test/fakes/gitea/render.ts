@@ -3,7 +3,7 @@
  * `ToAPIComment`, `ToLabel` (field names from the swagger definitions in reference/gitea/API.md).
  */
 import crypto from 'node:crypto';
-import type { CommentRecord, FakeGiteaState, IssueRecord, LabelRecord, RepoRecord, ReviewRecord, UserRecord } from './state.js';
+import type { CommentRecord, FakeGiteaState, HookRecord, IssueRecord, LabelRecord, RepoRecord, ReviewRecord, UserRecord } from './state.js';
 
 export function renderUser(base: string, user: UserRecord) {
   return {
@@ -49,7 +49,11 @@ export function renderRepoMeta(repo: RepoRecord) {
   return { id: repo.id, name: repo.name, owner: repo.owner, full_name: `${repo.owner}/${repo.name}` };
 }
 
-function renderRepository(base: string, state: FakeGiteaState, repo: RepoRecord) {
+/**
+ * `convert.ToRepo`. With `viewer`, `permissions` holds that user's own rights as
+ * `GET /repos/{owner}/{repo}` answers them: `admin` at admin access, `push`/`pull` at write/read.
+ */
+export function renderRepository(base: string, state: FakeGiteaState, repo: RepoRecord, viewer?: UserRecord) {
   const owner = state.userByLogin(repo.owner);
   return {
     id: repo.id,
@@ -66,6 +70,36 @@ function renderRepository(base: string, state: FakeGiteaState, repo: RepoRecord)
     clone_url: `${base}/${repo.owner}/${repo.name}.git`,
     default_branch: repo.defaultBranch,
     object_format_name: 'sha1',
+    ...(viewer ? { permissions: permissionsOf(state, repo, viewer) } : {}),
+  };
+}
+
+function permissionsOf(state: FakeGiteaState, repo: RepoRecord, viewer: UserRecord) {
+  const access = state.permission(viewer, repo);
+  return { admin: access === 'admin', push: access === 'admin' || access === 'write', pull: access !== 'none' };
+}
+
+/**
+ * `webhook_service.ToHook`: `config` has the URL and content type, never the secret; the
+ * authorization header comes back empty (Gitea 1.27.0+). Events are the stored flags; Gitea up to
+ * 1.23 names the review flag by its three delivery types (`legacyReviewEvents`).
+ */
+export function renderHook(hook: HookRecord, legacyReviewEvents: boolean) {
+  const events = [...hook.events].flatMap((e) =>
+    e === 'pull_request_review' && legacyReviewEvents
+      ? ['pull_request_review_approved', 'pull_request_review_rejected', 'pull_request_review_comment']
+      : [e],
+  );
+  return {
+    id: hook.id,
+    type: hook.type,
+    branch_filter: hook.branchFilter,
+    config: { url: hook.url, content_type: hook.contentType },
+    events,
+    authorization_header: '',
+    active: hook.active,
+    updated_at: hook.updatedAt,
+    created_at: hook.createdAt,
   };
 }
 

@@ -81,6 +81,26 @@ export interface ReviewRecord {
   submittedAt: string;
 }
 
+/**
+ * A repository webhook as Gitea stores it: the events as single flags (the `issues` and
+ * `pull_request` groups expanded; `issues` and `pull_request` themselves are the bare events),
+ * and the secret, which no answer ever shows.
+ */
+export interface HookRecord {
+  id: number;
+  repoId: number;
+  type: string;
+  url: string;
+  contentType: 'json' | 'form';
+  secret: string;
+  events: Set<string>;
+  active: boolean;
+  branchFilter: string;
+  authorizationHeader: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
 export class FakeGiteaState {
   readonly users = new Map<number, UserRecord>();
   /** token → user id. */
@@ -90,7 +110,10 @@ export class FakeGiteaState {
   readonly issues = new Map<number, IssueRecord>();
   readonly comments = new Map<number, CommentRecord>();
   readonly reviews = new Map<number, ReviewRecord>();
-  private ids = { user: 0, repo: 0, label: 0, issue: 0, comment: 0, review: 0 };
+  readonly hooks = new Map<number, HookRecord>();
+  /** token → its scopes (`read:user`, `write:issue`, `all`, …); a token not listed here may do everything. */
+  readonly tokenScopes = new Map<string, Set<string>>();
+  private ids = { user: 0, repo: 0, label: 0, issue: 0, comment: 0, review: 0, hook: 0 };
 
   constructor(private readonly now: () => Date = () => new Date()) {}
 
@@ -124,6 +147,10 @@ export class FakeGiteaState {
 
   repoLabels(repoId: number): LabelRecord[] {
     return [...this.labels.values()].filter((l) => l.repoId === repoId).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  repoHooks(repoId: number): HookRecord[] {
+    return [...this.hooks.values()].filter((h) => h.repoId === repoId).sort((a, b) => a.id - b.id);
   }
 
   issueComments(repoId: number, number: number): CommentRecord[] {

@@ -1,0 +1,53 @@
+import type { Config } from '../config/index.js';
+import { HttpError } from '../http/index.js';
+import { isAllowed } from '../ingress/index.js';
+import type { Logger } from '../log/index.js';
+import { manualRequest, type ManualRun } from '../pipeline/index.js';
+import { findDeclaredRepository } from '../repositories/index.js';
+import type { EnqueueResult, RunEngine } from '../runs/index.js';
+
+/** Queues a manual run; the route has checked the body's shape, this checks what it means. */
+export type SubmitRun = (run: Omit<ManualRun, 'declared'>, by: { tokenName: string }) => Promise<EnqueueResult>;
+
+/**
+ * `POST /api/runs` behind the route: the stage must exist, the repository must be one baton can
+ * clone (declared in baton.yaml, or on the forge at GITEA_URL and allowed by `webhooks.allow`,
+ * as a webhook would have to be). Where it is cloned from is decided when the workspace is made,
+ * from the configuration alone (`buildWorkspaceSpec`).
+ */
+export function createRunSubmission(
+  config: Pick<Config, 'pipeline' | 'repositories' | 'gitea' | 'webhooks'>,
+  engine: Pick<RunEngine, 'enqueue'>,
+  logger: Logger,
+): SubmitRun {
+  return async (run, by) => {
+    const name = `${run.owner}/${run.repo}`;
+    const declared = findDeclaredRepository(config.repositories, run.owner, run.repo) !== undefined;
+    if (!declared) {
+      if (!config.gitea.url) {
+        throw new HttpError(
+          400,
+          'bad_request',
+          `repository ${name} is not declared in baton.yaml (repositories:) and GITEA_URL is not set: baton has nowhere to clone it from`,
+        );
+      }
+      if (!isAllowed(config.webhooks.allow, run.owner, run.repo)) {
+        throw new HttpError(403, 'forbidden', `repository ${name} is not in webhooks.allow`);
+      }
+    }
+    const request = manualRequest(config.pipeline, { ...run, declared });
+    if ('unknownStage' in request) {
+      throw new HttpError(
+        400,
+        'bad_request',
+        `stage "${run.stage.slice(0, 64)}" does not exist (stages: ${request.unknownStage.join(', ')})`,
+      );
+    }
+    const result = await engine.enqueue(request);
+    logger.info(
+      { runId: result.run.id, stage: run.stage, repository: name, number: run.number, outcome: result.outcome, token: by.tokenName },
+      'run submitted through the API',
+    );
+    return result;
+  };
+}

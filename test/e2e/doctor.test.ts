@@ -1,0 +1,168 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
+import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
+import { runBaton } from '../helpers/baton-bin.js';
+import { REPO_ROOT } from '../helpers/child.js';
+
+const FAKE_CLAUDE = path.join(REPO_ROOT, 'test/fakes/agent/fake-claude.mjs');
+
+/** `baton doctor`'s lines by check name (a check may print several). */
+function lines(stdout: string): Array<{ status: string; check: string; text: string }> {
+  return stdout
+    .split('\n')
+    .map((line) => /^(ok|warn|FAIL|info)\s+([^:]+): (.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ status: m[1]!, check: m[2]!, text: m[3]! }));
+}
+
+describe('baton doctor', { timeout: 120_000 }, () => {
+  let dir: string;
+  let gitea: FakeGitea;
+  let tokens: Record<string, string>;
+
+  beforeEach(async () => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-doctor-'));
+    // Local runs are sandboxed as nobody when tests run as root: the data directory must be traversable.
+    fs.chmodSync(dir, 0o711);
+    gitea = await createFakeGitea();
+    gitea.addRepo('acme', 'app');
+    tokens = {
+      dev: gitea.addUser('claude-dev').token,
+      review: gitea.addUser('claude-review', { scopes: ['read:user', 'read:repository', 'read:issue'] }).token,
+      someoneElse: gitea.addUser('ops').token,
+    };
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'write');
+    gitea.addCollaborator('acme', 'app', 'claude-review', 'read');
+  });
+  afterEach(async () => {
+    await gitea.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  const doctor = (env: Record<string, string>, ...args: string[]) =>
+    runBaton(['doctor', ...args], {
+      cwd: dir,
+      env: { BATON_AGENT_COMMAND: JSON.stringify([FAKE_CLAUDE, '{prompt}']), CLAUDE_OAUTH_TOKEN: 'oauth-token-for-tests', ...env },
+    });
+
+  it('passes a sound local setup, and checks a local run exactly as /ready does', async () => {
+    const result = await doctor(
+      {
+        GITEA_URL: gitea.url,
+        GITEA_DEV_TOKEN: tokens.dev!,
+        GITEA_REVIEW_TOKEN: tokens.dev!,
+        BOT_REVIEW_USERNAME: 'claude-dev',
+        WEBHOOK_SECRET: 'secret-0123456789',
+      },
+      '--repo',
+      'acme/app',
+    );
+    expect(result.code, result.stdout + result.stderr).toBe(0);
+    const found = lines(result.stdout);
+    expect(found.filter((l) => l.status === 'FAIL')).toEqual([]);
+    expect(found).toContainEqual({
+      status: 'ok',
+      check: 'bot dev on acme/app',
+      text: 'claude-dev can read and comment, and push (scopes read:repository, write:issue)',
+    });
+    expect(found).toContainEqual(expect.objectContaining({ status: 'ok', check: 'local runs' }));
+    expect(found).toContainEqual(
+      expect.objectContaining({ status: 'ok', check: 'agent command', text: `${FAKE_CLAUDE} is ${FAKE_CLAUDE}` }),
+    );
+    // Nothing listens on CALLBACK_URL: told, not failed (baton serve may simply not run yet).
+    expect(found).toContainEqual(expect.objectContaining({ status: 'warn', check: 'CALLBACK_URL' }));
+    expect(result.stdout).toMatch(/everything checked is fine$/m);
+  });
+
+  it('names each broken part with its fix: secret, a token of the wrong user, a missing scope, a private PUBLIC_URL', async () => {
+    const result = await doctor(
+      {
+        GITEA_URL: gitea.url,
+        GITEA_DEV_TOKEN: tokens.someoneElse!,
+        GITEA_REVIEW_TOKEN: tokens.review!,
+        PUBLIC_URL: 'http://10.0.0.5:3000',
+      },
+      '--repo',
+      'acme/app',
+    );
+    expect(result.code).toBe(1);
+    const found = lines(result.stdout);
+    const fail = (check: string) => found.find((l) => l.status === 'FAIL' && l.check === check)?.text;
+    expect(fail('webhook secret')).toMatch(/^WEBHOOK_SECRET is not set: .* → set WEBHOOK_SECRET/);
+    expect(fail('bot dev')).toBe("GITEA_DEV_TOKEN belongs to ops, not to claude-dev → use claude-dev's token, or set BOT_DEV_USERNAME=ops");
+    expect(fail('bot review on acme/app')).toMatch(
+      /^cannot comment: token does not have at least one of required scope\(s\): \[write:issue\] → give the token the write:issue scope/,
+    );
+    expect(found).toContainEqual(
+      expect.objectContaining({ status: 'warn', check: 'PUBLIC_URL', text: expect.stringMatching(/ALLOWED_HOST_LIST/) }),
+    );
+    expect(result.stdout).not.toContain(tokens.review);
+    expect(result.stdout).not.toContain(tokens.someoneElse);
+  });
+
+  it('lists every configuration problem and stops there', async () => {
+    const result = await doctor({ QUEUE_CONCURRENCY: 'lots', WORKSPACE_PROVIDER: 'kubernetes' });
+    expect(result.code).toBe(1);
+    expect(lines(result.stdout).map((l) => [l.status, l.text])).toEqual([
+      ['FAIL', 'WORKSPACE_PROVIDER must be one of local, coder, got "kubernetes"'],
+      ['FAIL', 'QUEUE_CONCURRENCY must be a whole number >= 1, got "lots"'],
+    ]);
+  });
+
+  describe('with Coder', () => {
+    let coder: FakeCoder;
+    beforeEach(async () => {
+      coder = await createFakeCoder();
+    });
+    afterEach(async () => {
+      await coder.close();
+    });
+    const env = (templateId: string, callbackUrl: string) => ({
+      CODER_URL: coder.url,
+      CODER_TOKEN: coder.token,
+      CODER_TEMPLATE_ID: templateId,
+      CALLBACK_URL: callbackUrl,
+    });
+
+    it('accepts baton’s template', async () => {
+      const result = await doctor(env(coder.template.id, 'https://baton.example.com'));
+      const found = lines(result.stdout);
+      expect(found).toContainEqual({ status: 'ok', check: 'coder', text: `${coder.url} accepts CODER_TOKEN (user baton)` });
+      expect(found).toContainEqual({ status: 'ok', check: 'coder template', text: 'declares every parameter baton sends' });
+    });
+
+    it('recognises the original orchestrator’s template and a callback URL no workspace can reach', async () => {
+      const original = coder.addTemplate('claude-agent', [
+        { name: 'task_type', required: true },
+        { name: 'issue_number', required: true },
+        { name: 'gitea_url', required: true },
+        { name: 'gitea_org', required: true },
+        { name: 'gitea_repo', required: true },
+        { name: 'gitea_token', required: true },
+        { name: 'claude_oauth_token', required: true },
+        { name: 'repo_clone_url', required: true },
+        { name: 'callback_url', required: true },
+        { name: 'region', required: true },
+      ]);
+      const result = await doctor(env(original.id, 'http://127.0.0.1:3000'));
+      expect(result.code).toBe(1);
+      const failures = lines(result.stdout).filter((l) => l.status === 'FAIL');
+      expect(failures.map((l) => l.check)).toEqual(['coder template', 'coder template', 'CALLBACK_URL']);
+      expect(failures[0]!.text).toMatch(
+        /lacks the parameters callback_token, run_id, setup_tokens, stage_skip_permissions: it is not baton's template .* → push deploy\/coder\//,
+      );
+      expect(failures[1]!.text).toMatch(/requires region, which baton does not send/);
+      expect(failures[2]!.text).toMatch(/^http:\/\/127\.0\.0\.1:3000 is this machine as a Coder workspace sees itself/);
+    });
+
+    it('fails a rejected token', async () => {
+      const result = await doctor({ ...env(coder.template.id, 'https://baton.example.com'), CODER_TOKEN: 'not-the-token' });
+      expect(result.code).toBe(1);
+      expect(lines(result.stdout)).toContainEqual(expect.objectContaining({ status: 'FAIL', check: 'coder' }));
+      expect(result.stdout).not.toContain('not-the-token');
+    });
+  });
+});

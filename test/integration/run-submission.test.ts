@@ -1,0 +1,247 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/index.js';
+import { git } from '../fakes/agent/git-repos.js';
+import { bearer, startTestApp, type TestApp } from '../helpers/app.js';
+import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
+
+const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
+
+const FORGE = { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'dev-token-secret', GITEA_REVIEW_TOKEN: 'review-token-secret' };
+
+interface Answer {
+  run: Record<string, unknown> & { id: number; payload: Record<string, unknown> };
+  outcome: string;
+  reason: string;
+}
+
+describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
+  let t: TestStore;
+  let server: TestApp;
+  let repos: string;
+  let provider: MemoryProvider;
+
+  const submit = (body: unknown, headers: Record<string, string> = bearer()) =>
+    fetch(`${server.url}/api/runs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: typeof body === 'string' ? body : JSON.stringify(body),
+    });
+
+  const start = async (env: Record<string, string>, file: string) => {
+    provider = createMemoryProvider();
+    server = await startTestApp(t, { env, file, deps: { provider } });
+    await server.app.engine.pause();
+  };
+
+  beforeEach(async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    t = await create();
+    repos = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-declared-'));
+    git(repos, 'init', '--quiet', '--initial-branch=main', 'hello');
+  });
+  afterEach(async () => {
+    await server?.close();
+    await t?.cleanup();
+    fs.rmSync(repos, { recursive: true, force: true });
+  });
+
+  const yaml = () =>
+    `webhooks:\n  allow: ["acme/*"]\nrepositories:\n  demo/hello: { path: ${path.join(repos, 'hello')} }\n  tools/site: { url: "https://other.example.org/tools/site.git" }\n`;
+
+  it('queues a forge run with 201, shaped like a webhook run of that stage, and clones it from GITEA_URL', async () => {
+    await start(FORGE, yaml());
+    const response = await submit({
+      stage: 'develop',
+      repository: 'acme/app',
+      number: 7,
+      arguments: 'only the parser',
+      ref: 'feature/parser',
+    });
+    expect(response.status).toBe(201);
+    const answer = (await response.json()) as Answer;
+    expect(answer.outcome).toBe('queued');
+    expect(answer.run).toMatchObject({
+      stage: 'develop',
+      owner: 'acme',
+      repo: 'app',
+      number: 7,
+      status: 'queued',
+      issueUrl: 'https://git.example.com/acme/app/issues/7',
+      payload: {
+        account: 'dev',
+        build: 'heavy',
+        arguments: 'only the parser',
+        ref: 'feature/parser',
+        trigger: 'submitted through the API',
+      },
+    });
+    const listed = (await (await fetch(`${server.url}/api/runs?repo=acme/app`, { headers: bearer() })).json()) as {
+      runs: { id: number }[];
+    };
+    expect(listed.runs.map((r) => r.id)).toEqual([answer.run.id]);
+
+    await server.app.engine.resume();
+    const spec = await until(() => provider.created[0], 'the workspace of the run');
+    expect(spec).toMatchObject({
+      stage: 'develop',
+      number: 7,
+      cloneUrl: 'https://git.example.com/acme/app.git',
+      forgeToken: 'dev-token-secret',
+      arguments: 'only the parser',
+      ref: 'feature/parser',
+    });
+    expect(spec.repositoryPath).toBeUndefined();
+  });
+
+  it('merges a second submission into the queued run and says so', async () => {
+    await start(FORGE, yaml());
+    const first = (await (await submit({ stage: 'analyse', repository: 'acme/app', issue: 3 })).json()) as Answer;
+    const second = await submit({ stage: 'analyse', repository: 'acme/app', number: 3 });
+    expect(second.status).toBe(200);
+    expect(await second.json()).toMatchObject({ outcome: 'coalesced', run: { id: first.run.id } });
+  });
+
+  it('clones a declared repository from where baton.yaml says, with no forge token and no issue link', async () => {
+    await start(FORGE, yaml());
+    const local = (await (await submit({ stage: 'analyse', repository: 'demo/hello', number: 2 })).json()) as Answer;
+    expect(local.run).toMatchObject({ owner: 'demo', repo: 'hello', issueUrl: null, payload: { declared: true } });
+    const remote = await submit({ stage: 'analyse', repository: 'Tools/Site' });
+    expect(remote.status).toBe(201);
+    await server.app.engine.resume();
+    await until(() => provider.created.length === 2, 'both workspaces');
+    const byRepo = new Map(provider.created.map((s) => [s.repo, s]));
+    expect(byRepo.get('hello')).toMatchObject({ cloneUrl: path.join(repos, 'hello'), repositoryPath: path.join(repos, 'hello') });
+    expect(byRepo.get('hello')!.forgeToken).toBeUndefined();
+    expect(byRepo.get('Site')).toMatchObject({ cloneUrl: 'https://other.example.org/tools/site.git' });
+    expect(byRepo.get('Site')!.forgeToken).toBeUndefined();
+    expect(byRepo.get('Site')!.repositoryPath).toBeUndefined();
+    // Not on the forge: no status comment is queued for it.
+    expect((await server.app.outbox.counts()).pending).toBe(0);
+  });
+
+  it('refuses what it cannot run, naming the field or the reason, and queues nothing', async () => {
+    await start(FORGE, yaml());
+    const refusals: Array<[unknown, number, string, RegExp]> = [
+      ['{"stage":', 400, 'invalid_json', /invalid JSON/],
+      [[], 400, 'invalid_body', /JSON object/],
+      [{ repository: 'acme/app' }, 400, 'invalid_body', /stage is required/],
+      [{ stage: 'develop' }, 400, 'invalid_body', /repository is required/],
+      [{ stage: 'develop', repository: '../../etc/passwd' }, 400, 'invalid_body', /repository must look like owner\/repo/],
+      [{ stage: 'develop', repository: '-x/app' }, 400, 'invalid_body', /repository must look like owner\/repo/],
+      [{ stage: 'develop', repository: 'acme/app', number: 0 }, 400, 'invalid_body', /number must be a positive whole number/],
+      [{ stage: 'develop', repository: 'acme/app', number: '7' }, 400, 'invalid_body', /number must be a positive whole number/],
+      [{ stage: 'develop', repository: 'acme/app', number: 7, issue: 8 }, 400, 'invalid_body', /give one of them/],
+      [{ stage: 'develop', repository: 'acme/app', ref: '--upload-pack=evil' }, 400, 'invalid_body', /ref must be a branch name/],
+      [{ stage: 'develop', repository: 'acme/app', ref: 'a/../b' }, 400, 'invalid_body', /ref must be a branch name/],
+      [{ stage: 'develop', repository: 'acme/app', arguments: 42 }, 400, 'invalid_body', /arguments must be a string/],
+      [{ stage: 'develop', repository: 'acme/app', arguments: 'x'.repeat(20_000) }, 400, 'invalid_body', /at most 16384 characters/],
+      [{ stage: 'develop', repository: 'acme/app', cloneUrl: 'file:///etc' }, 400, 'invalid_body', /unknown field "cloneUrl"/],
+      [
+        { stage: 'deploy-everything', repository: 'acme/app' },
+        400,
+        'bad_request',
+        /stage "deploy-everything" does not exist \(stages: analyse, /,
+      ],
+      [{ stage: 'develop', repository: 'other/app' }, 403, 'forbidden', /other\/app is not in webhooks\.allow/],
+    ];
+    for (const [body, status, code, message] of refusals) {
+      const response = await submit(body);
+      const answer = (await response.json()) as { error: { code: string; message: string } };
+      expect(response.status, JSON.stringify(body).slice(0, 80)).toBe(status);
+      expect(answer.error.code).toBe(code);
+      expect(answer.error.message).toMatch(message);
+    }
+    const tooLarge = await submit({ stage: 'develop', repository: 'acme/app', arguments: 'x'.repeat(70 * 1024) });
+    expect(tooLarge.status).toBe(413);
+    const anonymous = await submit({ stage: 'develop', repository: 'acme/app' }, {});
+    expect(anonymous.status).toBe(401);
+    expect(await server.app.runs.list()).toEqual([]);
+  });
+
+  it('without GITEA_URL takes declared repositories only', async () => {
+    await start({}, yaml());
+    const response = await submit({ stage: 'develop', repository: 'acme/app' });
+    expect(response.status).toBe(400);
+    expect(((await response.json()) as { error: { message: string } }).error.message).toBe(
+      'repository acme/app is not declared in baton.yaml (repositories:) and GITEA_URL is not set: baton has nowhere to clone it from',
+    );
+    expect((await submit({ stage: 'develop', repository: 'demo/hello' })).status).toBe(201);
+  });
+});
+
+describe('repositories: in baton.yaml', () => {
+  let repos: string;
+  beforeEach(() => {
+    repos = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-declared-'));
+    git(repos, 'init', '--quiet', '--initial-branch=main', 'hello');
+  });
+  afterEach(() => {
+    fs.rmSync(repos, { recursive: true, force: true });
+  });
+
+  it('refuses a bad repositories section at start, naming each entry', async () => {
+    const { loadConfig, ConfigError } = await import('../../src/config/index.js');
+    fs.mkdirSync(path.join(repos, 'plain'));
+    fs.writeFileSync(
+      path.join(repos, 'baton.yaml'),
+      [
+        'repositories:',
+        '  demo/notgit: { path: ./plain }',
+        '  demo/both: { path: ./hello, url: "https://x.example/y.git" }',
+        '  demo/secret: { url: "https://user:hunter2@x.example/y.git" }',
+        '  "not a name": { url: "https://x.example/y.git" }',
+        `  demo/data: { path: ${path.join(repos, 'data')} }`,
+        '',
+      ].join('\n'),
+    );
+    fs.mkdirSync(path.join(repos, 'data', '.git'), { recursive: true });
+    let problems: readonly string[] = [];
+    try {
+      loadConfig({ BATON_DATA_DIR: path.join(repos, 'data') }, repos);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      problems = err.problems;
+    }
+    expect(problems).toEqual([
+      'repositories["demo/both"] needs exactly one of path (a local repository) or url (a git URL)',
+      'repositories["demo/secret"].url must be an https://, http://, ssh:// or git:// URL, or user@host:path, without a password, got "https://user:********@x.example/y.git"',
+      expect.stringMatching(/^repositories: the key "not a name" must look like owner\/repo/),
+      `repositories["demo/notgit"].path ${path.join(repos, 'plain')} is not a git repository (no .git in it, and not a bare repository)`,
+      `repositories["demo/data"].path ${path.join(repos, 'data')} is inside ${path.join(repos, 'data')}, which runs must never see`,
+    ]);
+    expect(problems.join('\n')).not.toContain('hunter2');
+  });
+});
+
+describe('repositories: with Coder', () => {
+  it('refuses a local path, which a Coder workspace cannot reach, and takes a URL', async () => {
+    const { loadConfig, ConfigError } = await import('../../src/config/index.js');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-declared-'));
+    try {
+      git(dir, 'init', '--quiet', '--initial-branch=main', 'hello');
+      const env = { CODER_URL: 'https://coder.example', CODER_TOKEN: 't', CODER_TEMPLATE_ID: 'tpl', CALLBACK_URL: 'https://baton.example' };
+      fs.writeFileSync(path.join(dir, 'baton.yaml'), 'repositories:\n  demo/hello: { path: ./hello }\n');
+      const error = (() => {
+        try {
+          loadConfig(env, dir);
+        } catch (err) {
+          return err;
+        }
+      })();
+      expect(error).toBeInstanceOf(ConfigError);
+      expect((error as InstanceType<typeof ConfigError>).problems).toEqual([
+        `repositories["demo/hello"].path needs WORKSPACE_PROVIDER=local: a coder workspace cannot reach ${path.join(dir, 'hello')}; declare a url instead`,
+      ]);
+      fs.writeFileSync(path.join(dir, 'baton.yaml'), 'repositories:\n  demo/hello: { url: "ssh://git@git.example.org/demo/hello.git" }\n');
+      expect(loadConfig(env, dir).config.repositories).toEqual({
+        'demo/hello': { owner: 'demo', repo: 'hello', source: { kind: 'url', url: 'ssh://git@git.example.org/demo/hello.git' } },
+      });
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
