@@ -12,6 +12,14 @@ import { runsView } from './view-runs.js';
 const VIEWS = [runsView, runView];
 let statsTimer = null;
 
+// Who is logged in, and with which scope: a read-only token sees no buttons it could not use
+// (the server refuses them anyway).
+async function loadIdentity() {
+  const { token } = await api('/api/me');
+  document.body.dataset.scope = token.scope;
+  $('#whoami').textContent = `${token.name} · ${token.scope}`;
+}
+
 async function loadStats() {
   const stats = await api('/api/queue/stats');
   const set = (name, value) => ($(`[data-stat="${name}"]`).textContent = value);
@@ -76,6 +84,6 @@ window.addEventListener('hashchange', route);
 
 // Subscribe first so nothing between the first page and the stream is lost; runs are keyed by id.
 connect();
-Promise.all([...VIEWS.map((view) => view.init?.()), loadStats()]).catch((err) => notice(err.message));
+Promise.all([loadIdentity(), ...VIEWS.map((view) => view.init?.()), loadStats()]).catch((err) => notice(err.message));
 route();
 document.body.dataset.ready = 'true';

@@ -32,8 +32,10 @@ export async function act(runId, action) {
 export function actionButtons(run) {
   const buttons = [];
   if (!FINAL.has(run.status))
-    buttons.push(el('button', { type: 'button', 'data-action': 'cancel', onclick: () => act(run.id, 'cancel') }, 'Cancel'));
+    buttons.push(
+      el('button', { type: 'button', class: 'operate', 'data-action': 'cancel', onclick: () => act(run.id, 'cancel') }, 'Cancel'),
+    );
   if (FINAL.has(run.status) && run.status !== 'succeeded')
-    buttons.push(el('button', { type: 'button', 'data-action': 'retry', onclick: () => act(run.id, 'retry') }, 'Retry'));
+    buttons.push(el('button', { type: 'button', class: 'operate', 'data-action': 'retry', onclick: () => act(run.id, 'retry') }, 'Retry'));
   return buttons;
 }

@@ -16,8 +16,10 @@ Commands:
   migrate          Apply pending database migrations and exit
   config check     Check the configuration as serve would; print it as baton.yaml (secrets
                    masked, each key with its environment variable) or exit 1 listing every problem
-  token create --name NAME | list | revoke ID_OR_NAME
-                   Manage API tokens (works on the database directly)
+  token create --name NAME [--scope read|operate|admin] | list | revoke ID_OR_NAME
+                   Manage API tokens (works on the database directly); scope read
+                   (default) only reads, operate also retries, cancels, pauses, submits,
+                   admin also manages tokens
   run STAGE --repo OWNER/REPO [--issue N] [--arg TEXT]… [--ref BRANCH] [--follow]
                    Queue a run of a stage without a webhook (see baton run --help)
   connect OWNER/REPO [--dry-run] [--recreate]
@@ -90,9 +92,19 @@ async function run(command: Command, argv: string[], io: CommandIo = processIo()
   }
 }
 
+/**
+ * Files baton makes from now on are its user's alone (0600, directories 0700): the database and
+ * its WAL, logs, workspaces, and everything local runners write, since they inherit the umask.
+ * For the commands that write to the data directory; `init` writes into a repository, as usual.
+ */
+function privateFiles(): void {
+  process.umask(0o077);
+}
+
 const commands: Record<string, Command> = {
   serve: async (argv) => {
     parseCommand(SERVE, argv);
+    privateFiles();
     const loaded = loadOrReport();
     // Read once, then gone from the environment: no child of the server (git, a runner) inherits them.
     if (loaded) for (const name of SECRET_ENV) delete process.env[name];
@@ -110,6 +122,7 @@ const commands: Record<string, Command> = {
   },
   migrate: async (argv) => {
     parseCommand(MIGRATE, argv);
+    privateFiles();
     const loaded = loadOrReport();
     if (!loaded) return 1;
     const { createStore } = await import('../store/index.js');
@@ -137,6 +150,7 @@ const commands: Record<string, Command> = {
     return 0;
   },
   token: async (argv, io) => {
+    privateFiles();
     // On demand, like migrate: only token commands need the database drivers.
     const { tokenCommand } = await import('./token-commands.js');
     return tokenCommand(argv, io, () => loadOrReport()?.config);

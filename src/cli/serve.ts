@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
-import { serve } from '@hono/node-server';
 import { describeConfig, type LoadedConfig } from '../config/index.js';
+import { createHttpServer } from '../http/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { createApp, StartupError } from '../server/index.js';
 
@@ -21,7 +21,7 @@ export async function runServe(loaded: LoadedConfig): Promise<number> {
   logger.info({ config: describeConfig(loaded) }, 'configuration');
   const app = createApp(config, { logger });
 
-  const server = serve({ fetch: app.hono.fetch, port: config.port, hostname: config.host });
+  const server = createHttpServer(app.hono, { port: config.port, hostname: config.host, limits: config.http });
   await new Promise<void>((resolve, reject) => {
     server.once('listening', resolve);
     server.once('error', reject);

@@ -1,6 +1,6 @@
 import type { Config } from '../config/index.js';
 import { createStore } from '../store/index.js';
-import { createTokenStore, TokenError, type TokenStore } from '../tokens/index.js';
+import { createTokenStore, isTokenScope, TOKEN_SCOPES, TokenError, type TokenStore } from '../tokens/index.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';
 import type { CommandIo } from './io.js';
@@ -10,6 +10,12 @@ const TOKEN_CREATE = {
   summary: 'Mints an API token and prints it; it is shown only this once.',
   options: {
     name: { type: 'string', value: 'NAME', required: true, description: 'who or what uses the token' },
+    scope: {
+      type: 'string',
+      value: 'read|operate|admin',
+      description:
+        'read (default) only reads; operate also retries, cancels, pauses, resumes, replays and submits runs; admin also manages tokens',
+    },
     json: { type: 'boolean', description: 'print JSON for scripts' },
   },
 } as const satisfies CommandSpec;
@@ -59,12 +65,18 @@ function tokenAction(argv: string[], io: CommandIo): (tokens: TokenStore) => Pro
   const [spec, rest] = subcommandOf(TOKEN_COMMANDS, argv);
   if (spec === TOKEN_CREATE) {
     const { values } = parseCommand(TOKEN_CREATE, rest);
+    const scope = values.scope ?? 'read';
+    if (!isTokenScope(scope)) {
+      throw new UsageError(`--scope must be one of ${TOKEN_SCOPES.join(', ')}, got "${scope.slice(0, 20)}"`, TOKEN_CREATE);
+    }
     return async (tokens) => {
-      const minted = await tokens.create(values.name!);
+      const minted = await tokens.create(values.name!, scope);
       if (values.json) io.out(JSON.stringify(minted, null, 2));
       else {
         io.out(minted.token);
-        io.err(`token "${minted.name}" (id ${minted.id}) created. It is shown only now; store it (e.g. BATON_TOKEN).`);
+        io.err(
+          `token "${minted.name}" (id ${minted.id}, scope ${minted.scope}) created. It is shown only now; store it (e.g. BATON_TOKEN).`,
+        );
       }
       return 0;
     };
@@ -88,11 +100,13 @@ function tokenAction(argv: string[], io: CommandIo): (tokens: TokenStore) => Pro
     else {
       io.out(
         table(
-          ['ID', 'NAME', 'TOKEN', 'CREATED', 'LAST USED', 'STATE'],
+          ['ID', 'NAME', 'SCOPE', 'TOKEN', 'CREATED', 'LAST USED', 'STATE'],
           list.map((t) => [
             t.id,
             t.name,
-            `${t.hint}…`,
+            t.scope,
+            // A token the operator supplied (BATON_BOOTSTRAP_TOKEN) has nothing of it kept.
+            t.hint === null ? '(supplied)' : `${t.hint}…`,
             formatTime(t.createdAt),
             formatTime(t.lastUsedAt),
             t.revokedAt ? `revoked ${formatTime(t.revokedAt)}` : 'live',

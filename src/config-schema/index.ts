@@ -40,4 +40,4 @@ export {
   type ResolvedOf,
   type DepsOf,
 } from './section.js';
-export { show, maskUrlCredentials, SECRET_MASK } from './show.js';
+export { show, maskUrlCredentials, maskUrlCredentialsInJson, SECRET_MASK } from './show.js';

@@ -23,3 +23,11 @@ export function maskUrlCredentials(text: string): string {
   // masking too much is the safe way to be wrong.
   return text.replace(/(\/\/[^/@\s:]*:)[^\s]*@/g, `$1${MASK}@`);
 }
+
+/**
+ * The same inside a JSON text (a log line): a password ends at a quote as well, so masking never
+ * swallows the fields that follow it on the line.
+ */
+export function maskUrlCredentialsInJson(text: string): string {
+  return text.replace(/(\/\/[^/@\s:"]*:)[^\s"]*@/g, `$1${MASK}@`);
+}

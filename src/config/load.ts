@@ -124,6 +124,7 @@ function resolveRoot(
     host: string;
     logLevel: RootSettings['logLevel'];
     dataDir: string;
+    minFreeSpaceMb: number;
     workspaceProvider?: RootSettings['workspaceProvider'];
     callbackUrl?: string;
     publicUrl?: string;
@@ -164,6 +165,7 @@ function resolveRoot(
     host: v.host,
     logLevel: v.logLevel,
     dataDir: path.resolve(out.cwd, v.dataDir),
+    minFreeSpaceBytes: Math.round(v.minFreeSpaceMb * 1024 * 1024),
     workspaceProvider,
     callbackUrl: v.callbackUrl ?? `http://127.0.0.1:${v.port || 3000}`,
     ...(v.publicUrl ? { publicUrl: v.publicUrl } : {}),

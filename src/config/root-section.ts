@@ -13,6 +13,12 @@ export const rootNode = mapping({
   host: text({ env: 'HOST', default: '0.0.0.0', doc: 'interface to listen on' }),
   logLevel: oneOf(LOG_LEVELS, { env: 'LOG_LEVEL', default: 'info', doc: 'fatal, error, warn, info, debug, trace or silent' }),
   dataDir: text({ env: 'BATON_DATA_DIR', default: './data', doc: 'local workspaces, logs and the default SQLite database' }),
+  minFreeSpaceMb: number({
+    env: 'BATON_MIN_FREE_SPACE_MB',
+    min: 0,
+    default: 256,
+    doc: "/ready fails while the data directory's (or a SQLite database's) filesystem has less free space than this, in MiB; 0 turns the check off",
+  }),
   workspaceProvider: oneOf(PROVIDERS, {
     env: 'WORKSPACE_PROVIDER',
     doc: 'local (child processes on this machine) or coder; default coder when CODER_URL and CODER_TOKEN are set, else local',

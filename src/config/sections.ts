@@ -1,5 +1,6 @@
 import { botsSection, giteaSection } from '../forge/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
+import { dashboardSection, httpSection } from '../http/index.js';
 import { webhooksSection } from '../ingress/index.js';
 import { commentsSection } from '../outbox/index.js';
 import { maintenanceSection, pipelineSection, schedulesSection } from '../pipeline/index.js';
@@ -33,6 +34,8 @@ export const SECTIONS = {
   local: localSection,
   repositories: repositoriesSection,
   api: apiSection,
+  http: httpSection,
+  dashboard: dashboardSection,
   events: eventsSection,
   pipeline: pipelineSection,
   webhooks: webhooksSection,

@@ -47,6 +47,8 @@ export interface RootSettings {
   logLevel: LogLevel;
   /** Absolute; root for the default SQLite file, local workspaces and logs. */
   dataDir: string;
+  /** `/ready` fails while the data directory's or a SQLite database's filesystem has less free space; 0 = no check. */
+  minFreeSpaceBytes: number;
   /** Given, or inferred: `coder` when CODER_URL and CODER_TOKEN are set, else `local`. */
   workspaceProvider: WorkspaceProviderName;
   /** Base URL at which workspaces reach this server. */

@@ -2,8 +2,10 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { FullRunEngine, RunQueries } from '../runs/index.js';
-import type { TokenStore } from '../tokens/index.js';
-import { isWorkspaceCallback, requireToken } from './auth.js';
+import type { SessionStore, TokenStore } from '../tokens/index.js';
+import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
+import { limitBody } from './body-limit.js';
+import type { DashboardSettings, HttpLimits } from './config-section.js';
 import { errorHandler, notFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { callbackRoutes } from './routes-callbacks.js';
@@ -13,6 +15,8 @@ import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes, type RunSubmitter } from './routes-runs.js';
+import { tokenRoutes } from './routes-tokens.js';
+import { securityHeaders } from './security-headers.js';
 
 /** The services the routes stand on; the composition root (`src/server/`) makes them. */
 export interface HttpDeps {
@@ -22,15 +26,21 @@ export interface HttpDeps {
   /** Every read of runs. */
   runs: RunQueries;
   tokens: TokenStore;
+  /** Dashboard sessions, made at login from a token. */
+  sessions: SessionStore;
   metrics: MetricsRegistry;
   events: EventHub;
-  /** The forge webhook endpoints (`/webhook/gitea…`), which verify their own signatures. */
+  /** The forge webhook endpoints (`/webhook/gitea…`), which verify their own signatures and bound their own bodies. */
   webhooks: Hono;
   /** Asked on every `GET /ready`. */
   readiness: () => readonly ReadinessCheck[];
   /** `api.publicQueue` / `api.publicMetrics`: serve those two without a token. */
   publicQueue: boolean;
   publicMetrics: boolean;
+  /** `dashboard:` in baton.yaml: session lifetime, login limits, plain http. */
+  dashboard: DashboardSettings;
+  /** `http.maxBodyBytes`: the body limit of every route but the webhooks and the workspace callbacks. */
+  maxBodyBytes: HttpLimits['maxBodyBytes'];
   /** GITEA_URL, for the issue links in run views. */
   forgeUrl?: string;
   /** Queues a run asked for through `POST /api/runs`. */
@@ -41,31 +51,50 @@ export interface HttpDeps {
 }
 
 /**
- * The HTTP app: routes over services, with one error envelope (`{ error: { code, message } }`)
- * and the token check as middleware in front of everything that needs it. A new route group is
- * one more `app.route` below (and its auth rule next to the others).
+ * The HTTP app: routes over services, with one error envelope (`{ error: { code, message } }`),
+ * security headers on every answer, and the credential check (token or dashboard session, and
+ * the scope the request needs) as middleware in front of everything that needs it. A new route
+ * group is one more `app.route` below (and its auth rule next to the others).
  */
 export function createHttpApp(deps: HttpDeps): Hono {
   const app = new Hono();
   app.onError(errorHandler(deps.logger));
   app.notFound(notFound);
+  app.use('*', securityHeaders());
 
-  // Token checks come before any route: every /api/* path except the workspace callbacks, which
-  // carry their own per-run token; /webhook/* verifies the forge's signature itself.
-  const tokenRequired = requireToken(deps.tokens);
-  app.use('/api/*', requireToken(deps.tokens, { skip: (c) => isWorkspaceCallback(c.req.path) }));
+  // Credential checks come before any route: every /api/* path except the workspace callbacks,
+  // which carry their own per-run token; /webhook/* verifies the forge's signature itself.
+  const credentials: Credentials = { tokens: deps.tokens, sessions: deps.sessions };
+  const tokenRequired = requireToken(credentials);
+  app.use('/api/*', requireToken(credentials, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!deps.publicQueue) app.use('/queue', tokenRequired);
   app.use('/webhook/gitea*', countWebhooks(deps.metrics, deps.onForgeDelivery));
+  // Every other body is bounded, after the credential check. The webhooks and the callbacks
+  // bound theirs themselves, after their own checks; the login form has a smaller limit of its own.
+  app.use('*', boundBodies(deps.maxBodyBytes));
 
-  app.route('/', healthRoutes(deps.readiness));
+  app.route(
+    '/',
+    healthRoutes(deps.readiness, async (c) => (await identify(c, credentials)) !== null),
+  );
   app.route('/', queueRoutes(deps.runs, deps.now));
   app.route('/', callbackRoutes(deps.engine, deps.logger));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
+  app.route('/', tokenRoutes(deps.tokens));
   app.route('/', eventRoutes(deps.events));
-  app.route('/', dashboardRoutes(deps.tokens));
+  app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));
   return app;
+}
+
+function boundBodies(maxBytes: number): MiddlewareHandler {
+  const limit = limitBody(maxBytes);
+  return async (c, next) => {
+    const path = c.req.path;
+    if (path.startsWith('/webhook/') || isWorkspaceCallback(path) || path === '/login') return next();
+    return limit(c, next);
+  };
 }
 
 /** Counts incoming forge deliveries by how they were answered, and tells of the accepted ones. */

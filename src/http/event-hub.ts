@@ -51,6 +51,11 @@ export interface EventStreamRequest {
    * it a dropped client's stream is errored, which the server also turns into a closed connection.
    */
   disconnect?: () => void;
+  /**
+   * Whether the client's credential is still good, asked at every heartbeat: a stream whose token
+   * was revoked or whose dashboard session ended (logout, expiry) is closed, not left streaming.
+   */
+  stillAllowed?: () => Promise<boolean>;
 }
 
 export interface EventHub {
@@ -68,6 +73,7 @@ interface Client {
   controller: ReadableStreamDefaultController<Uint8Array>;
   runId?: number;
   disconnect?: () => void;
+  stillAllowed?: () => Promise<boolean>;
   /** Live frames held back while the client's replay runs. */
   held: Array<{ id: number; frame: Uint8Array; runId: number }> | null;
   /** Ids the replay already sent; the live reader may still reach them later. */
@@ -120,6 +126,13 @@ export function createEventHub(options: EventHubOptions): EventHub {
     async step() {
       const ping = encoder.encode(`: ping ${now()}\n\n`);
       for (const client of clients) if (!client.held) send(client, ping);
+      // A check that cannot be answered (the database is away) keeps the stream: an outage must
+      // not disconnect every dashboard at once; the next heartbeat asks again.
+      await Promise.all(
+        [...clients].map(async (client) => {
+          if (client.stillAllowed && !(await client.stillAllowed().catch(() => true))) drop(client, 'credential no longer valid');
+        }),
+      );
     },
   });
   const wake = () => {
@@ -298,6 +311,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
               controller,
               runId: request.runId,
               disconnect: request.disconnect,
+              stillAllowed: request.stillAllowed,
               held: request.afterId !== undefined ? [] : null,
               replayed: null,
               replayedMax: 0,

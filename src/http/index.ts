@@ -4,3 +4,5 @@ export { limitBody } from './body-limit.js';
 export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
 export type { ReadinessCheck } from './routes-health.js';
 export type { RunSubmission, RunSubmitter } from './routes-runs.js';
+export { createHttpServer } from './server.js';
+export { dashboardSection, httpSection, INSECURE_HTTP_WARNING, type DashboardSettings, type HttpLimits } from './config-section.js';

@@ -1,4 +1,5 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { maskUrlCredentials } from '../config-schema/index.js';
 import type { Logger } from '../log/index.js';
 import {
   holdsSlot,
@@ -120,7 +121,8 @@ function parseOutcome(body: Record<string, unknown>): RunOutcome {
     const v = body[key];
     if (v === undefined || v === null) return null;
     if (typeof v !== 'string') throw new HttpError(400, 'invalid_body', `${key} must be a string`);
-    return v.slice(0, max);
+    // A runner repeating a clone or forge URL must not put its credentials into the run's record.
+    return maskUrlCredentials(v.slice(0, max));
   };
   return {
     status: status as RunOutcome['status'],

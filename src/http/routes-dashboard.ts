@@ -1,10 +1,14 @@
 import fs from 'node:fs';
+import { isIP } from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
-import { deleteCookie, setCookie } from 'hono/cookie';
-import type { TokenStore } from '../tokens/index.js';
-import { presentedToken, SESSION_COOKIE } from './auth.js';
+import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
+import { identify, peerAddress, sameOrigin, SESSION_COOKIE, type Credentials } from './auth.js';
+import { limitBody } from './body-limit.js';
+import type { DashboardSettings } from './config-section.js';
+import { errorBody, type HttpErrorStatus } from './errors.js';
+import { createRateLimiter } from './rate-limit.js';
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
@@ -13,51 +17,98 @@ const TYPES: Record<string, string> = {
   '.svg': 'image/svg+xml',
 };
 
-/** The session lasts as long as the token; the cookie only saves pasting it again. */
-const SESSION_SECONDS = 7 * 24 * 60 * 60;
+/** A login form holds one token (under 100 characters): a few KiB is plenty, and all an unauthenticated client may make us read. */
+export const LOGIN_MAX_BODY_BYTES = 4 * 1024;
+
+export interface DashboardRoutesOptions {
+  credentials: Credentials;
+  settings: DashboardSettings;
+  assetsDir?: string;
+  now?: () => number;
+}
 
 /**
  * The dashboard: plain HTML, CSS and ES modules from `assets/dashboard/` (no build step).
- * `GET /` shows the login form until a token is presented; `POST /login` checks the token and
- * keeps it in an HttpOnly, SameSite=Strict cookie, which the page's fetch and EventSource calls
- * then carry to /api.
+ * `GET /` shows the login form until a session is presented; `POST /login` checks a token and
+ * makes a server-side session whose random id goes into an HttpOnly, SameSite=Strict cookie (Secure
+ * unless on loopback), which the page's fetch and EventSource calls then carry to /api.
+ * `POST /logout` ends the session on the server, not only in the browser.
  */
-export function dashboardRoutes(tokens: TokenStore, assetsDir = defaultAssetsDir()): Hono {
+export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
+  const { credentials, settings } = options;
+  const assetsDir = options.assetsDir ?? defaultAssetsDir();
   const app = new Hono();
   const read = (name: string) => fs.promises.readFile(path.join(assetsDir, name), 'utf8');
+  const limiter = createRateLimiter({
+    perKey: settings.loginAttemptsPerMinute,
+    total: settings.loginAttemptsPerMinuteTotal,
+    now: options.now,
+  });
 
-  const loginPage = async (c: Context, status: 200 | 401, message?: string) => {
+  const loginPage = async (c: Context, status: 200 | HttpErrorStatus, message?: string) => {
     const html = (await read('login.html')).replace(
       '<!--message-->',
       message ? `<p class="error" role="alert">${escapeHtml(message)}</p>` : '',
     );
-    return c.html(html, status, { 'cache-control': 'no-store' });
+    return c.html(html, status as 200, { 'cache-control': 'no-store' });
   };
 
+  /** A refused login: the form again with the reason for a browser, the error envelope for anything else. */
+  const refuse = (c: Context, status: HttpErrorStatus, code: string, message: string) =>
+    (c.req.header('accept') ?? '').includes('text/html') ? loginPage(c, status, message) : c.json(errorBody(code, message), status as 400);
+
   app.get('/', async (c) => {
-    const presented = presentedToken(c);
-    const token = presented?.token ? await tokens.verify(presented.token) : null;
-    if (!token) return loginPage(c, 200);
+    const found = await identify(c, credentials);
+    if (!found) return loginPage(c, 200);
     return c.html(await read('index.html'), 200, { 'cache-control': 'no-store' });
   });
 
-  app.post('/login', async (c) => {
-    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-    const raw = typeof form.token === 'string' ? form.token.trim() : '';
-    const token = raw ? await tokens.verify(raw) : null;
-    if (!token) return loginPage(c, 401, 'That token is not valid (wrong or revoked).');
-    setCookie(c, SESSION_COOKIE, raw, {
-      httpOnly: true,
-      sameSite: 'Strict',
-      secure: isHttps(c),
-      path: '/',
-      maxAge: SESSION_SECONDS,
-    });
-    return c.redirect('/', 303);
-  });
+  app.post(
+    '/login',
+    // Counted before anything is read: every attempt costs the attacker a share, right or wrong.
+    async (c, next) => {
+      const verdict = limiter.take(peerAddress(c) ?? 'unknown');
+      if (verdict.ok) return next();
+      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+      c.header('Retry-After', String(seconds));
+      const who = verdict.reason === 'address' ? 'from this address' : 'from all clients together';
+      return refuse(c, 429, 'too_many_requests', `too many login attempts ${who}; try again in ${seconds} s`);
+    },
+    limitBody(LOGIN_MAX_BODY_BYTES),
+    async (c) => {
+      // Another site's form posting its own token here would log the victim in as the attacker.
+      if (!sameOrigin(c)) return refuse(c, 403, 'cross_origin', "log in from the dashboard's own page");
+      const transport = cookieTransport(c, settings.allowInsecureHttp);
+      if (transport === 'refused') {
+        return refuse(
+          c,
+          403,
+          'insecure_transport',
+          'This dashboard is reached over plain http from another machine, where the session cookie could be read on the way. ' +
+            'Serve baton over HTTPS (a reverse proxy that sends X-Forwarded-Proto: https), or set dashboard.allowInsecureHttp: true.',
+        );
+      }
+      const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+      const raw = typeof form.token === 'string' ? form.token.trim() : '';
+      const token = raw ? await credentials.tokens.verify(raw) : null;
+      if (!token) return refuse(c, 401, 'unauthorized', 'That token is not valid (wrong or revoked).');
+      const { sessionId } = await credentials.sessions.create(token);
+      setCookie(c, SESSION_COOKIE, sessionId, {
+        httpOnly: true,
+        sameSite: 'Strict',
+        secure: transport === 'secure',
+        path: '/',
+        maxAge: Math.floor(settings.sessionMaxAgeMs / 1000),
+      });
+      return c.redirect('/', 303);
+    },
+  );
 
-  app.post('/logout', (c) => {
-    deleteCookie(c, SESSION_COOKIE, { path: '/', secure: isHttps(c) });
+  app.post('/logout', async (c) => {
+    const sessionId = getCookie(c, SESSION_COOKIE);
+    // The session ends on the server: a copy of the cookie is worth nothing from now on.
+    if (sessionId) await credentials.sessions.revoke(sessionId);
+    deleteCookie(c, SESSION_COOKIE, { path: '/', secure: cookieTransport(c, settings.allowInsecureHttp) === 'secure' });
     return c.redirect('/', 303);
   });
 
@@ -76,8 +127,30 @@ export function dashboardRoutes(tokens: TokenStore, assetsDir = defaultAssetsDir
   return app;
 }
 
-function isHttps(c: Context): boolean {
-  return c.req.header('x-forwarded-proto') === 'https' || new URL(c.req.url).protocol === 'https:';
+/**
+ * How the session cookie may travel: `secure` (HTTPS, as the request or its proxy says), `plain`
+ * (http on loopback, i.e. the browser and baton on one machine, or allowed explicitly), or
+ * `refused` (plain http from elsewhere: a cookie without Secure could be read on the way, and
+ * one with Secure would be dropped by the browser).
+ */
+export function cookieTransport(c: Context, allowInsecureHttp: boolean): 'secure' | 'plain' | 'refused' {
+  // Trusting the header is safe: it can only make the cookie stricter.
+  if (c.req.header('x-forwarded-proto') === 'https' || new URL(c.req.url).protocol === 'https:') return 'secure';
+  if (allowInsecureHttp) return 'plain';
+  return isLoopback(peerAddress(c)) && isLoopbackHost(c.req.header('host')) ? 'plain' : 'refused';
+}
+
+function isLoopback(address: string | undefined): boolean {
+  if (!address) return false;
+  const v4 = address.startsWith('::ffff:') ? address.slice(7) : address;
+  return address === '::1' || (isIP(v4) === 4 && v4.startsWith('127.'));
+}
+
+/** The name the browser used: a proxy on this machine forwarding a public name is not loopback. */
+function isLoopbackHost(host: string | undefined): boolean {
+  if (!host) return false;
+  const name = host.startsWith('[') ? host.slice(1, host.indexOf(']')) : host.replace(/:\d+$/, '');
+  return name === 'localhost' || name.endsWith('.localhost') || isLoopback(name);
 }
 
 function escapeHtml(text: string): string {

@@ -20,7 +20,8 @@ export function eventRoutes(hub: EventHub): Hono<AuthEnv> {
     // at once instead of being sent what is already queued for it.
     const outgoing = (c.env as Partial<HttpBindings> | undefined)?.outgoing;
     const disconnect = outgoing ? () => outgoing.destroy() : undefined;
-    return new Response(hub.open({ afterId, runId, disconnect }), {
+    const caller = c.get('caller');
+    return new Response(hub.open({ afterId, runId, disconnect, stillAllowed: caller ? () => caller.stillValid() : undefined }), {
       headers: {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',

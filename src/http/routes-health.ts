@@ -1,4 +1,4 @@
-import { Hono } from 'hono';
+import { Hono, type Context } from 'hono';
 import { errorMessage } from '../background/index.js';
 
 export interface ReadinessCheck {
@@ -10,9 +10,11 @@ export interface ReadinessCheck {
 
 /**
  * `/health` says the process is alive (for restarts); `/ready` says it can do its job (for load
- * balancers): every check passes, or 503 naming each failing one.
+ * balancers): every check passes, or 503 naming each failing one. Why a check fails (a database
+ * error, a path, a provider's answer) is for operators: only a caller with a valid token (any
+ * scope) gets `checks` with the reasons; anyone else gets the names of the failing checks.
  */
-export function healthRoutes(checks: () => readonly ReadinessCheck[]): Hono {
+export function healthRoutes(checks: () => readonly ReadinessCheck[], isOperator: (c: Context) => Promise<boolean>): Hono {
   const app = new Hono();
   app.get('/health', (c) => c.json({ ok: true }));
   app.get('/ready', async (c) => {
@@ -27,8 +29,13 @@ export function healthRoutes(checks: () => readonly ReadinessCheck[]): Hono {
       }),
     );
     const failing = results.filter((r) => !r.ok);
+    const detailed = await isOperator(c);
     return c.json(
-      { ready: failing.length === 0, checks: results, ...(failing.length ? { failing: failing.map((f) => f.name) } : {}) },
+      {
+        ready: failing.length === 0,
+        ...(failing.length ? { failing: failing.map((f) => f.name) } : {}),
+        ...(detailed ? { checks: results } : {}),
+      },
       failing.length ? 503 : 200,
     );
   });

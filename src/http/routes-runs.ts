@@ -10,7 +10,7 @@ import {
   type RunQueries,
   type RunStatus,
 } from '../runs/index.js';
-import { requireScope, type AuthEnv } from './auth.js';
+import type { AuthEnv } from './auth.js';
 import { limitBody } from './body-limit.js';
 import { HttpError } from './errors.js';
 import { logLines, runView } from './run-view.js';
@@ -54,7 +54,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
 
   if (submit) {
     app.post('/api/runs', limitBody(MAX_SUBMISSION_BYTES), async (c) => {
-      requireScope(c, 'operate');
+      // Scope: a POST needs an operate token, checked by the app's token middleware.
       const submission = parseSubmission(await readObject(c.req.raw));
       const result = await submit(submission, { tokenName: c.get('apiToken').name });
       const reasons: Record<EnqueueResult['outcome'], string> = {
@@ -103,6 +103,8 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
 
   app.post('/api/runs/:id/cancel', async (c) => {
     const id = runId(c.req.param('id'));
+    // The token's name goes into the run's record (API, dashboard), never into what the forge
+    // shows: status comments say "cancelled by an operator" (see the outbox's public reasons).
     const run = await transition(() => engine.cancel(id, `cancelled by operator (token "${c.get('apiToken').name}")`));
     return c.json({ run: runView(run, forgeUrl) });
   });

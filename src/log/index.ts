@@ -1,12 +1,14 @@
 import pino, { type Logger } from 'pino';
+import { maskUrlCredentialsInJson } from '../config-schema/index.js';
 import type { LogLevel } from '../config/index.js';
 
 export type { Logger } from 'pino';
 
 /**
  * Structured JSON logs (pino); human-readable when stdout is a terminal. Fields whose names say
- * they hold a secret are censored wherever they appear, as a second line of defence: code must
- * not log secrets in the first place.
+ * they hold a secret are censored wherever they appear, and the password of any URL on any line
+ * (an error's message or stack, a field) is masked, as a second line of defence: code must not
+ * log secrets in the first place.
  */
 export function createLogger(options: { level: LogLevel; pretty?: boolean; destination?: pino.DestinationStream }): Logger {
   const pretty = options.pretty ?? process.stdout.isTTY === true;
@@ -29,6 +31,7 @@ export function createLogger(options: { level: LogLevel; pretty?: boolean; desti
       ],
       censor: '[redacted]',
     },
+    hooks: { streamWrite: maskUrlCredentialsInJson },
   };
   if (options.destination) return pino(base, options.destination);
   if (pretty) {

@@ -12,7 +12,7 @@ import { checkSection, invalid, leaf, mapping, section } from '../config-schema/
  * | `{{trigger}}` | what started it, e.g. "label ready-for-development added by alice" |
  * | `{{attempts}}`, `{{maxAttempts}}` | provisioning attempts |
  * | `{{summary}}` | the agent's summary |
- * | `{{error}}` | why it failed (last error, or the summary) |
+ * | `{{error}}` | why it failed, in general terms (the details, which may name paths, hosts or tokens, stay in the API and dashboard) |
  * | `{{duration}}` | e.g. `4m 12s` |
  * | `{{cost}}` | e.g. `$0.42`, or `n/a` |
  * | `{{tokens}}` | input/output tokens, e.g. `12,000 in / 3,400 out`, or `n/a` |
@@ -50,10 +50,10 @@ export const DEFAULT_COMMENT_TEMPLATES: CommentTemplates = Object.freeze({
   queued: '⏳ **{{stage}}** is queued (run {{runId}}).',
   started: '🚀 **{{stage}}** started in workspace `{{workspace}}` (run {{runId}}).',
   succeeded: '✅ **{{stage}}** finished in {{duration}} · cost {{cost}} · run {{runId}}\n\n{{summary}}',
-  failed: '❌ **{{stage}}** failed after {{duration}} · run {{runId}}\n\n{{error}}',
-  timed_out: '⌛ **{{stage}}** timed out after {{duration}} · run {{runId}}\n\n{{error}}',
-  cancelled: '🛑 **{{stage}}** was cancelled · run {{runId}}\n\n{{error}}',
-  dead: '💀 **{{stage}}** could not start after {{attempts}} attempts · run {{runId}}\n\n{{error}}',
+  failed: '❌ **{{stage}}** failed after {{duration}} · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
+  timed_out: '⌛ **{{stage}}** timed out after {{duration}} · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
+  cancelled: '🛑 **{{stage}}** was cancelled · run {{runId}}',
+  dead: '💀 **{{stage}}** could not start after {{attempts}} attempts · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
 });
 
 const PLACEHOLDER = /\{\{\s*([A-Za-z_]+)\s*\}\}/g;

@@ -9,6 +9,7 @@ import {
   type CommentTemplates,
 } from './comment-templates.js';
 import type { Outbox } from './outbox.js';
+import { publicReason } from './public-reasons.js';
 import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 
 /** Which run events get a comment, and with which template. */
@@ -95,8 +96,6 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
 }
 
 function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, string> {
-  const eventError =
-    typeof event.data?.error === 'string' ? event.data.error : typeof event.data?.reason === 'string' ? event.data.reason : '';
   const duration = run.durationMs ?? (run.startedAt !== null && run.finishedAt !== null ? run.finishedAt - run.startedAt : null);
   const clip = (text: string) => (text.length > MAX_VALUE_LENGTH ? `${text.slice(0, MAX_VALUE_LENGTH)}… (truncated)` : text);
   return {
@@ -112,7 +111,8 @@ function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, st
     attempts: String(run.attempts),
     maxAttempts: String(run.maxAttempts),
     summary: clip(run.summary ?? ''),
-    error: clip(run.lastError || eventError || run.summary || ''),
+    // In general terms only: the issue may be public, the details are in the API and dashboard.
+    error: publicReason(run, event),
     duration: duration === null ? 'n/a' : formatDuration(duration),
     cost: run.costUsd === null ? 'n/a' : `$${run.costUsd.toFixed(2)}`,
     tokens: formatTokens(run),

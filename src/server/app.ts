@@ -30,8 +30,10 @@ import {
   type TransitionHook,
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
-import { createTokenStore, type TokenStore } from '../tokens/index.js';
+import { createSessionStore, createTokenStore, type SessionStore, type TokenStore } from '../tokens/index.js';
 import type { WorkspaceProvider } from '../workspaces/index.js';
+import { checkFileModes } from './file-modes.js';
+import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
 import { createRunSubmission } from './run-submission.js';
@@ -43,8 +45,8 @@ export interface AppDeps {
   provider?: WorkspaceProvider;
   now?: () => number;
   /**
-   * Shows the admin token minted on a first start. It goes to the terminal, never to the log.
-   * @default writes a notice to stderr
+   * Hands over the admin token minted on a first start, never through the log.
+   * @default the terminal when stderr is one, else a 0600 file in the data directory whose path is logged
    */
   announceToken?: (token: string) => void;
   /** Outbox tuning (tests shorten retry backoff and polling). */
@@ -61,6 +63,8 @@ export interface App {
   readonly store: Store;
   readonly provider: WorkspaceProvider;
   readonly tokens: TokenStore;
+  /** Dashboard sessions (login, logout, expiry). */
+  readonly sessions: SessionStore;
   /** Prometheus registry served at /metrics; other modules add their counters here. */
   readonly metrics: MetricsRegistry;
   readonly events: EventHub;
@@ -138,6 +142,11 @@ export function createApp(config: Config, deps: AppDeps): App {
   const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog });
   const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
   const tokens = createTokenStore({ store, now });
+  const sessions = createSessionStore({
+    store,
+    now,
+    lifetime: { idleMs: config.dashboard.sessionIdleMs, maxAgeMs: config.dashboard.sessionMaxAgeMs },
+  });
   const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
 
   // 6. Workspaces.
@@ -168,6 +177,7 @@ export function createApp(config: Config, deps: AppDeps): App {
       if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
       await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
+      await sessions.prune();
     },
   });
   const workers: Worker[] = [
@@ -194,12 +204,15 @@ export function createApp(config: Config, deps: AppDeps): App {
     provider,
     forgeUrl: config.gitea.url,
     forgeDeliverySeen: () => forgeDeliverySeen,
+    databaseUrl: config.database.url,
+    minFreeSpaceBytes: config.minFreeSpaceBytes,
   });
   const hono = createHttpApp({
     logger,
     engine,
     runs,
     tokens,
+    sessions,
     metrics,
     events,
     webhooks: createGiteaIngress({
@@ -215,6 +228,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
+    dashboard: config.dashboard,
+    maxBodyBytes: config.http.maxBodyBytes,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     onForgeDelivery: () => {
@@ -230,13 +245,19 @@ export function createApp(config: Config, deps: AppDeps): App {
     store,
     dataDir: config.dataDir,
     async prepare() {
+      // After migrations, so the database files exist; a warning at every start until fixed.
+      for (const warning of checkFileModes({ dataDir: config.dataDir, databaseUrl: config.database.url })) logger.warn(warning);
       const minted = await tokens.bootstrap(config.api.bootstrapToken);
       if (!minted) return;
+      // Nothing of the token itself, not even its first characters: a supplied one is the
+      // operator's secret, and a minted one is handed over below, outside the log.
       logger.info(
-        { name: minted.name, hint: minted.hint, fromEnv: Boolean(config.api.bootstrapToken) },
+        { name: minted.name, scope: minted.scope, fromEnv: Boolean(config.api.bootstrapToken) },
         'first start: admin API token created',
       );
-      if (!config.api.bootstrapToken) (deps.announceToken ?? announceToStderr)(minted.token);
+      if (config.api.bootstrapToken) return;
+      if (deps.announceToken) deps.announceToken(minted.token);
+      else announceFirstToken(minted.token, { dataDir: config.dataDir, logger });
     },
     workers,
     closers: [
@@ -247,15 +268,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     startedDetails: { provider: provider.name, store: store.dialect, concurrency: config.queue.concurrency },
   });
 
-  return { hono, engine, runs, store, provider, tokens, metrics, events, outbox, start: lifecycle.start, stop: lifecycle.stop };
-}
-
-function announceToStderr(token: string): void {
-  process.stderr.write(
-    `\nbaton: first start, no API tokens yet. This admin token is shown once; store it now:\n\n  ${token}\n\n` +
-      'Use it as "Authorization: Bearer <token>", in BATON_TOKEN for the CLI, or to log in to the dashboard.\n' +
-      'Mint more with "baton token create --name NAME"; revoke with "baton token revoke NAME".\n\n',
-  );
+  return { hono, engine, runs, store, provider, tokens, sessions, metrics, events, outbox, start: lifecycle.start, stop: lifecycle.stop };
 }
 
 function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {

@@ -114,7 +114,9 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
     start() {
       starting ??= (async () => {
         try {
-          fs.mkdirSync(options.dataDir, { recursive: true });
+          // Only baton's user may look inside (run payloads, logs, the default database). An
+          // existing directory keeps its mode; a looser one is warned about at every start.
+          fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o700 });
         } catch (err) {
           throw new StartupError(`cannot create the data directory ${options.dataDir}: ${errorMessage(err)}`, codeOf(err), { cause: err });
         }

@@ -2,8 +2,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { codeOf, errorMessage } from '../background/index.js';
 import type { ReadinessCheck } from '../http/index.js';
-import type { Store } from '../store/index.js';
+import { parseDatabaseUrl, type Store } from '../store/index.js';
 import type { WorkspaceProvider } from '../workspaces/index.js';
+
+/** Free bytes for an unprivileged writer on the filesystem holding `dir`. */
+export type FreeSpace = (dir: string) => Promise<number>;
+
+const freeSpace: FreeSpace = async (dir) => {
+  const stats = await fs.promises.statfs(dir);
+  return stats.bavail * stats.bsize;
+};
 
 /**
  * What `GET /ready` asks, in the order it reports them. A new dependency that must answer before
@@ -17,6 +25,12 @@ export function readinessChecks(deps: {
   forgeUrl?: string;
   /** Whether this process has accepted a forge webhook since it started. */
   forgeDeliverySeen: () => boolean;
+  /** A SQLite database's filesystem is checked for free space too. */
+  databaseUrl: string;
+  /** 0 = no free-space check. */
+  minFreeSpaceBytes: number;
+  /** @default fs.statfs */
+  freeSpace?: FreeSpace;
 }): ReadinessCheck[] {
   const { store, dataDir, provider } = deps;
   const checks: ReadinessCheck[] = [
@@ -45,6 +59,17 @@ export function readinessChecks(deps: {
       },
     });
   }
+  if (deps.minFreeSpaceBytes > 0) {
+    // A full disk does not stop a database from answering a ping, nor (with some space left for
+    // a probe) a directory from taking an empty file: only the free space says it in time.
+    const target = parseDatabaseUrl(deps.databaseUrl);
+    const dirs = [dataDir];
+    if ('kind' in target && target.kind === 'sqlite' && target.file !== ':memory:') dirs.push(path.dirname(target.file));
+    checks.push({
+      name: 'disk space',
+      check: () => checkFreeSpace([...new Set(dirs)], deps.minFreeSpaceBytes, deps.freeSpace ?? freeSpace),
+    });
+  }
   if (provider.health) {
     checks.push({
       name: `provider ${provider.name}`,
@@ -65,4 +90,21 @@ async function checkWritable(dir: string): Promise<void> {
   } catch (err) {
     throw new Error(`${dir} is not writable (${codeOf(err) ?? errorMessage(err)})`);
   }
+}
+
+async function checkFreeSpace(dirs: string[], floor: number, free: FreeSpace): Promise<void> {
+  const low: string[] = [];
+  for (const dir of dirs) {
+    const bytes = await free(dir);
+    if (bytes < floor) low.push(`${dir} has ${mib(bytes)} free`);
+  }
+  if (low.length > 0) {
+    throw new Error(
+      `${low.join('; ')}, below the floor of ${mib(floor)} (BATON_MIN_FREE_SPACE_MB): free some space; runs and deliveries cannot be stored safely`,
+    );
+  }
+}
+
+function mib(bytes: number): string {
+  return `${(bytes / (1024 * 1024)).toFixed(bytes < 10 * 1024 * 1024 ? 1 : 0)} MiB`;
 }

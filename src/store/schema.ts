@@ -87,6 +87,8 @@ export interface ApiTokensTable {
   token_hash: string;
   /** The first characters of the token (prefix included), to tell tokens apart in listings. */
   hint: string;
+  /** `read`, `operate` or `admin` (migration 0041). */
+  scope: string;
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;

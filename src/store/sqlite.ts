@@ -11,7 +11,7 @@ export type SqliteSynchronous = 'NORMAL' | 'FULL';
  * `close` closes it in any case (a store created and closed unused would keep the file open).
  */
 export function createSqliteKysely(file: string, synchronous: SqliteSynchronous): { db: Kysely<Tables>; close(): Promise<void> } {
-  if (file !== ':memory:') fs.mkdirSync(path.dirname(path.resolve(file)), { recursive: true });
+  if (file !== ':memory:') createPrivately(path.resolve(file));
   const raw = new Database(file);
   raw.pragma('journal_mode = WAL');
   // NORMAL in WAL mode survives a process crash (only an OS crash can lose the last commits).
@@ -26,6 +26,21 @@ export function createSqliteKysely(file: string, synchronous: SqliteSynchronous)
       if (raw.open) raw.close();
     },
   };
+}
+
+/**
+ * A new database file is made readable by baton's user only (0600), whatever the umask: it holds
+ * runs, logs and token hashes. SQLite gives the WAL and shared-memory files the database file's
+ * permissions (unix VFS, findCreateFileMode), so they follow. An existing file is left as it is
+ * (baton warns at start when it is looser).
+ */
+function createPrivately(file: string): void {
+  fs.mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    fs.closeSync(fs.openSync(file, 'wx', 0o600));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
 }
 
 /**

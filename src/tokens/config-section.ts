@@ -1,6 +1,9 @@
 import { bool, invalid, mapping, secret, section } from '../config-schema/index.js';
 import type { ApiConfig } from '../config/index.js';
 
+/** An admin token anyone could guess in a day is no token: 32 characters of a random source are. */
+const MIN_BOOTSTRAP_LENGTH = 32;
+
 /** `api:` in baton.yaml: which endpoints answer without a token, and the first admin token. */
 export const apiSection = section(
   mapping({
@@ -8,11 +11,13 @@ export const apiSection = section(
     publicMetrics: bool({ default: false, doc: 'serve GET /metrics without a token' }),
     bootstrapToken: secret({
       env: 'BATON_BOOTSTRAP_TOKEN',
-      doc: 'on a first start with no API tokens, stored as the admin token instead of minting and printing one',
+      doc: 'on a first start with no API tokens, stored as the admin token (scope admin) instead of minting one; 32+ characters',
       // The message gives the length, never the value: it is a secret.
       check: (token) =>
-        token.length < 24 || /\s/.test(token)
-          ? invalid(`must be at least 24 characters without spaces (e.g. from "openssl rand -hex 32"), got ${token.length} characters`)
+        token.length < MIN_BOOTSTRAP_LENGTH || /\s/.test(token)
+          ? invalid(
+              `must be at least ${MIN_BOOTSTRAP_LENGTH} characters without spaces (e.g. from "openssl rand -hex 32"), got ${token.length} characters`,
+            )
           : undefined,
     }),
   }),

@@ -1,5 +1,6 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isUniqueViolation, type Store } from '../store/index.js';
+import { withSessionsTable } from './sessions-table.js';
 
 /** Every token starts with this, so a leaked one is recognisable in a paste or a secret scanner. */
 export const TOKEN_PREFIX = 'baton_';
@@ -12,11 +13,32 @@ const LAST_USED_RESOLUTION_MS = 60_000;
 
 const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/**
+ * What a token may do, each including the one before: `read` (GET only), `operate` (also the
+ * operator actions: retry, cancel, pause, resume, replay, run submission), `admin` (also token
+ * management). Tokens made before scopes existed are `admin`.
+ */
+export const TOKEN_SCOPES = ['read', 'operate', 'admin'] as const;
+export type TokenScope = (typeof TOKEN_SCOPES)[number];
+
+/** Whether a token of scope `held` may do what needs `needed`. */
+export function scopeAllows(held: TokenScope, needed: TokenScope): boolean {
+  return TOKEN_SCOPES.indexOf(held) >= TOKEN_SCOPES.indexOf(needed);
+}
+
+export function isTokenScope(value: unknown): value is TokenScope {
+  return typeof value === 'string' && (TOKEN_SCOPES as readonly string[]).includes(value);
+}
+
 export interface ApiToken {
   id: number;
   name: string;
-  /** The token's first characters, e.g. `baton_Ab3x…`. */
-  hint: string;
+  scope: TokenScope;
+  /**
+   * The token's first characters, e.g. `baton_Ab3x`, to tell minted tokens apart in listings;
+   * null for a token the operator supplied (`BATON_BOOTSTRAP_TOKEN`), of which nothing is kept.
+   */
+  hint: string | null;
   createdAt: number;
   lastUsedAt: number | null;
   revokedAt: number | null;
@@ -47,18 +69,22 @@ export interface TokenStoreOptions {
 }
 
 export interface TokenStore {
-  /** Mints a token named `name` (unique among live tokens). */
-  create(name: string): Promise<MintedToken>;
+  /** Mints a token named `name` (unique among live tokens) with `scope`. @default scope 'read' */
+  create(name: string, scope?: TokenScope): Promise<MintedToken>;
   /** Every token, revoked ones included, oldest first. */
   list(): Promise<ApiToken[]>;
-  /** Revokes by numeric id or by name; revoking takes effect on the next request. */
+  /**
+   * Revokes by numeric id or by name, and ends every dashboard session made with it, in one
+   * transaction; it takes effect on the next request (and open event streams close).
+   */
   revoke(idOrName: string): Promise<ApiToken>;
   /** The live token this is, or null (wrong, revoked or malformed: callers must not say which). */
   verify(token: string): Promise<ApiToken | null>;
   /**
-   * On a database without tokens, stores `given` (or a fresh token) as `admin` and returns it in
-   * clear exactly once; null when tokens already exist. Two replicas starting together: only one
-   * wins the unique name, the other gets null.
+   * On a database without tokens, stores `given` (or a fresh token) as `admin` (scope admin) and
+   * returns it in clear exactly once; null when tokens already exist. Of a given token only the
+   * hash is kept (no hint: the operator chose it, and its first characters may be shared with
+   * other secrets). Two replicas starting together: only one wins the unique name, the other gets null.
    */
   bootstrap(given?: string): Promise<MintedToken | null>;
 }
@@ -74,7 +100,7 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
 
   const mint = (): string => TOKEN_PREFIX + random(32).toString('base64url');
 
-  async function insert(name: string, token: string): Promise<MintedToken> {
+  async function insert(name: string, token: string, scope: TokenScope, keepHint: boolean): Promise<MintedToken> {
     const t = now();
     try {
       const row = await store.db
@@ -82,7 +108,9 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
         .values({
           name,
           token_hash: hashToken(token),
-          hint: token.slice(0, HINT_LENGTH),
+          // Empty: nothing of the token is kept (the column predates supplied tokens).
+          hint: keepHint ? token.slice(0, HINT_LENGTH) : '',
+          scope,
           created_at: t,
           last_used_at: null,
           revoked_at: null,
@@ -98,14 +126,16 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   }
 
   return {
-    async create(name) {
+    async create(name, scope = 'read') {
+      if (!isTokenScope(scope))
+        throw new TokenError(`token scope must be one of ${TOKEN_SCOPES.join(', ')}, got "${String(scope).slice(0, 20)}"`, 'invalid');
       if (!NAME.test(name)) {
         throw new TokenError(
           `token name must be 1-64 letters, digits, ".", "_" or "-", starting with a letter or digit, got "${name.slice(0, 64)}"`,
           'invalid',
         );
       }
-      return insert(name, mint());
+      return insert(name, mint(), scope, true);
     },
 
     async list() {
@@ -114,11 +144,22 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
     },
 
     async revoke(idOrName) {
-      let query = store.db.updateTable('api_tokens').set({ revoked_at: now() }).where('revoked_at', 'is', null);
-      query = /^\d+$/.test(idOrName) ? query.where('id', '=', Number(idOrName)) : query.where('name', '=', idOrName);
-      const row = await query.returningAll().executeTakeFirst();
-      if (!row) throw new TokenError(`no live token with id or name "${idOrName.slice(0, 64)}"`, 'not_found');
-      return toToken(row);
+      return store.transaction(async (trx) => {
+        const t = now();
+        let query = trx.updateTable('api_tokens').set({ revoked_at: t }).where('revoked_at', 'is', null);
+        query = /^\d+$/.test(idOrName) ? query.where('id', '=', Number(idOrName)) : query.where('name', '=', idOrName);
+        const row = await query.returningAll().executeTakeFirst();
+        if (!row) throw new TokenError(`no live token with id or name "${idOrName.slice(0, 64)}"`, 'not_found');
+        // Sessions check their token's revocation on every request anyway; ending them here
+        // makes it visible in the table too, and a later un-revoke (there is none) could not revive them.
+        await withSessionsTable(trx)
+          .updateTable('dashboard_sessions')
+          .set({ revoked_at: t })
+          .where('token_id', '=', row.id)
+          .where('revoked_at', 'is', null)
+          .execute();
+        return toToken(row);
+      });
     },
 
     async verify(token) {
@@ -131,8 +172,18 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
       if (row.revoked_at !== null) return null;
       const t = now();
       if (row.last_used_at === null || t - row.last_used_at > LAST_USED_RESOLUTION_MS) {
-        await store.db.updateTable('api_tokens').set({ last_used_at: t }).where('id', '=', row.id).execute();
-        row.last_used_at = t;
+        // Best effort: the last-use time only informs listings, and a database that cannot take
+        // writes (a full disk) must not lock operators out of /ready and the API.
+        const written = await store.db
+          .updateTable('api_tokens')
+          .set({ last_used_at: t })
+          .where('id', '=', row.id)
+          .execute()
+          .then(
+            () => true,
+            () => false,
+          );
+        if (written) row.last_used_at = t;
       }
       return toToken(row);
     },
@@ -141,7 +192,7 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
       const existing = await store.db.selectFrom('api_tokens').select('id').limit(1).executeTakeFirst();
       if (existing) return null;
       try {
-        return await insert('admin', given ?? mint());
+        return await insert('admin', given ?? mint(), 'admin', given === undefined);
       } catch (err) {
         if (err instanceof TokenError && err.code === 'conflict') return null;
         throw err;
@@ -150,13 +201,23 @@ export function createTokenStore(options: TokenStoreOptions): TokenStore {
   };
 }
 
-function toToken(row: {
+export function toToken(row: {
   id: number;
   name: string;
   hint: string;
+  scope: string;
   created_at: number;
   last_used_at: number | null;
   revoked_at: number | null;
 }): ApiToken {
-  return { id: row.id, name: row.name, hint: row.hint, createdAt: row.created_at, lastUsedAt: row.last_used_at, revokedAt: row.revoked_at };
+  return {
+    id: row.id,
+    name: row.name,
+    // An unknown scope (written by a newer baton) is the least one, never more than it says.
+    scope: isTokenScope(row.scope) ? row.scope : 'read',
+    hint: row.hint === '' ? null : row.hint,
+    createdAt: row.created_at,
+    lastUsedAt: row.last_used_at,
+    revokedAt: row.revoked_at,
+  };
 }

@@ -125,8 +125,12 @@ describe('baton config check and baton serve', () => {
         cwd,
       );
       const url = server.url;
+      // The first admin token (written to a file: no terminal here) sees which checks ran.
+      const tokenFile = path.join(cwd, 'data/first-admin-token');
+      await until(() => fs.existsSync(tokenFile), 'the first admin token');
+      const headers = { authorization: `Bearer ${fs.readFileSync(tokenFile, 'utf8').trim()}` };
       const ready = await until(async () => {
-        const res = await fetch(`${url}/ready`).catch(() => null);
+        const res = await fetch(`${url}/ready`, { headers }).catch(() => null);
         return res?.status === 200 ? ((await res.json()) as { checks: { name: string }[] }) : null;
       }, 'baton serve to be ready');
       expect(ready.checks.map((c) => c.name)).toContain('provider coder');

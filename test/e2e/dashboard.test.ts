@@ -64,6 +64,8 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
   let t: TestStore;
   let server: TestApp;
   let page: Page;
+  /** What Chromium reports blocking under the Content-Security-Policy: the dashboard must need nothing it forbids. */
+  let violations: string[];
 
   beforeAll(async () => {
     browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -76,8 +78,13 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     server = await startTestApp(t, { env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' } });
     await server.app.engine.pause();
     page = await (await browser.newContext()).newPage();
+    violations = [];
+    page.on('console', (message) => {
+      if (message.text().includes('Content Security Policy')) violations.push(message.text());
+    });
   });
   afterEach(async () => {
+    expect(violations).toEqual([]);
     await page?.context().close();
     await server?.close();
     await t?.cleanup();
@@ -99,8 +106,45 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     await page.waitForSelector('#runs');
     const [cookie] = await page.context().cookies();
     expect(cookie).toMatchObject({ name: 'baton_session', httpOnly: true, sameSite: 'Strict' });
-    // The page's own script cannot read the token.
+    // The page's own script cannot read the cookie, and the cookie is a session id, not the token.
     expect(await page.evaluate('document.cookie')).toBe('');
+    expect(cookie!.value).not.toContain(ADMIN_TOKEN);
+    expect((await fetch(`${server.url}/api/runs`, { headers: { authorization: `Bearer ${cookie!.value}` } })).status).toBe(401);
+    const withCookie = { headers: { cookie: `baton_session=${cookie!.value}` } };
+    expect((await fetch(`${server.url}/api/me`, withCookie)).status).toBe(200);
+
+    // Logging out ends the session on the server: a copy of the cookie is worth nothing after it.
+    await page.waitForSelector('body[data-ready="true"]');
+    await Promise.all([page.waitForLoadState('load'), page.click('form[action="/logout"] button')]);
+    await page.waitForSelector('#token');
+    expect((await fetch(`${server.url}/api/me`, withCookie)).status).toBe(401);
+  });
+
+  it('works under a Content-Security-Policy that runs no inline script', async () => {
+    await login();
+    await page.waitForSelector('body[data-ready="true"]');
+    expect(await page.textContent('#whoami')).toBe('admin · admin');
+    // An injected inline script does not run: the policy is in force, and the page needs no more.
+    await page.evaluate(`(() => {
+      const script = document.createElement('script');
+      script.textContent = 'window.injected = true';
+      document.body.append(script);
+    })()`);
+    await until(() => violations.length > 0, 'a CSP violation report', 15_000, 50);
+    expect(await page.evaluate('window.injected')).toBeUndefined();
+    violations = [];
+  });
+
+  it('shows a read-only token no buttons it could not use', async () => {
+    const { token } = await server.app.tokens.create('viewer', 'read');
+    const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
+    await login(token);
+    await page.waitForSelector('body[data-ready="true"]');
+    await eventually(() => page.textContent('#whoami'), 'viewer · read');
+    await eventually(() => row(run.id).locator('.status').textContent(), 'queued');
+    expect(await row(run.id).locator('button[data-action="cancel"]').count()).toBe(1);
+    expect(await row(run.id).locator('button[data-action="cancel"]').isVisible()).toBe(false);
+    expect(await page.isVisible('#resume')).toBe(false);
   });
 
   it('shows a run go from queued to succeeded live, and cancels another, without reloading', async () => {
@@ -164,9 +208,10 @@ describe.skipIf(!hasChromium)('dashboard in headless Chromium', { timeout: 60_00
     page.on('console', (message) => {
       if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
     });
-    // Only documents carry the policy; the event stream must pass untouched (a fetched copy never ends).
+    // Only documents carry the policy; the event stream must pass untouched (a fetched copy never ends),
+    // and so must the login form's POST (a re-sent copy loses the Origin the server checks).
     await page.route(`${server.url}/**`, async (route) => {
-      if (route.request().resourceType() !== 'document') return route.continue();
+      if (route.request().resourceType() !== 'document' || route.request().method() !== 'GET') return route.continue();
       const response = await route.fetch();
       await route.fulfill({
         response,

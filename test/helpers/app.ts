@@ -2,8 +2,8 @@ import fs from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { serve, type ServerType } from '@hono/node-server';
 import { loadConfig, type Env } from '../../src/config/index.js';
+import { createHttpServer } from '../../src/http/index.js';
 import { createApp, type App, type AppDeps } from '../../src/server/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from './logger.js';
@@ -49,7 +49,8 @@ export async function startTestApp(
     ...options.deps,
   });
   if (options.start !== false) await app.start();
-  const server: ServerType = serve({ fetch: app.hono.fetch, port: 0, hostname: '127.0.0.1' });
+  // The server `baton serve` runs, with the same limits (http: in baton.yaml).
+  const server = createHttpServer(app.hono, { port: 0, hostname: '127.0.0.1', limits: config.http });
   await new Promise<void>((resolve) => server.once('listening', () => resolve()));
   const { port } = server.address() as AddressInfo;
   return {

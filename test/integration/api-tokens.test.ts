@@ -1,5 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTokenStore, hashToken, type TokenStore } from '../../src/tokens/index.js';
+import { applyMigrations } from '../../src/store/migrate.js';
+import { migrations } from '../../src/store/index.js';
+import { createSessionStore, createTokenStore, hashToken, type TokenStore } from '../../src/tokens/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -52,9 +54,63 @@ describe.each(STORE_KINDS)('API tokens on $kind', ({ kind, create }) => {
     expect(await tokens.bootstrap('baton_another-given-token-000000')).toBeNull();
   });
 
-  it('takes the bootstrap token it is given', async () => {
-    const minted = await tokens.bootstrap('baton_given-bootstrap-token-0000');
-    expect(minted?.token).toBe('baton_given-bootstrap-token-0000');
-    expect(await tokens.verify('baton_given-bootstrap-token-0000')).toMatchObject({ name: 'admin' });
+  it('takes the bootstrap token it is given, keeping nothing of it but its hash', async () => {
+    const given = 'baton_given-bootstrap-token-0000';
+    const minted = await tokens.bootstrap(given);
+    expect(minted?.token).toBe(given);
+    expect(await tokens.verify(given)).toMatchObject({ name: 'admin', scope: 'admin', hint: null });
+    const rows = await t.store.db.selectFrom('api_tokens').selectAll().execute();
+    expect(JSON.stringify(rows)).not.toContain(given.slice(0, 10));
+  });
+
+  it('mints tokens with a scope, read unless told', async () => {
+    expect((await tokens.create('viewer')).scope).toBe('read');
+    expect((await tokens.create('ci', 'operate')).scope).toBe('operate');
+    expect((await tokens.list()).map((x) => [x.name, x.scope])).toEqual([
+      ['viewer', 'read'],
+      ['ci', 'operate'],
+    ]);
+    await expect(tokens.create('x', 'root' as never)).rejects.toThrow(/scope must be one of read, operate, admin/);
+  });
+
+  it('makes every token from before scopes an admin token', async () => {
+    const fresh = await create();
+    try {
+      const before = migrations.filter((m) => m.name < '0041');
+      await applyMigrations(fresh.store.db, kind, (fn) => fresh.store.transaction((trx) => fn(trx)), before);
+      await fresh.store.db
+        .insertInto('api_tokens')
+        .values({
+          name: 'old',
+          token_hash: hashToken('baton_old'),
+          hint: 'baton_old',
+          created_at: 1,
+          last_used_at: null,
+          revoked_at: null,
+        } as never)
+        .execute();
+      await fresh.store.migrate();
+      expect(await createTokenStore({ store: fresh.store }).verify('baton_old')).toMatchObject({ name: 'old', scope: 'admin' });
+    } finally {
+      await fresh.cleanup();
+    }
+  });
+
+  it('ends every session of a token when the token is revoked', async () => {
+    const sessions = createSessionStore({ store: t.store, now: () => clock, lifetime: { idleMs: 60_000, maxAgeMs: 3_600_000 } });
+    const laptop = await tokens.create('laptop', 'operate');
+    const other = await tokens.create('other');
+    const a = await sessions.create(laptop);
+    const b = await sessions.create(laptop);
+    const c = await sessions.create(other);
+    expect(await sessions.verify(a.sessionId)).toMatchObject({ token: { name: 'laptop', scope: 'operate' } });
+    await tokens.revoke('laptop');
+    expect(await sessions.verify(a.sessionId)).toBeNull();
+    expect(await sessions.verify(b.sessionId)).toBeNull();
+    expect(await sessions.verify(c.sessionId)).toMatchObject({ token: { name: 'other' } });
+    // Idle sessions end, and ended ones are pruned.
+    clock += 61_000;
+    expect(await sessions.verify(c.sessionId)).toBeNull();
+    expect(await sessions.prune()).toBe(3);
   });
 });

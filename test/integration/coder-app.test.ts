@@ -23,11 +23,14 @@ describe('baton app with WORKSPACE_PROVIDER=coder', () => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
+  const ADMIN = 'baton_coder-app-test-admin-token-0123456789';
+
   function makeApp(token: string): App {
     const { config } = loadConfig(
       {
         BATON_DATA_DIR: dir,
         DATABASE_URL: `sqlite:${dir}/baton.db`,
+        BATON_BOOTSTRAP_TOKEN: ADMIN,
         WORKSPACE_PROVIDER: 'coder',
         CODER_URL: coder.url,
         CODER_TOKEN: token,
@@ -40,8 +43,9 @@ describe('baton app with WORKSPACE_PROVIDER=coder', () => {
     return createApp(config, { logger: silentLogger });
   }
 
+  /** With a token: why a check fails is said only to operators. */
   async function readiness(a: App) {
-    const res = await a.hono.request('/ready');
+    const res = await a.hono.request('/ready', { headers: { authorization: `Bearer ${ADMIN}` } });
     return { status: res.status, body: (await res.json()) as { failing?: string[]; checks: { name: string; error?: string }[] } };
   }
 

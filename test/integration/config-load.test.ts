@@ -238,7 +238,7 @@ describe('loadConfig', () => {
     file('short', 'tooshort');
     const weak = problemsOf({ BATON_BOOTSTRAP_TOKEN_FILE: path.join(dir, 'short') });
     expect(weak).toEqual([
-      'BATON_BOOTSTRAP_TOKEN (read from BATON_BOOTSTRAP_TOKEN_FILE) must be at least 24 characters without spaces (e.g. from "openssl rand -hex 32"), got 8 characters',
+      'BATON_BOOTSTRAP_TOKEN (read from BATON_BOOTSTRAP_TOKEN_FILE) must be at least 32 characters without spaces (e.g. from "openssl rand -hex 32"), got 8 characters',
     ]);
     expect(weak.join()).not.toContain('tooshort');
   });

@@ -29,7 +29,8 @@ describe('migrating from the original orchestrator, at run time', () => {
   });
 
   const ready = async () => {
-    const response = await fetch(`${server!.url}/ready`);
+    // An operator's token: the reasons behind a failing check are shown only to operators.
+    const response = await fetch(`${server!.url}/ready`, { headers: bearer(ADMIN_TOKEN) });
     return { status: response.status, body: (await response.json()) as Ready };
   };
   const deliver = (secret?: string, signWith?: string) => {

@@ -89,15 +89,58 @@ describe('status comment hook', () => {
   });
 
   it.each([
-    ['run:failed', makeRun({ status: 'failed', lastError: 'tests failed: 3 of 40', durationMs: 61_000 }), 'tests failed: 3 of 40'],
-    ['run:failed', makeRun({ status: 'failed', summary: 'Could not build', durationMs: 1_000 }), 'Could not build'],
-    ['run:timed_out', makeRun({ status: 'timed_out', lastError: 'no callback for 120 minutes' }), 'timed out'],
-    ['run:cancelled', makeRun({ status: 'cancelled', lastError: 'cancelled by alice' }), 'cancelled by alice'],
-    ['run:dead', makeRun({ status: 'dead', attempts: 3, lastError: 'Coder: template not found' }), 'could not start after 3 attempts'],
-  ])('always posts a final comment for %s', async (type, run, expected) => {
+    [
+      'run:failed',
+      makeRun({ status: 'failed', lastError: 'no_result', durationMs: 61_000 }),
+      '❌ **develop** failed after 1m 1s · run 12\n\nThe agent stopped without reporting a result (it may have crashed). The details are in baton under run 12.',
+    ],
+    [
+      'run:failed',
+      makeRun({
+        status: 'failed',
+        lastError: 'clone_failed',
+        summary: 'git clone https://git.internal/acme/app failed',
+        durationMs: 1_000,
+      }),
+      '❌ **develop** failed after 1s · run 12\n\nThe repository could not be cloned. The details are in baton under run 12.',
+    ],
+    [
+      'run:timed_out',
+      makeRun({ status: 'timed_out', lastError: 'no callback for 120 minutes' }),
+      '⌛ **develop** timed out after n/a · run 12\n\nNo result arrived in time. The details are in baton under run 12.',
+    ],
+    [
+      'run:cancelled',
+      makeRun({ status: 'cancelled', lastError: 'cancelled by operator (token "admin")' }),
+      '🛑 **develop** was cancelled · run 12',
+    ],
+    [
+      'run:dead',
+      makeRun({ status: 'dead', attempts: 3, lastError: 'Coder: template 5f1c not found at /opt/coder' }),
+      '💀 **develop** could not start after 3 attempts · run 12\n\nThe workspace could not be started. The details are in baton under run 12.',
+    ],
+  ])('always posts a final comment for %s, saying why in general terms only', async (type, run, expected) => {
     await fire(createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts }), run, makeEvent(type as RunEventType));
     const [entry] = await entries();
-    expect((entry!.payload as { body: string }).body).toContain(expected);
+    expect((entry!.payload as { body: string }).body).toBe(expected);
+  });
+
+  it('says a workspace could not be set up, not what the provider answered', async () => {
+    const run = makeRun({ status: 'failed', lastError: 'coder 400: parameter "gitea_token" invalid at https://coder.internal' });
+    await fire(
+      createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts }),
+      run,
+      makeEvent('run:failed', null, 'provisioning'),
+    );
+    const [entry] = await entries();
+    expect((entry!.payload as { body: string }).body).toContain('The workspace could not be set up.');
+    expect((entry!.payload as { body: string }).body).not.toContain('coder');
+  });
+
+  it('has a sentence for every reason a runner reports', async () => {
+    const { FAILURE_KIND } = await import('../../src/agent/index.js');
+    const { RUNNER_FAILURE_SENTENCES } = await import('../../src/outbox/public-reasons.js');
+    expect(Object.keys(RUNNER_FAILURE_SENTENCES).sort()).toEqual(Object.values(FAILURE_KIND).sort());
   });
 
   it('says so again when an operator re-queues a finished run, but not for provisioning retries', async () => {

@@ -3,6 +3,8 @@ import { slotIndex } from './0002-slot-index.js';
 import { ingress } from './0010-ingress.js';
 import { outbox } from './0015-outbox.js';
 import { apiTokens } from './0040-api-tokens.js';
+import { tokenScopes } from './0041-token-scopes.js';
+import { dashboardSessions } from './0042-dashboard-sessions.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -12,4 +14,6 @@ export type { Migration } from './types.js';
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
  * 0030–0039 agent/callbacks, 0040–0049 operator surfaces.
  */
-export const migrations: readonly Migration[] = [core, slotIndex, ingress, outbox, apiTokens].sort((a, b) => a.name.localeCompare(b.name));
+export const migrations: readonly Migration[] = [core, slotIndex, ingress, outbox, apiTokens, tokenScopes, dashboardSessions].sort((a, b) =>
+  a.name.localeCompare(b.name),
+);

@@ -234,10 +234,14 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const prepareDirs = (parent: string, dir: string) => {
     // Traversable (not listable) for the sandbox user, when it is not baton's own.
     const mode = runAs ? 0o711 : 0o700;
+    // The data directory is made 0700 (only baton's user); the runs' other user must still pass
+    // through it to reach its workspace, so it gets the same traverse-only bit, nothing more.
     for (const d of [parent, dir]) {
       fs.mkdirSync(d, { recursive: true, mode });
       fs.chmodSync(d, mode);
     }
+    // After the mkdir: on a first start (or under `baton doctor`) the data directory is new.
+    if (runAs) allowTraversal(options.dataDir);
     const workDir = path.join(dir, WORK);
     const homeDir = path.join(dir, HOME);
     for (const d of [workDir, homeDir]) {
@@ -302,7 +306,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     try {
       if (sandbox.kind === 'bwrap' && bwrapPath() === null)
         return { ok: false, reason: `local provider: ${missingBwrap(sandbox.bwrap ?? 'bwrap')}`, at };
-      const dirs = prepareDirs(path.dirname(dir), dir);
+      const dirs = writing('of the sandbox check', () => prepareDirs(path.dirname(dir), dir));
       let output = '';
       const child = startRun(options.check ?? ['true'], dirs, baseEnv(dirs.workDir), ['ignore', 'pipe', 'pipe', 'ignore', 'pipe']);
       for (const stream of [child.stdout, child.stderr]) {
@@ -368,13 +372,13 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       // The old workspace of this name is going away; the new one must not inherit its files.
       await (deleting.get(spec.name) ?? removeWorkspace(spec.name));
     }
-    const dirs = prepareDirs(root, dir);
+    const dirs = writing(spec.name, () => prepareDirs(root, dir));
     if (spec.repositoryPath && sandbox.kind === 'bwrap') trustRepository(dirs.homeDir, spec.repositoryPath, runAs);
     const recordFile = path.join(dir, RECORD);
     const claim: RunnerRecord = { pid: null, pgid: null, startedAt: now(), startTicks: null, runId: spec.runId, stage: spec.stage };
     try {
       // 'wx' makes the claim atomic: a second baton creating the same name adopts this one.
-      fs.writeFileSync(recordFile, JSON.stringify(claim), { flag: 'wx', mode: 0o600 });
+      writing(spec.name, () => fs.writeFileSync(recordFile, JSON.stringify(claim), { flag: 'wx', mode: 0o600 }));
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
         const existing = read(spec.name);
@@ -391,13 +395,15 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       BATON_AGENT_LOG_PORT: String(options.logPort ?? 0),
       BATON_SECRETS_FD: String(SECRETS_FD),
     };
-    const secrets = openSecrets(path.join(dir, SECRETS), {
-      ...secretsIn(options.env ?? {}),
-      ...options.secrets,
-      ...secretsIn(extra),
-      ...runnerSecrets(spec),
-    });
-    const log = fs.openSync(path.join(dir, LOG), 'a', 0o600);
+    const secrets = writing(spec.name, () =>
+      openSecrets(path.join(dir, SECRETS), {
+        ...secretsIn(options.env ?? {}),
+        ...options.secrets,
+        ...secretsIn(extra),
+        ...runnerSecrets(spec),
+      }),
+    );
+    const log = writing(spec.name, () => fs.openSync(path.join(dir, LOG), 'a', 0o600));
     let child: ChildProcess;
     try {
       child = startRun(
@@ -541,6 +547,35 @@ function trustRepository(homeDir: string, repository: string, runAs: { uid: numb
   const file = path.join(dir, 'config');
   fs.writeFileSync(file, `[safe]\n${entries}`, { mode: 0o600 });
   if (runAs) for (const p of [path.join(homeDir, '.config'), dir, file]) fs.chownSync(p, runAs.uid, runAs.gid);
+}
+
+/** Errors of a filesystem that takes no more writes: the run fails saying so, not with a bare errno. */
+const UNWRITABLE: Record<string, string> = {
+  ENOSPC: 'no space left on the device',
+  EDQUOT: 'the disk quota is exhausted',
+  EROFS: 'the filesystem is read-only',
+};
+
+/**
+ * Runs a step that writes the workspace. When the filesystem refuses (full, over quota, read-only)
+ * the error says that the workspace cannot be written and why; the attempt is retried with
+ * backoff like any provisioning failure, so a run waits out a disk that is being cleaned up.
+ */
+function writing<T>(name: string, step: () => T): T {
+  try {
+    return step();
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? '';
+    const reason = UNWRITABLE[code];
+    if (reason) throw new Error(`workspace ${name} cannot be written: ${reason} (${code})`, { cause: err });
+    throw err;
+  }
+}
+
+/** Adds search permission for others to `dir` (only that bit), if it lacks it. */
+function allowTraversal(dir: string): void {
+  const mode = fs.statSync(dir).mode & 0o7777;
+  if ((mode & 0o001) === 0) fs.chmodSync(dir, mode | 0o001);
 }
 
 function withoutSecrets(env: Record<string, string>): Record<string, string> {

@@ -1,0 +1,43 @@
+import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js';
+
+/**
+ * What a status comment says about why a run did not succeed. Comments land on issues that may be
+ * public, so they say it in general terms a person understands; the details (a provider's error
+ * text, paths, the operator's token name) live in the run's record, in the API and dashboard.
+ *
+ * Keyed by the machine-readable reasons a runner reports in its completion's `error` (the agent
+ * module's FAILURE_KIND); a test checks that every one of them has its sentence here.
+ */
+export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
+  clone_failed: 'The repository could not be cloned.',
+  command_file_invalid: "The stage's prompt file in the repository (.claude/commands/) could not be used.",
+  setup_failed: 'The install or build command failed.',
+  agent_not_started: 'The agent could not be started.',
+  agent_error: 'The agent reported an error.',
+  no_turns: 'The agent ended without doing any work on the prompt.',
+  no_result: 'The agent stopped without reporting a result (it may have crashed).',
+  token_cap: "The agent reached the run's token limit.",
+  max_duration: "The agent reached the run's time limit.",
+  runner_terminated: 'The run was stopped before it finished.',
+  runner_error: 'The run hit an internal error.',
+};
+
+/** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
+export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {
+  const reported = RUNNER_FAILURE_SENTENCES[run.lastError ?? ''];
+  switch (event.type) {
+    case RUN_EVENT.cancelled:
+      return 'It was cancelled.';
+    case RUN_EVENT.dead:
+      return 'The workspace could not be started.';
+    case RUN_EVENT.timedOut:
+      return reported ?? 'No result arrived in time.';
+    case RUN_EVENT.failed:
+      if (reported) return reported;
+      return event.fromStatus === RUN_STATUS.provisioning
+        ? 'The workspace could not be set up.'
+        : 'The run ended without reporting a result.';
+    default:
+      return '';
+  }
+}
