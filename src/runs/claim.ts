@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { StoreDialect, TransactionScope } from '../store/index.js';
+import type { PreparedStatement, StoreDialect, TransactionScope } from '../store/index.js';
+import { toWritten, type WrittenRow } from './postgres-statements.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, SLOT_STATUSES } from './states.js';
-import { recordTransitions, type TransitionContext } from './transition.js';
+import { announceWritten, recordTransitions, runHooks, type TransitionContext } from './transition.js';
 import type { ClaimedRun } from './types.js';
 
 export interface ClaimLimits {
@@ -18,6 +19,9 @@ export interface ClaimLimits {
  * serialised (they are short, and each takes a whole batch), and the capacity count they read
  * cannot go stale before they commit. On SQLite the IMMEDIATE transaction already holds the single
  * writer lock.
+ *
+ * `statement` (PostgreSQL, postgres-statements.ts) does the count, the pick, the update and the
+ * events in one round trip after the lock; with a per-repository limit the pick is made here.
  */
 export async function claimInTransaction(
   scope: TransactionScope,
@@ -25,6 +29,7 @@ export async function claimInTransaction(
   ctx: TransitionContext,
   limits: ClaimLimits,
   max: number,
+  statement?: PreparedStatement<WrittenRow>,
 ): Promise<ClaimedRun[]> {
   const { trx } = scope;
   const now = ctx.now();
@@ -32,6 +37,16 @@ export async function claimInTransaction(
   if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
   const state = await stateQuery.executeTakeFirst();
   if (!state || state.paused === 1) return [];
+
+  const perRepo = limits.perRepositoryConcurrency;
+  if (statement && perRepo === 0) {
+    const leaseToken = randomUUID();
+    const rows = await statement.execute(scope.trx, [now, max, limits.concurrency, leaseToken, now + limits.leaseMs]);
+    const written = rows.map(toWritten);
+    await runHooks(scope, ctx, written);
+    announceWritten(scope, ctx, written);
+    return written.map(({ run }) => ({ run, leaseToken }));
+  }
 
   const live = await trx
     .selectFrom('runs')
@@ -41,7 +56,6 @@ export async function claimInTransaction(
   const free = Math.min(max, limits.concurrency - Number(live.n));
   if (free <= 0) return [];
 
-  const perRepo = limits.perRepositoryConcurrency;
   let candidates = trx
     .selectFrom('runs')
     .select(['id', 'owner', 'repo'])

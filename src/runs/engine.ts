@@ -1,9 +1,9 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
-import { isUniqueViolation, type Store, type TransactionScope } from '../store/index.js';
+import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
 import { claimInTransaction } from './claim.js';
-import { enqueueInTransaction } from './enqueue.js';
+import { enqueueInTransaction, enqueueParameters } from './enqueue.js';
 import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
 import { createRunQueries } from './queries.js';
 import { toRun, type RunPatch } from './rows.js';
@@ -15,7 +15,16 @@ import {
   type ProgressBatch,
   type RunLogLimits,
 } from './run-log.js';
-import { recordEvent, recordTransition, scheduleTeardown, selectRun, type TransitionContext } from './transition.js';
+import { preparePostgresStatements, toWritten, type Written, type WrittenRow } from './postgres-statements.js';
+import {
+  announceWritten,
+  recordEvent,
+  recordTransition,
+  runHooks,
+  scheduleTeardown,
+  selectRun,
+  type TransitionContext,
+} from './transition.js';
 import type { EnqueueResult, Run, RunEngine, RunOutcome, RunSignals, TaskRequest, TransitionHook } from './types.js';
 
 /**
@@ -54,6 +63,11 @@ export interface FullRunEngine extends RunEngine {
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
   /** Appends a log batch from the workspace, keeping the run's stored log within `runLog` (see run-log.ts). */
   appendProgress(runId: number, batch: ProgressBatch): Promise<ProgressAppended>;
+}
+
+/** What a run that did not succeed records as its error. */
+function failureReason(outcome: RunOutcome): string {
+  return outcome.error ?? outcome.summary ?? `run ${outcome.status}`;
 }
 
 export function hashCallbackToken(token: string): string {
@@ -121,6 +135,43 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   };
 
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
+
+  const statements = store.dialect === 'postgres' ? preparePostgresStatements(store) : undefined;
+
+  /**
+   * Runs a hot transition's single statement (postgres-statements.ts): on its own when no hook
+   * has to write in its transaction, one round trip; otherwise inside a transaction, with the
+   * hooks. `accept` reads its rows into the result and what was written, may throw (nothing was
+   * written then), or returns undefined for a case the statement leaves alone: `slow` then does
+   * it step by step, in the same transaction, or in a new one after the statement ran on its own.
+   */
+  async function writeStatement<R, T>(
+    statement: PreparedStatement<R>,
+    values: readonly unknown[],
+    accept: (rows: R[]) => { result: T; written: Written[]; teardown?: boolean } | undefined,
+    slow: (scope: TransactionScope) => Promise<T>,
+  ): Promise<T> {
+    const record = (scope: EffectScope, accepted: { result: T; written: Written[]; teardown?: boolean }): T => {
+      announceWritten(scope, ctx, accepted.written);
+      if (accepted.teardown) ctx.teardownQueued(scope);
+      return accepted.result;
+    };
+    if (ctx.hooks.length === 0) {
+      const done = await store.runStatement(statement, values, (rows, scope) => {
+        const accepted = accept(rows);
+        return accepted && { result: record(scope, accepted) };
+      });
+      return done ? done.result : write(slow);
+    }
+    return write(async (scope) => {
+      const accepted = accept(await statement.execute(scope.trx, values));
+      if (!accepted) return slow(scope);
+      await runHooks(scope, ctx, accepted.written);
+      return record(scope, accepted);
+    });
+  }
+
+  const one = (rows: WrittenRow[]): Written | undefined => (rows[0] ? toWritten(rows[0]) : undefined);
 
   /**
    * Ends a run: `to` with the typed `patch`, its event, the teardown of its workspace, and the
@@ -193,18 +244,53 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     return run;
   }
 
+  async function completeInTransaction(
+    scope: TransactionScope,
+    runId: number,
+    outcome: RunOutcome,
+  ): Promise<{ run: Run; changed: boolean }> {
+    const run = await requireRun(scope, runId);
+    if (isFinal(run.status)) return { run, changed: false };
+    if (!canTransition(run.status, outcome.status)) {
+      throw new TransitionError(`run ${runId} is ${run.status} and has no workspace to report from`, 'conflict');
+    }
+    const lastError = outcome.status === 'succeeded' ? run.lastError : failureReason(outcome);
+    const patch: RunPatch = {
+      exit_code: outcome.exitCode ?? null,
+      summary: outcome.summary ?? null,
+      usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
+      cost_usd: outcome.costUsd ?? null,
+      duration_ms: outcome.durationMs ?? null,
+      last_error: lastError,
+    };
+    const data = outcome.status === 'succeeded' ? null : { error: lastError };
+    return { run: await finish(scope, run, outcome.status, patch, data), changed: true };
+  }
+
   const engine: FullRunEngine = {
     ...queries,
 
     async enqueue(request) {
       for (;;) {
-        const result = await write((scope) => enqueueInTransaction(scope, ctx, request));
-        if (result) return result as EnqueueResult;
+        const slow = (scope: TransactionScope) => enqueueInTransaction(scope, ctx, request);
+        const result = statements
+          ? await writeStatement(
+              statements.enqueue,
+              enqueueParameters(ctx, request),
+              (rows) => {
+                const written = one(rows);
+                // No row: a live run holds the key; the step-by-step path coalesces or follows up.
+                return written && { result: { outcome: 'queued', run: written.run } as EnqueueResult, written: [written] };
+              },
+              slow,
+            )
+          : await write(slow);
+        if (result) return result;
       }
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements?.claim));
     },
 
     async heartbeat(runId, leaseToken) {
@@ -231,6 +317,18 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     markRunning(runId, leaseToken, details) {
+      if (statements) {
+        return writeStatement(
+          statements.markRunning,
+          [runId, leaseToken, details.workspaceId, now()],
+          (rows) => {
+            const written = one(rows);
+            if (!written) throw new LeaseLostError(runId);
+            return { result: written.run, written: [written] };
+          },
+          () => Promise.reject(new LeaseLostError(runId)),
+        );
+      }
       return write(async (scope) => {
         const t = now();
         // The lease check is the UPDATE's own condition: one round trip instead of lock-then-write.
@@ -271,24 +369,34 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     complete(runId, outcome: RunOutcome) {
-      return write(async (scope) => {
-        const run = await requireRun(scope, runId);
-        if (isFinal(run.status)) return { run, changed: false };
-        if (!canTransition(run.status, outcome.status)) {
-          throw new TransitionError(`run ${runId} is ${run.status} and has no workspace to report from`, 'conflict');
-        }
-        const lastError = outcome.status === 'succeeded' ? run.lastError : (outcome.error ?? outcome.summary ?? `run ${outcome.status}`);
-        const patch: RunPatch = {
-          exit_code: outcome.exitCode ?? null,
-          summary: outcome.summary ?? null,
-          usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
-          cost_usd: outcome.costUsd ?? null,
-          duration_ms: outcome.durationMs ?? null,
-          last_error: lastError,
-        };
-        const data = outcome.status === 'succeeded' ? null : { error: lastError };
-        return { run: await finish(scope, run, outcome.status, patch, data), changed: true };
-      });
+      const statement = statements?.complete[outcome.status];
+      if (!statement) return write((scope) => completeInTransaction(scope, runId, outcome));
+      const lastError = outcome.status === 'succeeded' ? null : failureReason(outcome);
+      const values = [
+        runId,
+        outcome.status,
+        outcome.exitCode ?? null,
+        outcome.summary ?? null,
+        outcome.usage ? JSON.stringify(outcome.usage) : null,
+        outcome.costUsd ?? null,
+        outcome.durationMs ?? null,
+        lastError,
+        now(),
+        FINAL_EVENT[outcome.status],
+        lastError === null ? null : JSON.stringify({ error: lastError }),
+      ];
+      return writeStatement(
+        statement,
+        values,
+        (rows) => {
+          const row = rows[0];
+          // Not a live run without a follow-up (or no run at all): the step-by-step path decides.
+          if (!row || row.id === null) return undefined;
+          const written = toWritten(row as WrittenRow);
+          return { result: { run: written.run, changed: true }, written: [written], teardown: written.run.workspaceName !== null };
+        },
+        (scope) => completeInTransaction(scope, runId, outcome),
+      );
     },
 
     cancel(runId, reason = 'cancelled by operator') {

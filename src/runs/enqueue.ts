@@ -12,6 +12,24 @@ import type { EnqueueResult, TaskRequest } from './types.js';
  */
 const LIVE_PREDICATE = sql<boolean>`status IN (${sql.raw(LIVE_STATUSES.map((s) => `'${s}'`).join(', '))})`;
 
+/** The parameters of the PostgreSQL statement that enqueues `request` (`ENQUEUE` in postgres-statements.ts). */
+export function enqueueParameters(ctx: Pick<TransitionContext, 'now'> & { defaultMaxAttempts: number }, request: TaskRequest): unknown[] {
+  const now = ctx.now();
+  const trigger = request.payload?.trigger;
+  return [
+    runKey(request),
+    request.stage,
+    request.owner,
+    request.repo,
+    request.number ?? null,
+    JSON.stringify(request.payload ?? {}),
+    request.maxAttempts ?? ctx.defaultMaxAttempts,
+    now + Math.max(0, request.delayMs ?? 0),
+    now,
+    trigger ? JSON.stringify({ trigger }) : null,
+  ];
+}
+
 /**
  * Inserts a queued run unless one with the same key is live; the unique index on live keys decides
  * (no read-then-write race). Returns null when the live run finished between the insert and the

@@ -1,5 +1,5 @@
 import { sql, type Kysely } from 'kysely';
-import type { Database, StoreDialect, TransactionScope } from '../store/index.js';
+import type { Database, EffectScope, StoreDialect, TransactionScope } from '../store/index.js';
 import { IllegalTransitionError } from './errors.js';
 import { toRun, toRunEvent } from './rows.js';
 import { canTransition, wakesDispatcher, type RunEventType, type RunStatus } from './states.js';
@@ -10,11 +10,11 @@ export interface TransitionContext {
   now: () => number;
   hooks: readonly TransitionHook[];
   /** Registers what a committed event announces (local listeners, other replicas). */
-  announce(scope: TransactionScope, event: RunEvent, run: Run): void;
+  announce(scope: EffectScope, event: RunEvent, run: Run): void;
   /** Registers a wake-up of the dispatchers (here and on other replicas) for after the commit. */
-  wake(scope: TransactionScope): void;
+  wake(scope: EffectScope): void;
   /** Registers a wake-up of the teardown worker for after the commit. */
-  teardownQueued(scope: TransactionScope): void;
+  teardownQueued(scope: EffectScope): void;
 }
 
 type EventData = Record<string, unknown> | null;
@@ -102,6 +102,22 @@ async function insertEvents(
     ctx.announce(scope, event, run);
   }
   return events;
+}
+
+/**
+ * For runs and events that one statement wrote together (postgres-statements.ts, whose SQL allows
+ * only transitions `TRANSITIONS` allows): the hooks, in the transaction that statement ran in.
+ */
+export async function runHooks(scope: TransactionScope, ctx: TransitionContext, written: ReadonlyArray<{ run: Run; event: RunEvent }>) {
+  for (const { run, event } of written) {
+    for (const hook of ctx.hooks) await hook(scope, { run, event });
+  }
+}
+
+/** …and what `recordTransitions` registers after its INSERT: the announcements and the wake-up. */
+export function announceWritten(scope: EffectScope, ctx: TransitionContext, written: ReadonlyArray<{ run: Run; event: RunEvent }>): void {
+  for (const { run, event } of written) ctx.announce(scope, event, run);
+  if (written.some(({ run, event }) => wakesDispatcher(event.fromStatus, run.status))) ctx.wake(scope);
 }
 
 /**

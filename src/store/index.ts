@@ -1,4 +1,4 @@
-import { sql, type Kysely } from 'kysely';
+import { CompiledQuery, sql, type Kysely } from 'kysely';
 import type pg from 'pg';
 import { maskUrlCredentials } from '../config-schema/index.js';
 import { BACKOFF, backoffDelay, consoleLogger, type BackgroundLogger } from '../background/index.js';
@@ -43,6 +43,20 @@ export interface TransactionScope {
   afterCommit(effect: () => void): void;
 }
 
+/** Where effects are registered: a transaction's scope, or a single statement's (`runStatement`). */
+export type EffectScope = Pick<TransactionScope, 'afterCommit'>;
+
+/**
+ * A fixed statement that the run engine's hot path issues thousands of times a second. On
+ * PostgreSQL it runs as a named prepared statement, parsed and planned once per connection; on
+ * SQLite the statement cache keeps it prepared.
+ */
+export interface PreparedStatement<R> {
+  readonly text: string;
+  /** Runs it on `db` (then it is a transaction of its own) or on a transaction's `trx`. */
+  execute(on: Kysely<Database>, values: readonly unknown[]): Promise<R[]>;
+}
+
 /**
  * The one database handle. Queries go through `db` (Kysely, typed by ./schema.ts); anything that
  * must be atomic goes through `transaction`.
@@ -56,6 +70,19 @@ export interface Store {
    * read-then-write claims atomic across processes.
    */
   transaction<T>(fn: (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>): Promise<T>;
+  /**
+   * Prepares `text` (placeholders in the dialect's own form, `$1` or `?`). List result columns by
+   * name, never `*`: on PostgreSQL a prepared statement whose result columns change (a column
+   * added by another replica's migration) fails instead of being planned again.
+   */
+  prepare<R>(text: string): PreparedStatement<R>;
+  /**
+   * Runs one statement as a transaction of its own, then `then` with its rows; effects `then`
+   * registers run as soon as it returns (the statement has committed by then). On PostgreSQL that
+   * is one round trip instead of BEGIN, statement, COMMIT, and as atomic, because a single
+   * statement (data-modifying CTEs included) is. On SQLite it runs inside `transaction`.
+   */
+  runStatement<R, T>(statement: PreparedStatement<R>, values: readonly unknown[], then: (rows: R[], scope: EffectScope) => T): Promise<T>;
   migrate(): Promise<MigrationResult>;
   pendingMigrations(): Promise<string[]>;
   /** Throws when the database cannot answer. */
@@ -85,6 +112,15 @@ export function createStore(options: StoreOptions): Store {
 }
 
 type TransactionBody<T> = (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>;
+
+function preparedStatement<R>(text: string): PreparedStatement<R> {
+  return {
+    text,
+    async execute(on, values) {
+      return (await on.executeQuery<R>(CompiledQuery.raw(text, [...values]))).rows;
+    },
+  };
+}
 
 interface EffectRunner {
   /** A scope over `trx` whose effects are collected in `effects`; closed once `run` or `discard` is called. */
@@ -191,6 +227,9 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
     dialect: 'sqlite',
     db,
     transaction,
+    // Kysely prepares through the statement cache (sqlite.ts), keyed by text: nothing to register.
+    prepare: preparedStatement,
+    runStatement: (statement, values, then) => transaction(async (trx, scope) => then(await statement.execute(trx, values), scope)),
     migrate: () => applyMigrations(db, 'sqlite', transaction),
     pendingMigrations: () => listPendingMigrations(db, 'sqlite'),
     ping: async () => {
@@ -203,7 +242,8 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
 }
 
 function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }, effects: EffectRunner): Store {
-  const pool = createPgPool(options);
+  const prepared = new Map<string, string>();
+  const pool = createPgPool(options, prepared);
   const db = createPostgresKysely(pool);
   const transaction = async <T>(fn: TransactionBody<T>): Promise<T> => {
     let scoped: ReturnType<EffectRunner['scope']> | undefined;
@@ -223,6 +263,21 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
     dialect: 'postgres',
     db,
     transaction,
+    prepare(text) {
+      if (!prepared.has(text)) prepared.set(text, `baton_${prepared.size + 1}`);
+      return preparedStatement(text);
+    },
+    async runStatement(statement, values, then) {
+      const rows = await statement.execute(db, values);
+      const scoped = effects.scope(db);
+      try {
+        const result = then(rows, scoped.scope);
+        scoped.run();
+        return result;
+      } finally {
+        scoped.discard();
+      }
+    },
     migrate: () => applyMigrations(db, 'postgres', transaction),
     pendingMigrations: () => listPendingMigrations(db, 'postgres'),
     ping: async () => {

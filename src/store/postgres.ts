@@ -20,11 +20,17 @@ export interface PostgresOptions {
   poolSize?: number;
 }
 
-export function createPgPool(options: PostgresOptions): pg.Pool {
+/**
+ * `prepared` maps the SQL text of the hot path's statements to statement names: a query with one
+ * of these texts runs as a named prepared statement, parsed and planned once per connection
+ * instead of at every call (node-postgres keeps track of which connection has parsed which name).
+ */
+export function createPgPool(options: PostgresOptions, prepared: ReadonlyMap<string, string> = new Map()): pg.Pool {
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
     types,
+    Client: preparingClient(prepared),
     connectionTimeoutMillis: 10_000,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
@@ -46,4 +52,19 @@ export function createPgClient(options: PostgresOptions): pg.Client {
     types,
     ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
+}
+
+/**
+ * A client that turns a query whose text is in `prepared` into a named prepared statement. Kysely
+ * sends every query as `query(text, values)`, so this is the one place to name them.
+ */
+function preparingClient(prepared: ReadonlyMap<string, string>): typeof pg.Client {
+  class PreparingClient extends pg.Client {}
+  const query = pg.Client.prototype.query as (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) => unknown;
+  // Assigned rather than overridden: one implementation for all of pg's overloads.
+  PreparingClient.prototype.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
+    const name = typeof config === 'string' ? prepared.get(config) : undefined;
+    return query.call(this, name ? { name, text: config } : config, values, callback);
+  } as pg.Client['query'];
+  return PreparingClient;
 }

@@ -7,10 +7,13 @@ import {
   LeaseLostError,
   RUN_EVENT,
   type FullRunEngine,
+  type Run,
+  type RunEvent,
   type RunEventType,
   type TaskRequest,
 } from '../../src/runs/index.js';
 import { recordTransition } from '../../src/runs/transition.js';
+import type { TransactionScope } from '../../src/store/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -209,6 +212,39 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
 
     await engine.complete(run.id, { status: 'failed', error: 'gave up' });
     expect(signals.slice(3)).toEqual(['run:failed', 'queue:wake', 'teardown:queued']);
+  });
+
+  it("writes each hook row in its transition's transaction: with hooks, one fails, nothing of that transition stays", async () => {
+    // Hooks turn the PostgreSQL one-statement transitions into statement-plus-hooks transactions.
+    let failOn: RunEventType | undefined;
+    const recordInHook = async (scope: TransactionScope, { run, event }: { run: Run; event: RunEvent }) => {
+      if (event.type === failOn) throw new Error(`the outbox row for ${event.type} could not be written`);
+      await scope.trx.insertInto('schedule_fires').values({ name: event.type, slot: event.id, run_id: run.id, created_at: 0 }).execute();
+    };
+    engine = createRunEngine({ store: t.store, queue, now: () => clock, random: () => 1, hooks: [recordInHook] });
+    const hookRows = async () =>
+      (await t.store.db.selectFrom('schedule_fires').select(['name', 'slot']).orderBy('slot').execute()).map((r) => `${r.name}#${r.slot}`);
+    const eventRows = async (id: number) => (await engine.events(id)).map((e) => `${e.type}#${e.id}`);
+
+    failOn = RUN_EVENT.queued;
+    await expect(engine.enqueue(task())).rejects.toThrow('could not be written');
+    expect(await engine.stats()).toMatchObject({ queued: 0 });
+
+    failOn = undefined;
+    const { run } = await engine.enqueue(task());
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'ws-h', callbackTokenHash: 'h' });
+    await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
+    failOn = RUN_EVENT.succeeded;
+    await expect(engine.complete(run.id, { status: 'succeeded' })).rejects.toThrow('could not be written');
+    expect((await engine.get(run.id))?.status).toBe('running');
+    expect(await t.store.db.selectFrom('teardowns').select('workspace_name').execute()).toEqual([]);
+
+    failOn = undefined;
+    expect((await engine.complete(run.id, { status: 'succeeded', summary: 'ok' })).run.status).toBe('succeeded');
+    expect(await hookRows()).toEqual(await eventRows(run.id));
+    expect(await eventRows(run.id)).toHaveLength(4);
+    expect((await t.store.db.selectFrom('teardowns').select('workspace_name').execute()).map((r) => r.workspace_name)).toEqual(['ws-h']);
   });
 
   it('cancels live runs, refuses to cancel finished ones, and retries failed ones', async () => {
