@@ -16,6 +16,14 @@ function timelineItem(event) {
   );
 }
 
+/** The run's token cap and duration limit, as recorded when it was claimed. */
+function formatLimits(limits) {
+  if (!limits || (limits.tokenCap === null && limits.maxDurationMs === null)) return '–';
+  const tokens = limits.tokenCap === null ? 'no token cap' : `${formatTokens(limits.tokenCap)} tokens`;
+  const minutes = limits.maxDurationMs === null ? null : Math.round((limits.maxDurationMs / 60_000) * 100) / 100;
+  return minutes === null ? tokens : `${tokens}, ${minutes} min`;
+}
+
 function renderRunDetails(run) {
   $('#run-title').textContent = `Run #${run.id}: ${run.stage} ${issueLabel(run)}`;
   const details = $('#run-details');
@@ -28,6 +36,7 @@ function renderRunDetails(run) {
     ['elapsed', formatElapsed(run)],
     ['tokens', formatTokens(run.tokens)],
     ['cost', formatCost(run.costUsd)],
+    ['limits', formatLimits(run.limits)],
     ['summary', run.summary ?? '–'],
     ['error', run.lastError ?? '–'],
   ];

@@ -1,4 +1,5 @@
 import { botsSection, giteaSection } from '../forge/index.js';
+import { limitsSection } from '../budgets/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
 import { webhooksSection } from '../ingress/index.js';
@@ -25,6 +26,7 @@ export const SECTIONS = {
   queue: queueSection,
   cleanup: cleanupSection,
   runLog: runLogSection,
+  limits: limitsSection,
   schedules: schedulesSection,
   maintenance: maintenanceSection,
   gitea: giteaSection,

@@ -5,8 +5,10 @@ import {
   invalid,
   join,
   leaf,
+  int,
   list,
   mapping,
+  number,
   oneOf,
   orFalse,
   record,
@@ -60,6 +62,8 @@ const stage = orFalse(
     setupTokens: list(oneOf(SETUP_TOKENS, { doc: 'forge (the bot account’s token) or agent (the Claude token)' }), {
       doc: 'tokens the install and build commands (the repository’s own code) get; none by default',
     }),
+    tokenCap: int({ min: 0, doc: 'the stage’s own token cap per run (overrides limits.tokenCap); 0 = no cap' }),
+    maxDurationMinutes: number({ min: 0.01, doc: 'the stage’s own duration limit per run (overrides limits.maxDurationMinutes)' }),
     enabled: bool({ doc: 'false removes the stage' }),
   }),
 );
@@ -76,6 +80,7 @@ const stage = orFalse(
  *     develop: { account: review, onDuplicate: drop }
  *     analyse: { skipPermissions: false }            # without allowed-tools: the CLI's default permissions
  *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
+ *     review-code: { tokenCap: 800000, maxDurationMinutes: 90 }   # its own limits per run
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
  *       account: dev
@@ -133,6 +138,8 @@ export const pipelineSection = section(
       if (raw.onDuplicate !== undefined) next.onDuplicate = raw.onDuplicate;
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
       if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
+      if (raw.tokenCap !== undefined) next.tokenCap = raw.tokenCap;
+      if (raw.maxDurationMinutes !== undefined) next.maxDurationMs = Math.round(raw.maxDurationMinutes * 60_000);
       if (raw.setupTokens?.length) next.setupTokens = [...new Set(raw.setupTokens)];
       if (raw.triggers !== undefined) next.triggers = raw.triggers.map(toTrigger);
       else if (!base) {

@@ -135,6 +135,10 @@ export interface StageDefinition {
    * @default true (DEFAULT_SKIP_PERMISSIONS)
    */
   skipPermissions?: boolean;
+  /** The stage's own token cap per run (over `limits.tokenCap`); 0 = none. */
+  tokenCap?: number;
+  /** The stage's own duration limit per run (over `limits.maxDurationMinutes`). */
+  maxDurationMs?: number;
 }
 
 export interface Pipeline {

@@ -85,9 +85,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
     let created = false;
     try {
-      await engine.recordWorkspace(run.id, leaseToken, { workspaceName: name, callbackTokenHash: hashCallbackToken(token) });
+      const spec = options.buildSpec(run, name, token);
+      await engine.recordWorkspace(run.id, leaseToken, {
+        workspaceName: name,
+        callbackTokenHash: hashCallbackToken(token),
+        tokenCap: spec.tokenCap,
+        maxDurationMs: spec.maxDurationMs,
+      });
       log.info({ workspace: name, attempt: run.attempts }, 'provisioning workspace');
-      let workspace = await provider.create(options.buildSpec(run, name, token));
+      let workspace = await provider.create(spec);
       created = true;
       if (provider.waitUntilRunning) workspace = await provider.waitUntilRunning(name);
       await engine.markRunning(run.id, leaseToken, { workspaceId: workspace.id });

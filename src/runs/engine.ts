@@ -1,4 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { sql } from 'kysely';
+import { DURATION_GRACE_MS } from '../budgets/index.js';
 import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
@@ -50,8 +52,13 @@ export interface RunEngineOptions {
 export interface FullRunEngine extends RunEngine {
   /** Records a cron slot and enqueues its runs in one transaction; false when the slot already fired. */
   fireSchedule(name: string, slot: number, requests: TaskRequest[]): Promise<boolean>;
-  /** Running runs started before `startedBefore` end `timed_out`. Returns them. */
-  timeOutStaleRuns(startedBefore: number, reason: string): Promise<Run[]>;
+  /**
+   * Running runs past their duration limit plus `DURATION_GRACE_MS` end `timed_out` (runs claimed
+   * without a recorded limit use `fallbackMs`, STALE_WORKSPACE_MINUTES). Returns them.
+   */
+  timeOutOverdueRuns(fallbackMs: number): Promise<Run[]>;
+  /** When the earliest running run passes its limit plus the grace (epoch ms), or null. */
+  nextDeadline(fallbackMs: number): Promise<number | null>;
   /** The run whose callback token this is, or null (constant-time comparison of hashes). */
   verifyCallbackToken(runId: number, token: string): Promise<Run | null>;
   /**
@@ -308,7 +315,13 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     async recordWorkspace(runId, leaseToken, details) {
       const result = await store.db
         .updateTable('runs')
-        .set({ workspace_name: details.workspaceName, callback_token_hash: details.callbackTokenHash, updated_at: now() })
+        .set({
+          workspace_name: details.workspaceName,
+          callback_token_hash: details.callbackTokenHash,
+          token_cap: details.tokenCap ?? null,
+          max_duration_ms: details.maxDurationMs ?? null,
+          updated_at: now(),
+        })
         .where('id', '=', runId)
         .where('status', '=', RUN_STATUS.provisioning)
         .where('lease_token', '=', leaseToken)
@@ -497,21 +510,38 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       });
     },
 
-    timeOutStaleRuns(startedBefore, reason) {
+    timeOutOverdueRuns(fallbackMs) {
       return write(async (scope) => {
-        let stale = scope.trx
+        const t = now();
+        let overdue = scope.trx
           .selectFrom('runs')
           .selectAll()
           .where('status', '=', RUN_STATUS.running)
-          .where('started_at', '<', startedBefore);
-        if (store.dialect === 'postgres') stale = stale.forUpdate().skipLocked();
-        const rows = await stale.execute();
+          .where(sql<number>`started_at + coalesce(max_duration_ms, ${fallbackMs}) + ${DURATION_GRACE_MS}`, '<', t);
+        if (store.dialect === 'postgres') overdue = overdue.forUpdate().skipLocked();
+        const rows = await overdue.execute();
         const timedOut: Run[] = [];
         for (const row of rows) {
-          timedOut.push(await finish(scope, toRun(row), RUN_STATUS.timedOut, { last_error: reason }, { error: reason }));
+          const limit = formatMinutes(row.max_duration_ms ?? fallbackMs);
+          const reason =
+            row.max_duration_ms === null
+              ? `no completion callback within ${limit} (STALE_WORKSPACE_MINUTES)`
+              : `no completion callback within the run's ${limit} duration limit`;
+          timedOut.push(
+            await finish(scope, toRun(row), RUN_STATUS.timedOut, { last_error: reason }, { error: reason, limit: 'max_duration' }),
+          );
         }
         return timedOut;
       });
+    },
+
+    async nextDeadline(fallbackMs) {
+      const row = await store.db
+        .selectFrom('runs')
+        .select(sql<number | null>`min(started_at + coalesce(max_duration_ms, ${fallbackMs}))`.as('at'))
+        .where('status', '=', RUN_STATUS.running)
+        .executeTakeFirst();
+      return row?.at === null || row?.at === undefined ? null : Number(row.at) + DURATION_GRACE_MS;
     },
 
     async prune() {
@@ -563,4 +593,10 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
   };
   return engine;
+}
+
+/** `90 minutes`, `1.5 minutes`: a limit as the timeline and the issue comment say it. */
+function formatMinutes(ms: number): string {
+  const minutes = Math.round((ms / 60_000) * 100) / 100;
+  return `${minutes} minute${minutes === 1 ? '' : 's'}`;
 }

@@ -50,6 +50,8 @@ const RUN_COLUMN_NAMES = {
   claimed_at: true,
   started_at: true,
   finished_at: true,
+  token_cap: true,
+  max_duration_ms: true,
 } satisfies Record<keyof RunRow, true>;
 
 const RUN_COLUMNS = Object.keys(RUN_COLUMN_NAMES)

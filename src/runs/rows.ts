@@ -41,6 +41,7 @@ export function toRun(row: RunRow): Run {
     claimedAt: row.claimed_at,
     startedAt: row.started_at,
     finishedAt: row.finished_at,
+    limits: { tokenCap: row.token_cap, maxDurationMs: row.max_duration_ms },
   };
 }
 

@@ -1,12 +1,18 @@
 import { createLoop, type Loop } from '../background/index.js';
 import type { Logger } from '../log/index.js';
 import type { FullRunEngine } from './engine.js';
+import { RUN_EVENT } from './states.js';
 
 export interface SweeperOptions {
   engine: FullRunEngine;
   logger: Logger;
-  /** Running runs older than this end `timed_out` (STALE_WORKSPACE_MINUTES). */
+  /**
+   * The duration limit of running runs claimed without one of their own (STALE_WORKSPACE_MINUTES);
+   * the others end `timed_out` at their own limit (plus a grace).
+   */
   staleAfterMs: number;
+  /** Longest wait between checks of the runs' duration limits (it wakes at the earliest deadline anyway). @default 60_000 */
+  deadlineCheckMs?: number;
   /** How often expired provisioning leases are reclaimed. @default 15_000 */
   leaseCheckMs?: number;
   /** How often stale runs are timed out and extra sweeps (reconcile) run. @default 600_000 */
@@ -36,15 +42,16 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     return n;
   }
 
-  async function timeOutStale(): Promise<number> {
-    const minutes = Math.round(options.staleAfterMs / 60_000);
-    const runs = await engine.timeOutStaleRuns(
-      now() - options.staleAfterMs,
-      `no completion callback within ${minutes} minutes (STALE_WORKSPACE_MINUTES)`,
-    );
-    for (const run of runs) logger.warn({ runId: run.id, key: run.key }, 'run timed out; tearing its workspace down');
-    await options.onSweep?.();
+  async function timeOutOverdue(): Promise<number> {
+    const runs = await engine.timeOutOverdueRuns(options.staleAfterMs);
+    for (const run of runs) logger.warn({ runId: run.id, key: run.key }, 'run passed its duration limit; tearing its workspace down');
     return runs.length;
+  }
+
+  async function timeOutStale(): Promise<number> {
+    const n = await timeOutOverdue();
+    await options.onSweep?.();
+    return n;
   }
 
   async function prune(): Promise<number> {
@@ -55,12 +62,33 @@ export function createSweeper(options: SweeperOptions): Sweeper {
 
   const sweepMs = options.sweepMs ?? 600_000;
   const pruneMs = options.pruneMs ?? 3_600_000;
-  // Three loops, each on its own clock. The lease check and the stale sweep also run at start:
+  // Four loops, each on its own clock. The lease check and the stale sweep also run at start:
   // after a crash, that is when there is most to clean up. A failed sweep or prune waits for its
   // next turn rather than retrying sooner: the reconcile in it calls the workspace provider,
   // which may be what is failing.
+  //
+  // Each run's own duration limit, on time: the loop sleeps until the earliest deadline, and a run
+  // starting here wakes it to look again (one started on another replica is seen at the next poll).
+  // Overdue runs another replica holds locked are looked at again a second later, not in a spin.
+  const deadlines = createLoop({
+    name: 'duration limits',
+    logger,
+    pollMs: options.deadlineCheckMs ?? 60_000,
+    step: async () => {
+      await timeOutOverdue();
+      const next = await engine.nextDeadline(options.staleAfterMs);
+      return next === null ? undefined : Math.max(1000, next - now() + 1);
+    },
+  });
+  let unsubscribe: (() => void) | undefined;
   const loops: Loop[] = [
-    createLoop({ name: 'lease reclaim', logger, pollMs: options.leaseCheckMs ?? 15_000, step: async () => void (await reclaim()) }),
+    deadlines,
+    createLoop({
+      name: 'lease reclaim',
+      logger,
+      pollMs: options.leaseCheckMs ?? 15_000,
+      step: async () => void (await reclaim()),
+    }),
     createLoop({
       name: 'stale sweep',
       logger,
@@ -80,9 +108,11 @@ export function createSweeper(options: SweeperOptions): Sweeper {
 
   return {
     start() {
+      unsubscribe ??= engine.on('run:event', (event) => event.type === RUN_EVENT.started && deadlines.wake());
       for (const loop of loops) loop.start();
     },
     async stop() {
+      unsubscribe?.();
       await Promise.all(loops.map((loop) => loop.stop()));
     },
     async sweep() {

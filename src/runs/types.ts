@@ -78,6 +78,8 @@ export interface Run {
   claimedAt: number | null;
   startedAt: number | null;
   finishedAt: number | null;
+  /** Its limits, recorded when it was claimed (null before): tokens, and ms from its start. */
+  limits: { tokenCap: number | null; maxDurationMs: number | null };
 }
 
 export interface RunEvent {
@@ -202,8 +204,12 @@ export interface RunEngine extends RunQueries {
   claim(max?: number): Promise<ClaimedRun[]>;
   /** Extends the lease; false when the lease was lost (the caller must stop working on the run). */
   heartbeat(runId: number, leaseToken: string): Promise<boolean>;
-  /** Records the workspace name and callback-token hash before the workspace is created. */
-  recordWorkspace(runId: number, leaseToken: string, details: { workspaceName: string; callbackTokenHash: string }): Promise<void>;
+  /** Records the workspace name, callback-token hash and the run's limits before the workspace is created. */
+  recordWorkspace(
+    runId: number,
+    leaseToken: string,
+    details: { workspaceName: string; callbackTokenHash: string; tokenCap?: number; maxDurationMs?: number },
+  ): Promise<void>;
   /** provisioning → running: the workspace is up; the lease is released, the slot kept. */
   markRunning(runId: number, leaseToken: string, details: { workspaceId: string }): Promise<Run>;
   /** A provisioning attempt failed: back to queued with backoff, or `dead` when attempts run out, or `failed` when permanent. */

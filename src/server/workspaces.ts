@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { runLimits } from '../budgets/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, isBranchName } from '../repositories/index.js';
@@ -72,7 +73,11 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     forgeToken: declared ? undefined : account.token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
-    maxDurationMs: config.staleWorkspaceMinutes * 60_000,
+    ...runLimits(
+      config.limits,
+      config.pipeline.stages.find((s) => s.name === run.stage),
+      config.staleWorkspaceMinutes * 60_000,
+    ),
   };
 }
 

@@ -39,6 +39,10 @@ export interface RunsTable {
   claimed_at: number | null;
   started_at: number | null;
   finished_at: number | null;
+  /** The run's token cap when claimed; null: none, or not claimed yet. */
+  token_cap: number | null;
+  /** The run's duration limit when claimed; null: not claimed yet (STALE_WORKSPACE_MINUTES applies). */
+  max_duration_ms: number | null;
 }
 
 export interface RunEventsTable {

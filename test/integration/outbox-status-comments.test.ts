@@ -36,6 +36,7 @@ function makeRun(overrides: Partial<Run> = {}): Run {
     claimedAt: null,
     startedAt: null,
     finishedAt: null,
+    limits: { tokenCap: null, maxDurationMs: null },
     ...overrides,
   };
 }

@@ -130,6 +130,7 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     CALLBACK_URL: spec.callbackUrl,
     BATON_RUN_ID: String(spec.runId),
     BATON_MAX_DURATION_MS: spec.maxDurationMs?.toString(),
+    BATON_TOKEN_CAP: spec.tokenCap?.toString(),
     BATON_STAGE_BUILD: spec.build,
     BATON_SETUP_TOKENS: spec.setupTokens?.join(','),
     BATON_STAGE_SKIP_PERMISSIONS: spec.skipPermissions?.toString(),
