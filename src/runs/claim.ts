@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { PreparedStatement, StoreDialect, TransactionScope } from '../store/index.js';
-import { toWritten, type WrittenRow } from './postgres-statements.js';
+import type { StoreDialect, TransactionScope } from '../store/index.js';
+import { toWritten, type PostgresStatements } from './postgres-statements.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, SLOT_STATUSES } from './states.js';
 import { announceWritten, recordTransitions, runHooks, type TransitionContext } from './transition.js';
@@ -20,8 +20,9 @@ export interface ClaimLimits {
  * cannot go stale before they commit. On SQLite the IMMEDIATE transaction already holds the single
  * writer lock.
  *
- * `statement` (PostgreSQL, postgres-statements.ts) does the count, the pick, the update and the
- * events in one round trip after the lock; with a per-repository limit the pick is made here.
+ * `statements` (PostgreSQL, postgres-statements.ts): the lock (its COMMIT does not wait for the
+ * WAL flush, see there), then the count, the pick, the update and the events in one round trip;
+ * with a per-repository limit the pick is made here.
  */
 export async function claimInTransaction(
   scope: TransactionScope,
@@ -29,19 +30,24 @@ export async function claimInTransaction(
   ctx: TransitionContext,
   limits: ClaimLimits,
   max: number,
-  statement?: PreparedStatement<WrittenRow>,
+  statements?: Pick<PostgresStatements, 'claimLock' | 'claim'>,
 ): Promise<ClaimedRun[]> {
   const { trx } = scope;
   const now = ctx.now();
-  let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
-  if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
-  const state = await stateQuery.executeTakeFirst();
+  let state: { paused: number } | undefined;
+  if (statements) {
+    state = (await statements.claimLock.execute(trx, []))[0];
+  } else {
+    let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
+    if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
+    state = await stateQuery.executeTakeFirst();
+  }
   if (!state || state.paused === 1) return [];
 
   const perRepo = limits.perRepositoryConcurrency;
-  if (statement && perRepo === 0) {
+  if (statements && perRepo === 0) {
     const leaseToken = randomUUID();
-    const rows = await statement.execute(scope.trx, [now, max, limits.concurrency, leaseToken, now + limits.leaseMs]);
+    const rows = await statements.claim.execute(scope.trx, [now, max, limits.concurrency, leaseToken, now + limits.leaseMs]);
     const written = rows.map(toWritten);
     await runHooks(scope, ctx, written);
     announceWritten(scope, ctx, written);

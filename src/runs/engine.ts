@@ -297,7 +297,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements?.claim));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements));
     },
 
     async heartbeat(runId, leaseToken) {

@@ -117,6 +117,20 @@ const ENQUEUE = `WITH inserted AS (
 SELECT inserted.*, ${EVENT_SELECT} FROM inserted JOIN event ON event.run_id = inserted.id`;
 
 /**
+ * The first statement of a claim: takes the `dispatch_state` lock that serialises claims (see
+ * claim.ts), and lets this transaction's COMMIT return before its WAL is flushed.
+ *
+ * Why the claim may skip the wait: claims hold that lock through their COMMIT, so the flush (a
+ * few ms on a real disk) would bound how fast anyone can claim. What a database crash can lose is
+ * only the last fraction of a second of such claims, never part of one (PostgreSQL's asynchronous
+ * commit loses whole transactions, in order, and any later ordinary commit flushes them too). A
+ * lost claim is a run back in `queued` whose lease nobody knows: the dispatcher that made it
+ * finds the lease gone at its next step, exactly as after an expired lease, and the run is
+ * claimed again. Every other transition waits for the flush as usual.
+ */
+const CLAIM_LOCK = `SELECT paused, set_config('synchronous_commit', 'off', true) AS commit_mode FROM dispatch_state WHERE id = 1 FOR UPDATE`;
+
+/**
  * $1 now, $2 most runs to claim, $3 concurrency, $4 lease token, $5 lease expiry. Runs inside the
  * claim's transaction after it has locked `dispatch_state`: the statement's snapshot is taken
  * after that lock, so the count of slots in use sees every earlier claim's commit (a snapshot taken
@@ -195,6 +209,7 @@ export type PostgresStatements = ReturnType<typeof preparePostgresStatements>;
 export function preparePostgresStatements(store: Store) {
   return {
     enqueue: store.prepare<WrittenRow>(ENQUEUE),
+    claimLock: store.prepare<{ paused: number }>(CLAIM_LOCK),
     claim: store.prepare<WrittenRow>(CLAIM),
     markRunning: store.prepare<WrittenRow>(MARK_RUNNING),
     complete: {
