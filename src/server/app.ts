@@ -173,8 +173,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     staleAfterMs: config.staleWorkspaceMinutes * 60_000,
     sweepMs: config.sweepMinutes * 60_000,
     now,
+    // Every provider: a local runner that died is found like a Coder workspace that stopped.
+    checkWorkspaces: () => reconcileWorkspaces(engine, provider, logger),
+    workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
-      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
       await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();

@@ -82,7 +82,7 @@ export async function startServe(env: Record<string, string>, cwd: string, bin =
   };
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const net = await import('node:net');
   return new Promise((resolve, reject) => {
     const server = net.createServer();
