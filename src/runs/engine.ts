@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
-import { DURATION_GRACE_MS } from '../budgets/index.js';
+import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
+import { createBudgetGate } from './budget-holds.js';
 import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
@@ -47,6 +48,11 @@ export interface RunEngineOptions {
   logger?: BackgroundLogger;
   /** How much of each run's log the database keeps. @default { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES } */
   runLog?: RunLogLimits;
+  /**
+   * Daily budgets: usage is counted at each completion and spent budgets hold runs at the claim
+   * (budget-holds.ts). Without it no usage is counted and nothing is held.
+   */
+  budgets?: BudgetsConfig;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -120,9 +126,11 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     });
   }
 
+  const gate = options.budgets ? createBudgetGate(options.budgets) : undefined;
   const ctx: TransitionContext & { defaultMaxAttempts: number } = {
     now,
-    hooks: [...(options.hooks ?? [])],
+    // The usage hook goes last: it counts what the transition committed, like any other hook.
+    hooks: [...(options.hooks ?? []), ...(gate ? [gate.usageHook] : [])],
     defaultMaxAttempts: queue.maxAttempts,
     announce(scope, event, run) {
       scope.afterCommit(() => {
@@ -140,6 +148,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       scope.afterCommit(() => signals.emit('teardown:queued'));
     },
   };
+
+  const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
 
@@ -297,7 +307,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
     },
 
     async heartbeat(runId, leaseToken) {

@@ -43,6 +43,8 @@ export interface RunsTable {
   token_cap: number | null;
   /** The run's duration limit when claimed; null: not claimed yet (STALE_WORKSPACE_MINUTES applies). */
   max_duration_ms: number | null;
+  /** Why a held run waits (the budget that is spent); null unless held. */
+  held_reason: string | null;
 }
 
 export interface RunEventsTable {
@@ -116,6 +118,28 @@ export interface WebhookLabelsTable {
   updated_at: number;
 }
 
+/** Usage the agents reported, per day (in the budgets' time zone) and budget scope (owned by budgets/). */
+export interface BudgetUsageTable {
+  /** `YYYY-MM-DD`. */
+  day: string;
+  /** `global`, `repository:OWNER/REPO` or `stage:NAME`. */
+  scope: string;
+  tokens: number;
+  cost_usd: number;
+  /** Completions counted (attempts included). */
+  runs: number;
+  updated_at: number;
+}
+
+/** Limits set through the API for one day and scope; null keeps the configured limit. */
+export interface BudgetLimitsTable {
+  day: string;
+  scope: string;
+  tokens: number | null;
+  cost_usd: number | null;
+  updated_at: number;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: number;
@@ -131,4 +155,6 @@ export interface Database {
   baton_migrations: MigrationsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;
+  budget_usage: BudgetUsageTable;
+  budget_limits: BudgetLimitsTable;
 }

@@ -6,6 +6,7 @@ import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
 import { runLimits } from './0065-run-limits.js';
+import { budgets } from './0066-budgets.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -24,4 +25,5 @@ export const migrations: readonly Migration[] = [
   tokenScopes,
   dashboardSessions,
   runLimits,
+  budgets,
 ].sort((a, b) => a.name.localeCompare(b.name));
