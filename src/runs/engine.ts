@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { DURATION_GRACE_MS } from '../budgets/index.js';
+import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
+import { createBudgetGate } from './budget-holds.js';
 import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
@@ -54,6 +55,11 @@ export interface RunEngineOptions {
   logger?: BackgroundLogger;
   /** How much of each run's log the database keeps. @default { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES } */
   runLog?: RunLogLimits;
+  /**
+   * Daily budgets: usage is counted at each completion and spent budgets hold runs at the claim
+   * (budget-holds.ts). Without it no usage is counted and nothing is held.
+   */
+  budgets?: BudgetsConfig;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -130,9 +136,11 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     });
   }
 
+  const gate = options.budgets ? createBudgetGate(options.budgets) : undefined;
   const ctx: TransitionContext & { defaultMaxAttempts: number } = {
     now,
-    hooks: [...(options.hooks ?? [])],
+    // The usage hook goes last: it counts what the transition committed, like any other hook.
+    hooks: [...(options.hooks ?? []), ...(gate ? [gate.usageHook] : [])],
     defaultMaxAttempts: queue.maxAttempts,
     announce(scope, event, run) {
       scope.afterCommit(() => {
@@ -150,6 +158,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       scope.afterCommit(() => signals.emit('teardown:queued'));
     },
   };
+
+  const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
 
@@ -307,7 +317,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
     },
 
     async heartbeat(runId, leaseToken) {

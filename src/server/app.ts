@@ -16,6 +16,7 @@ import {
 } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
+  createBudgetService,
   createDispatcher,
   createRunEngine,
   createRunQueries,
@@ -139,7 +140,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog });
+  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog, budgets: config.budgets });
   const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
   const tokens = createTokenStore({ store, now });
   const sessions = createSessionStore({
@@ -147,7 +148,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     now,
     lifetime: { idleMs: config.dashboard.sessionIdleMs, maxAgeMs: config.dashboard.sessionMaxAgeMs },
   });
-  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
+  const budgets = createBudgetService({ store, config: config.budgets, wake: engine.wake });
+  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now, budgets });
 
   // The webhook inbox: the ingress only stores verified deliveries; this worker routes them,
   // checks the sender and enqueues, retrying while the forge API is away.
@@ -241,6 +243,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    budgets,
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');

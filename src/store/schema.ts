@@ -43,6 +43,8 @@ export interface RunsTable {
   token_cap: number | null;
   /** The run's duration limit when claimed; null: not claimed yet (STALE_WORKSPACE_MINUTES applies). */
   max_duration_ms: number | null;
+  /** Why a held run waits (the budget that is spent); null unless held. */
+  held_reason: string | null;
 }
 
 export interface RunEventsTable {
@@ -155,6 +157,28 @@ export interface InboxDeliveriesTable {
   processed_at: number | null;
 }
 
+/** Usage the agents reported, per day (in the budgets' time zone) and budget scope (owned by budgets/). */
+export interface BudgetUsageTable {
+  /** `YYYY-MM-DD`. */
+  day: string;
+  /** `global`, `repository:OWNER/REPO` or `stage:NAME`. */
+  scope: string;
+  tokens: number;
+  cost_usd: number;
+  /** Completions counted (attempts included). */
+  runs: number;
+  updated_at: number;
+}
+
+/** Limits set through the API for one day and scope; null keeps the configured limit. */
+export interface BudgetLimitsTable {
+  day: string;
+  scope: string;
+  tokens: number | null;
+  cost_usd: number | null;
+  updated_at: number;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: number;
@@ -171,4 +195,6 @@ export interface Database {
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;
   inbox_deliveries: InboxDeliveriesTable;
+  budget_usage: BudgetUsageTable;
+  budget_limits: BudgetLimitsTable;
 }

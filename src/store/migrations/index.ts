@@ -9,6 +9,7 @@ import { dashboardSessions } from './0042-dashboard-sessions.js';
 import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { callbackTokenHistory } from './0060-callback-token-history.js';
 import { runLimits } from './0065-run-limits.js';
+import { budgets } from './0066-budgets.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -31,4 +32,5 @@ export const migrations: readonly Migration[] = [
   unambiguousRunKeys,
   callbackTokenHistory,
   runLimits,
+  budgets,
 ].sort((a, b) => a.name.localeCompare(b.name));
