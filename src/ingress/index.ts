@@ -12,3 +12,20 @@ export { parseWebhooksConfig, webhooksSection, isAllowed, WEBHOOK_DEFAULTS, type
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries } from './prune.js';
+export {
+  createInboxStore,
+  INBOX_CHANNEL,
+  DELIVERY_OUTCOME,
+  DELIVERY_SOURCE,
+  DELIVERY_STATUS,
+  type ClaimedDelivery,
+  type Delivery,
+  type DeliveryFilter,
+  type DeliveryOutcome,
+  type DeliveryPage,
+  type DeliverySource,
+  type DeliveryStatus,
+  type DeliveryVerdict,
+  type InboxStore,
+  type NewDelivery,
+} from './inbox/index.js';
