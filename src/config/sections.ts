@@ -1,5 +1,6 @@
 import { botsSection, giteaSection } from '../forge/index.js';
 import { limitsSection } from '../budgets/index.js';
+import { catchupSection } from '../catchup/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
 import { webhooksSection } from '../ingress/index.js';
@@ -41,5 +42,6 @@ export const SECTIONS = {
   events: eventsSection,
   pipeline: pipelineSection,
   webhooks: webhooksSection,
+  catchup: catchupSection,
   comments: commentsSection,
 } as const;

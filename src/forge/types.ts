@@ -182,8 +182,8 @@ export interface ForgeClient {
   listIssuesUpdatedSince(owner: string, repo: string, since: string): Promise<ForgeIssue[]>;
   /** Pull requests, open and closed, updated at or after `since`, most recently updated first. */
   listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
-  /** The issue's or pull request's timeline entries updated at or after `since`, oldest first, every page. */
-  listTimeline(owner: string, repo: string, number: number, since: string): Promise<ForgeTimelineEvent[]>;
+  /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
+  listTimeline(owner: string, repo: string, number: number, since?: string): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */
   getUserPermission(owner: string, repo: string, username: string): Promise<RepoPermission>;
 

@@ -183,7 +183,8 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
       // routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline: `since` filters on the
       // entry's updated_at; X-Total-Count there is the length of the page just sent, not the
       // total, so it cannot end the walk: pages are read until an empty one.
-      const path = `${repoPath(owner, repo)}/issues/${number}/timeline?since=${encodeURIComponent(since)}`;
+      const query = since === undefined ? '' : `?since=${encodeURIComponent(since)}`;
+      const path = `${repoPath(owner, repo)}/issues/${number}/timeline${query}`;
       const entries: GiteaTimelineComment[] = [];
       for (let n = 1; n <= MAX_PAGES; n++) {
         const { items } = await page<GiteaTimelineComment>(path, n);

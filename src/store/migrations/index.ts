@@ -6,6 +6,7 @@ import { inbox } from './0045-inbox.js';
 import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
+import { forgeSync } from './0052-forge-sync.js';
 import { runLimits } from './0065-run-limits.js';
 import type { Migration } from './types.js';
 
@@ -25,5 +26,6 @@ export const migrations: readonly Migration[] = [
   tokenScopes,
   dashboardSessions,
   inbox,
+  forgeSync,
   runLimits,
 ].sort((a, b) => a.name.localeCompare(b.name));
