@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
 import type { InboxStore } from '../ingress/index.js';
@@ -52,10 +53,10 @@ export function createCatchupPass(deps: CatchupDeps) {
   const { store, sync, client } = deps;
 
   async function enrol(): Promise<void> {
-    // A repository starts at "now" (baton's clock, less the overlap): the first pass reads what
-    // changed from here on, never the repository's whole history. Later places are the forge's own
+    // A repository starts at "now" (baton's clock; each pass reads from a little before its
+    // place): the first pass reads what changed from here on, never the repository's whole history. Later places are the forge's own
     // times, so a clock that differs between baton and the forge only matters for this first one.
-    const start = new Date(now() - OVERLAP_MS).toISOString();
+    const start = new Date(now()).toISOString();
     await sync.add(deps.repositories, CURSOR_ORIGIN.config, start);
     const seen = await store.db
       .selectFrom('inbox_deliveries')
@@ -96,9 +97,17 @@ export function createCatchupPass(deps: CatchupDeps) {
       if (plan.events.length === 0) continue;
       await store.transaction(async (trx, scope) => {
         if (plan.seedLabels) await seedLabels(trx, owner, repo, item.number, plan.seedLabels);
-        for (const event of plan.events) await deps.inbox.insert(syntheticDelivery(owner, repo, item, event), scope);
+        for (const event of plan.events) {
+          const delivery = syntheticDelivery(owner, repo, item, event);
+          // The same fact makes the same body: one already in the inbox (waiting, or processed
+          // without moving the memory) is not stored again by every pass.
+          const sha = createHash('sha256').update(delivery.body).digest('hex');
+          const stored = await trx.selectFrom('inbox_deliveries').select('id').where('body_sha256', '=', sha).executeTakeFirst();
+          if (stored) continue;
+          await deps.inbox.insert(delivery, scope);
+          result.queued += 1;
+        }
       });
-      result.queued += plan.events.length;
     }
     await sync.advance(cursor.repository, newest);
     return result;
