@@ -1,4 +1,4 @@
-import { backoffDelay, createLoop, type BackgroundLogger, type Loop } from '../background/index.js';
+import { backoffDelay, createLoop, type BackgroundLogger, type BackoffPolicy, type Loop } from '../background/index.js';
 import type { CatchupPass, RepositoryResult } from './sync.js';
 
 export interface CatchupWorkerOptions {
@@ -6,6 +6,8 @@ export interface CatchupWorkerOptions {
   logger: BackgroundLogger & { info(details: object, message: string): void };
   /** Between passes. */
   intervalMs: number;
+  /** The wait after a pass a repository failed in. @default 30 s doubling to 10 minutes, never longer than the interval */
+  retry?: BackoffPolicy;
   random?: () => number;
 }
 
@@ -41,7 +43,7 @@ export function createCatchupWorker(options: CatchupWorkerOptions): Loop & { rea
         return;
       }
       failures += 1;
-      return Math.min(options.intervalMs, backoffDelay(RETRY, failures, options.random));
+      return Math.min(options.intervalMs, backoffDelay(options.retry ?? RETRY, failures, options.random));
     },
   });
   return {

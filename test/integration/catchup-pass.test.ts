@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createCatchupPass, createSyncStore, type CatchupPass } from '../../src/catchup/index.js';
+import { createCatchupPass, createCatchupWorker, createSyncStore, type CatchupPass } from '../../src/catchup/index.js';
 import { createGiteaClient } from '../../src/forge/index.js';
 import { createInboxStore, type Delivery, type InboxStore } from '../../src/ingress/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
@@ -146,5 +147,54 @@ describe.each(STORE_KINDS)('catch-up pass on $kind', ({ kind, create }) => {
     const results = await pass.run();
     expect(results.map((r) => r.repository)).toEqual(['acme/app', 'ghost/hidden']);
     expect(results[1]).toMatchObject({ error: expect.stringMatching(/404/), retryable: false });
+  });
+});
+
+describe('catch-up worker', () => {
+  it('a pass the forge failed is retried sooner than the interval, and then finds everything', async () => {
+    const t = await STORE_KINDS[0]!.create();
+    await t.store.migrate();
+    const gitea = await createFakeGitea();
+    try {
+      const bot = gitea.addUser('claude-dev');
+      gitea.addUser('alice');
+      gitea.addRepo('acme', 'app');
+      gitea.addLabel('acme', 'app', { name: 'bug' });
+      const issue = gitea.addIssue('acme', 'app', { title: 'Crash', author: 'alice' });
+      const inbox = createInboxStore(t.store);
+      const sync = createSyncStore(t.store);
+      const pass = createCatchupPass({
+        store: t.store,
+        inbox,
+        sync,
+        client: createGiteaClient({ baseUrl: gitea.url, token: bot.token }),
+        repositories: [{ owner: 'acme', repo: 'app' }],
+      });
+      // Enrolled a minute ago: the label below is inside the first window.
+      await sync.add([{ owner: 'acme', repo: 'app' }], 'config', new Date(Date.now() - 60_000).toISOString());
+      gitea.labelIssue('acme', 'app', issue.number, 'bug', 'alice');
+      gitea.failNext(3, { path: '/issues', status: 503 });
+      const worker = createCatchupWorker({
+        pass,
+        logger: { info() {}, warn() {}, error() {} },
+        // An hour between passes: only the retry can bring the event in while the test waits.
+        intervalMs: 3_600_000,
+        retry: { baseMs: 20, maxMs: 100 },
+      });
+      worker.start();
+      try {
+        await until(
+          async () => (await inbox.list({ source: 'sync' })).deliveries.length === 1,
+          'the sync delivery after the forge came back',
+        );
+        expect(gitea.requests.filter((r) => r.path === '/api/v1/repos/acme/app/issues' && r.status === 503)).toHaveLength(3);
+        expect(worker.lastResults).toEqual([expect.objectContaining({ queued: 1 })]);
+      } finally {
+        await worker.stop();
+      }
+    } finally {
+      await gitea.close();
+      await t.cleanup();
+    }
   });
 });
