@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
-import type { InboxStore } from '../ingress/index.js';
+import { isAllowed, type InboxStore } from '../ingress/index.js';
 import type { Store } from '../store/index.js';
 import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
 import { CURSOR_ORIGIN, pullRequestHeads, type SyncCursor, type SyncStore } from './store.js';
@@ -41,6 +41,8 @@ export interface CatchupDeps {
   client: ForgeClient;
   /** Configured repositories (`catchup.repositories`). */
   repositories: readonly { owner: string; repo: string }[];
+  /** `webhooks.allow`: a repository a webhook of which would be refused is not read either. @default any */
+  allow?: readonly string[];
   now?: () => number;
 }
 
@@ -157,6 +159,10 @@ export function createCatchupPass(deps: CatchupDeps) {
       await enrol();
       const results: RepositoryResult[] = [];
       for (const cursor of await sync.list()) {
+        if (!isAllowed(deps.allow ?? [], cursor.owner, cursor.repo)) {
+          results.push({ repository: cursor.repository, read: 0, queued: 0, skipped: [], error: 'not in webhooks.allow', retryable: false });
+          continue;
+        }
         try {
           results.push(await readRepository(cursor));
         } catch (err) {
