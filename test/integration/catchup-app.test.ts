@@ -16,13 +16,21 @@ const SECRET = 'catch-up-test-webhook-secret';
  */
 describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) => {
   let t: TestStore;
+  let opened = false;
   let gitea: FakeGitea;
   let app: TestApp | undefined;
+  /**
+   * The fake Gitea's clock, against baton's. What a test sets up before baton first looks
+   * happened an hour ago; later changes happen now.
+   */
+  let skew = 0;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
     t = await create();
-    gitea = await createFakeGitea();
+    opened = false;
+    skew = -3_600_000;
+    gitea = await createFakeGitea({ now: () => new Date(Date.now() + skew) });
     gitea.addUser('alice');
     gitea.addRepo('acme', 'app');
     gitea.addCollaborator('acme', 'app', 'alice', 'write');
@@ -56,7 +64,6 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
     app = await startTestApp({ ...t, store }, { env: env(extra) });
     return app;
   }
-  let opened = false;
   async function reopen(): Promise<TestStore> {
     // The first start uses the test store itself; later ones open the same database again (the
     // previous app closed its store when it stopped).
@@ -100,6 +107,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
 
   it('a label added while baton was stopped starts one run after start; the late webhook adds none', async () => {
     const issue = gitea.addIssue('acme', 'app', { title: 'Crash', author: 'alice', labels: ['enhancement'] });
+    skew = 0;
     let baton = await startBaton();
     await passAfter(baton, 0);
     await baton.close();
@@ -124,6 +132,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
 
   it('a webhook acted first: the catch-up pass after it starts nothing more', async () => {
     const issue = gitea.addIssue('acme', 'app', { title: 'Crash', author: 'alice', labels: ['enhancement'] });
+    skew = 0;
     let baton = await startBaton();
     await passAfter(baton, 0);
     gitea.labelIssue('acme', 'app', issue.number, 'ready-for-development', 'alice');
@@ -142,6 +151,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
 
   it('a push to a pull request while baton was stopped is reviewed once, whichever way it is learnt', async () => {
     const pr = gitea.addPullRequest('acme', 'app', { title: 'Feature', author: 'alice', head: 'feature' });
+    skew = 0;
     let baton = await startBaton();
     await passAfter(baton, 0);
     await baton.close();
@@ -163,6 +173,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
 
   it('catchup.enabled false: no pass, the forge is never listed', async () => {
     const issue = gitea.addIssue('acme', 'app', { title: 'Crash', author: 'alice' });
+    skew = 0;
     const baton = await startBaton({ CATCHUP_ENABLED: 'false' });
     gitea.labelIssue('acme', 'app', issue.number, 'ready-for-development', 'alice');
     // The witness that baton is up and talking to the forge: the run's status comment.
