@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { createGiteaIngress, createInboxProcessing, pruneDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
@@ -149,6 +149,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
   const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
 
+  // The webhook inbox: the ingress only stores verified deliveries; this worker routes them,
+  // checks the sender and enqueues, retrying while the forge API is away.
+  const inbox = createInboxProcessing({
+    store,
+    engine,
+    pipeline: config.pipeline,
+    webhooks: config.webhooks,
+    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    logger,
+    now,
+    pollMs: config.queue.pollMs,
+  });
+
   // 6. Workspaces.
   const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
 
@@ -176,12 +189,14 @@ export function createApp(config: Config, deps: AppDeps): App {
     onSweep: async () => {
       if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
       await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
+      await inbox.inbox.prune(now() - config.webhooks.deliveryRetentionDays * 24 * 60 * 60_000);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();
     },
   });
   const workers: Worker[] = [
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
+    { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -206,6 +221,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     forgeDeliverySeen: () => forgeDeliverySeen,
     databaseUrl: config.database.url,
     minFreeSpaceBytes: config.minFreeSpaceBytes,
+    permissionProblem: inbox.permissionProblem,
   });
   const hono = createHttpApp({
     logger,
@@ -215,16 +231,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({
-      engine,
-      store,
-      pipeline: config.pipeline,
-      webhooks: config.webhooks,
-      secret: config.gitea.webhookSecret,
-      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
-      logger,
-      now,
-    }),
+    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.gitea.webhookSecret, logger, now }),
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
