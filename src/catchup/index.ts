@@ -5,6 +5,6 @@
 export { catchupSection, CATCHUP_DEFAULTS, type CatchupConfig } from './config-section.js';
 export { createCatchupPass, OVERLAP_MS, type CatchupDeps, type CatchupPass, type RepositoryResult } from './sync.js';
 export { createCatchupWorker, type CatchupWorkerOptions } from './worker.js';
-export { createSyncStore, pullRequestHeads, CURSOR_ORIGIN, type SyncCursor, type SyncStore } from './store.js';
+export { createSyncStore, CURSOR_ORIGIN, type SyncCursor, type SyncStore } from './store.js';
 export { planItem, mayHaveNews, issueItem, pullItem, type CatchupItem, type ItemMemory, type ItemPlan, type PlannedEvent } from './plan.js';
 export { syntheticDelivery, SYNC_ENDPOINT } from './synthesize.js';

@@ -1,5 +1,4 @@
-import type { Kysely } from 'kysely';
-import type { Database, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 
 /** Why catch-up reads a repository. */
 export const CURSOR_ORIGIN = { config: 'config', delivery: 'delivery' } as const;
@@ -16,8 +15,6 @@ export interface SyncCursor {
   lastPassAt: number | null;
   lastError: string | null;
 }
-
-type Db = Kysely<Database>;
 
 const keyOf = (owner: string, repo: string) => `${owner}/${repo}`.toLowerCase();
 
@@ -84,27 +81,3 @@ export function createSyncStore(store: Pick<Store, 'db'>, now: () => number = Da
 }
 
 export type SyncStore = ReturnType<typeof createSyncStore>;
-
-/**
- * The pull request heads baton has acted on, one row per pull request. Whoever acts on a head
- * first (the inbox worker for a webhook's `opened`/`synchronized`, or for catch-up's) records it
- * in the transaction that enqueues the review, so the other sees it and starts nothing.
- */
-export const pullRequestHeads = {
-  async seen(db: Db, owner: string, repo: string, number: number): Promise<string | null> {
-    const row = await db
-      .selectFrom('pull_request_heads')
-      .select('head_sha')
-      .where('repository', '=', keyOf(owner, repo))
-      .where('number', '=', number)
-      .executeTakeFirst();
-    return row?.head_sha ?? null;
-  },
-  async remember(db: Db, owner: string, repo: string, number: number, sha: string, at: number): Promise<void> {
-    await db
-      .insertInto('pull_request_heads')
-      .values({ repository: keyOf(owner, repo), number, head_sha: sha, updated_at: at })
-      .onConflict((oc) => oc.columns(['repository', 'number']).doUpdateSet({ head_sha: sha, updated_at: at }))
-      .execute();
-  },
-};

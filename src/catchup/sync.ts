@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
-import { isAllowed, type InboxStore } from '../ingress/index.js';
+import { isAllowed, LABEL_MEMORY_SCOPE, pullRequestHeads, type InboxStore } from '../ingress/index.js';
 import type { Store } from '../store/index.js';
 import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
-import { CURSOR_ORIGIN, pullRequestHeads, type SyncCursor, type SyncStore } from './store.js';
+import { CURSOR_ORIGIN, type SyncCursor, type SyncStore } from './store.js';
 import { syntheticDelivery } from './synthesize.js';
 
 /**
@@ -14,9 +14,6 @@ import { syntheticDelivery } from './synthesize.js';
  * what is read twice is found already acted on (label and head memory, the inbox's dedup).
  */
 export const OVERLAP_MS = 60_000;
-
-/** The inbox worker's one label memory (its `scope` in webhook_labels). */
-const LABEL_MEMORY_SCOPE = 'gitea';
 
 /** What one pass did in one repository (batch work reports, it does not throw halfway). */
 export interface RepositoryResult {
@@ -160,7 +157,14 @@ export function createCatchupPass(deps: CatchupDeps) {
       const results: RepositoryResult[] = [];
       for (const cursor of await sync.list()) {
         if (!isAllowed(deps.allow ?? [], cursor.owner, cursor.repo)) {
-          results.push({ repository: cursor.repository, read: 0, queued: 0, skipped: [], error: 'not in webhooks.allow', retryable: false });
+          results.push({
+            repository: cursor.repository,
+            read: 0,
+            queued: 0,
+            skipped: [],
+            error: 'not in webhooks.allow',
+            retryable: false,
+          });
           continue;
         }
         try {

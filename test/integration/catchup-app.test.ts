@@ -84,6 +84,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
   const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.engine.list()).filter((r) => r.stage === stage);
 
   function labelWebhook(number: number, labels: string[]) {
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a webhook body, changed field by field
     const body = fixtureJson('issues-label_updated.json') as Record<string, any>;
     body.number = number;
     body.issue = { ...body.issue, number, labels: labels.map((name, id) => ({ id: id + 1, name, color: 'ee0701' })) };
@@ -160,10 +161,18 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
     baton = await startBaton();
     await until(async () => (await runsOf(baton, 'review-code')).length === 1, 'the review catch-up started');
 
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a webhook body, changed field by field
     const body = fixtureJson('pull_request-opened.json') as Record<string, any>;
     body.action = 'synchronized';
     body.number = pr.number;
-    body.pull_request = { ...body.pull_request, number: pr.number, state: 'open', merged: false, labels: [], head: { ...body.pull_request.head, sha } };
+    body.pull_request = {
+      ...body.pull_request,
+      number: pr.number,
+      state: 'open',
+      merged: false,
+      labels: [],
+      head: { ...body.pull_request.head, sha },
+    };
     body.repository = { ...body.repository, name: 'app', full_name: 'acme/app', owner: { ...body.repository.owner, login: 'acme' } };
     body.sender = { ...body.sender, login: 'alice' };
     const late = await deliver(baton, toBody(body), 'pull_request', 'pull_request_sync');
@@ -179,7 +188,9 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
     // The witness that baton is up and talking to the forge: the run's status comment.
     await deliver(baton, labelWebhook(issue.number, ['ready-for-development']), 'issues', 'issue_label');
     await until(() => gitea.comments('acme', 'app', issue.number).length > 0, 'the queued comment');
-    expect(gitea.requests.filter((r) => r.path.endsWith('/issues') || r.path.endsWith('/pulls') || r.path.endsWith('/timeline'))).toEqual([]);
+    expect(gitea.requests.filter((r) => r.path.endsWith('/issues') || r.path.endsWith('/pulls') || r.path.endsWith('/timeline'))).toEqual(
+      [],
+    );
     expect(await baton.app.store.db.selectFrom('forge_sync_cursors').selectAll().execute()).toEqual([]);
   });
 });
