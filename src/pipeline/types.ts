@@ -60,7 +60,6 @@ export interface ForgeEvent {
   merged: boolean;
   title?: string;
   htmlUrl?: string;
-  cloneUrl?: string;
   /** PR head branch. */
   headRef?: string;
   /** PR head commit, when the payload names it (one review per head: see catchup/). */
