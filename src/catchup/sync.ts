@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
 import { isAllowed, LABEL_MEMORY_SCOPE, pullRequestHeads, type InboxStore } from '../ingress/index.js';
+import { parseRepositoryName } from '../repositories/index.js';
 import type { Store } from '../store/index.js';
 import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
 import { CURSOR_ORIGIN, type SyncCursor, type SyncStore } from './store.js';
@@ -64,9 +65,10 @@ export function createCatchupPass(deps: CatchupDeps) {
       .where('source', '=', 'webhook')
       .where('repository', 'is not', null)
       .execute();
+    // A name from a payload becomes part of a forge URL: only names Gitea itself allows.
     const delivered = seen.flatMap((row) => {
-      const [owner, repo] = (row.repository ?? '').split('/');
-      return owner && repo ? [{ owner, repo }] : [];
+      const parsed = parseRepositoryName(row.repository ?? '');
+      return parsed ? [parsed] : [];
     });
     await sync.add(delivered, CURSOR_ORIGIN.delivery, start);
   }
