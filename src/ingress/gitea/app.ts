@@ -119,15 +119,11 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     }
 
     const payload = parseJson(signed);
-    let repository: { owner: string; repo: string } | null;
-    try {
-      repository = readRepository(payload);
-    } catch (err) {
-      // A repository-less event (org or package events) is stored when no per-repository secret
-      // could apply: the global check above already vouched for it, and the worker ignores it.
-      if (secrets.byRepo.size > 0) throw err;
-      repository = null;
-    }
+    // A repository-less event (org or package events) is stored when no per-repository secret
+    // could apply: the global check above already vouched for it, and the worker ignores it. A
+    // repository that is there must be well-formed with names Gitea allows (they become part of
+    // URLs and run keys): anything else is refused here and not kept.
+    const repository = payload.repository === undefined && secrets.byRepo.size === 0 ? null : readRepository(payload);
     if (repository) {
       const { owner, repo } = repository;
       const full = `${owner}/${repo}`.toLowerCase();
