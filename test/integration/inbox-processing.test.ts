@@ -130,6 +130,85 @@ describe.each(STORE_KINDS)('the inbox on $kind', ({ kind, create }) => {
   });
 });
 
+describe.each(STORE_KINDS)('two replicas on $kind', ({ kind, create }) => {
+  const extra: Array<{ close(): Promise<void> }> = [];
+  afterEach(async () => {
+    for (const s of extra.splice(0)) await s.close();
+  });
+
+  it('process a shared inbox side by side: each delivery once, each issue in order', async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    t = await create();
+    await t.store.migrate();
+    const { createStore } = await import('../../src/store/index.js');
+    const { createRunEngine } = await import('../../src/runs/index.js');
+    const { createInboxProcessing, parseWebhooksConfig } = await import('../../src/ingress/index.js');
+    const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
+    const { DEFAULTS } = await import('../../src/config/index.js');
+    const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
+    const { webhooks } = parseWebhooksConfig(undefined);
+    const replicas = [0, 1].map(() => {
+      const store = createStore({ url: t!.url, schema: t!.schema });
+      extra.push(store);
+      const engine = createRunEngine({ store, queue: { ...DEFAULTS.queue } });
+      return createInboxProcessing({ store, engine, pipeline, webhooks, logger: { warn: () => {}, error: () => {} }, pollMs: 50 });
+    });
+    // Label changes on five issues, interleaved: each issue gets ready-for-architecture, then it
+    // removed, then ready-for-development. In order, that is architect then develop per issue.
+    const inbox = createInboxStore(t.store);
+    const steps = [['ready-for-architecture'], [], ['ready-for-development']];
+    let change = 0;
+    for (const labels of steps) {
+      for (let n = 1; n <= 5; n++) {
+        const payload = fixtureJson('issues-label_updated.json');
+        const issue = payload.issue as Record<string, unknown>;
+        issue.number = n;
+        payload.number = n;
+        issue.labels = labels.map((name, i) => ({
+          id: i + 1,
+          name,
+          color: '0e8a16',
+          description: '',
+          exclusive: false,
+          is_archived: false,
+          url: '',
+        }));
+        issue.updated_at = new Date(Date.UTC(2026, 0, 1) + ++change * 1000).toISOString();
+        await inbox.insert({
+          source: 'webhook',
+          endpoint: '/webhook/gitea',
+          deliveryId: `replicas-${change}`,
+          event: 'issues',
+          eventType: 'issue_label',
+          headers: { 'x-gitea-event': 'issues', 'x-gitea-event-type': 'issue_label' },
+          body: JSON.stringify(payload, null, 2),
+          repository: 'acme/app',
+          number: n,
+        });
+      }
+    }
+    await Promise.all(replicas.map((r) => r.worker.start()));
+    try {
+      await until(async () => (await inbox.counts()).processed === 15, 'all 15 deliveries processed');
+    } finally {
+      await Promise.all(replicas.map((r) => r.worker.stop()));
+    }
+    const all = (await inbox.list({ limit: 500 })).deliveries.reverse();
+    for (let n = 1; n <= 5; n++) {
+      const ofIssue = all.filter((d) => d.number === n);
+      expect(ofIssue.map((d) => d.stages)).toEqual([['architect'], [], ['develop']]);
+      // Processed in the order received.
+      const times = ofIssue.map((d) => d.processedAt!);
+      expect([...times].sort((a, b) => a - b)).toEqual(times);
+    }
+    const runs = await t.store.db.selectFrom('runs').select(['stage', 'number']).execute();
+    expect(runs).toHaveLength(10);
+    // Each delivery had its effect once: a second processing would have coalesced into the run.
+    const events = await t.store.db.selectFrom('run_events').select('type').execute();
+    expect(events.map((e) => e.type)).toEqual(runs.map(() => 'run:queued'));
+  });
+});
+
 describe('the permission check as Gitea answers it', () => {
   it('reports a 403 as a configuration problem (verdict and /ready), a 404 as not permitted, and recovers', async () => {
     gitea = await createFakeGitea();
