@@ -1,8 +1,11 @@
 /**
- * Webhook ingress benchmark: signed Gitea deliveries per second and latency to the 2xx through a
- * real HTTP server (@hono/node-server over node:http), with the full ingress path (signature,
- * parse, dedup row, label memory, enqueue into the real run engine on a real SQLite file), against
- * a bare Hono "hello world" on the same machine in the same run as the ceiling.
+ * Webhook ingress benchmark: signed Gitea deliveries per second and latency to the 202 through a
+ * real HTTP server (@hono/node-server over node:http), with baton's accept path (size limit,
+ * signature, parse, one insert into the inbox on a real SQLite file) while the inbox worker in the
+ * same process routes, asks a stub forge for the sender's permission and enqueues into the real
+ * run engine, against a bare Hono "hello world" on the same machine in the same run as the
+ * ceiling; then the accept path again while every forge API call fails (503), to show accept
+ * latency does not depend on the forge.
  *
  *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16]
  *
@@ -46,7 +49,9 @@ function parseOptions(argv: string[]): Options {
 
 // ---------------------------------------------------------------- server side (child process)
 
-async function runServer(kind: 'hello' | 'ingress'): Promise<void> {
+type ServerKind = 'hello' | 'ingress' | 'ingress-forge-down';
+
+async function runServer(kind: ServerKind): Promise<void> {
   const { serve } = await import('@hono/node-server');
   const { Hono } = await import('hono');
   let fetchHandler: (req: Request) => Response | Promise<Response>;
@@ -59,17 +64,39 @@ async function runServer(kind: 'hello' | 'ingress'): Promise<void> {
     const { DEFAULTS } = await import('../src/config/index.js');
     const { createStore } = await import('../src/store/index.js');
     const { createRunEngine } = await import('../src/runs/index.js');
-    const { createGiteaIngress, createInboxStore } = await import('../src/ingress/index.js');
+    const { createGiteaIngress, createInboxProcessing, parseWebhooksConfig } = await import('../src/ingress/index.js');
+    const { createGiteaClient } = await import('../src/forge/index.js');
     const { parsePipelineConfig } = await import('../src/pipeline/index.js');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-ingress-'));
     const store = createStore({ url: `sqlite:${path.join(dir, 'baton.db')}` });
     await store.migrate();
     const engine = createRunEngine({ store, queue: { ...DEFAULTS.queue } });
     const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
-    void engine;
-    void pipeline;
-    fetchHandler = createGiteaIngress({ inbox: createInboxStore(store), secret: SECRET }).fetch;
+    // A stub forge answering the permission endpoint, or failing every call with 503.
+    const down = kind === 'ingress-forge-down';
+    const forge = http.createServer((_req, res) => {
+      res.writeHead(down ? 503 : 200, { 'content-type': 'application/json' });
+      res.end(down ? '{"message":"unavailable"}' : '{"permission":"write","role_name":"write"}');
+    });
+    await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
+    const forgeUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
+    const client = createGiteaClient({ baseUrl: forgeUrl, token: 'bench-token', timeoutMs: 2_000 });
+    const { webhooks } = parseWebhooksConfig({ requireWritePermission: true, permissionCacheSeconds: 0, retryMaxSeconds: 5 });
+    const processing = createInboxProcessing({
+      store,
+      engine,
+      pipeline,
+      webhooks,
+      permissionOf: (owner, repo, user) => client.getUserPermission(owner, repo, user),
+      logger: { warn: () => {}, error: () => {} },
+    });
+    await processing.worker.start();
+    fetchHandler = createGiteaIngress({ inbox: processing.inbox, secret: SECRET }).fetch;
     cleanup = async () => {
+      const counts = await processing.inbox.counts();
+      process.send?.({ counts });
+      await processing.worker.stop();
+      forge.close();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     };
@@ -219,10 +246,14 @@ async function drain(inFlight: Set<Promise<void>>): Promise<void> {
   clearTimeout(timer);
 }
 
-async function startServer(kind: 'hello' | 'ingress'): Promise<{ child: ChildProcess; port: number }> {
+async function startServer(kind: ServerKind): Promise<{ child: ChildProcess; port: number }> {
   const child = fork(here, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m) => resolve((m as { port: number }).port));
+    child.on('message', (m) => {
+      const counts = (m as { counts?: Record<string, number> }).counts;
+      if (counts) console.error(`${kind}: inbox at stop: ${JSON.stringify(counts)}`);
+    });
     child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   return { child, port };
@@ -244,19 +275,30 @@ function percentile(sorted: number[], p: number): number {
 async function main(): Promise<void> {
   const options = parseOptions(process.argv.slice(2));
   const rows: string[][] = [];
-  for (const kind of ['hello', 'ingress'] as const) {
+  const labels: Record<ServerKind, string> = {
+    hello: 'bare Hono (ceiling)',
+    ingress: 'accept + inbox worker',
+    'ingress-forge-down': 'accept, forge API down',
+  };
+  const max: Partial<Record<ServerKind, number>> = {};
+  const p99At1000: Partial<Record<ServerKind, number>> = {};
+  for (const kind of ['hello', 'ingress', 'ingress-forge-down'] as const) {
     const { child, port } = await startServer(kind);
     const load = new Load(port, Math.max(256, options.concurrency));
     try {
       await load.maxThroughput(4, 1_000); // warm-up: JIT, SQLite page cache, sockets
       // Closed-loop first: it leaves no backlog. An overloaded fixed-rate phase leaves requests the
       // server is still working through, which would be charged to whatever runs next.
-      const phases: PhaseResult[] = [await load.maxThroughput(options.concurrency, options.durationMs)];
-      for (const rate of options.rates) phases.push(await load.fixedRate(rate, options.durationMs));
+      const phases: PhaseResult[] = [];
+      if (kind !== 'ingress-forge-down') phases.push(await load.maxThroughput(options.concurrency, options.durationMs));
+      const rates = kind === 'ingress-forge-down' ? [1000] : options.rates;
+      for (const rate of rates) phases.push(await load.fixedRate(rate, options.durationMs));
       for (const r of phases) {
         const sorted = [...r.latencies].sort((a, b) => a - b);
+        if (r.phase.startsWith('max')) max[kind] = (r.ok / r.elapsedMs) * 1000;
+        if (r.phase === '1000 req/s') p99At1000[kind] = percentile(sorted, 99);
         rows.push([
-          kind === 'hello' ? 'bare Hono (ceiling)' : 'ingress + SQLite run engine',
+          labels[kind],
           r.phase,
           String(r.sent),
           String(r.ok),
@@ -285,11 +327,16 @@ async function main(): Promise<void> {
   console.log(line(header));
   console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
   for (const row of rows) console.log(line(row));
+  const ratio = max.hello && max.ingress ? ((max.ingress / max.hello) * 100).toFixed(0) : '?';
+  console.log(
+    `\naccept throughput: ${ratio}% of bare Hono; p99 at 1,000 req/s: ${p99At1000.ingress?.toFixed(2) ?? '?'} ms ` +
+      `(forge API down: ${p99At1000['ingress-forge-down']?.toFixed(2) ?? '?'} ms, bare Hono ${p99At1000.hello?.toFixed(2) ?? '?'} ms)`,
+  );
 }
 
 const serveIndex = process.argv.indexOf('--serve');
 if (serveIndex >= 0) {
-  void runServer(process.argv[serveIndex + 1] === 'hello' ? 'hello' : 'ingress');
+  void runServer(process.argv[serveIndex + 1] as ServerKind);
 } else {
   main().catch((err: unknown) => {
     console.error(err);

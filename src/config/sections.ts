@@ -1,5 +1,6 @@
 import { botsSection, giteaSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
+import { catchupSection } from '../catchup/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
 import { webhooksSection } from '../ingress/index.js';
@@ -42,5 +43,6 @@ export const SECTIONS = {
   pipeline: pipelineSection,
   budgets: budgetsSection,
   webhooks: webhooksSection,
+  catchup: catchupSection,
   comments: commentsSection,
 } as const;

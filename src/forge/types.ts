@@ -90,6 +90,22 @@ export interface ForgeComment {
   updatedAt: string;
 }
 
+/**
+ * One entry of an issue's timeline that catch-up reads: who added or removed a label, who pushed
+ * to a pull request. Other kinds of entries (comments, reviews, renames, …) are `other`.
+ */
+export interface ForgeTimelineEvent {
+  id: number;
+  kind: 'label_added' | 'label_removed' | 'pull_push' | 'other';
+  /** The forge's own name of the entry (`label`, `pull_push`, `comment`, …). */
+  type: string;
+  /** Who did it; null when the forge no longer knows the account. */
+  user: string | null;
+  /** The label's name for `label_added` / `label_removed`. */
+  label?: string;
+  createdAt: string;
+}
+
 /** A repository as its reader sees it, with that reader's own rights on it. */
 export interface ForgeRepository {
   owner: string;
@@ -159,6 +175,15 @@ export interface ForgeClient {
   removeIssueLabel(owner: string, repo: string, number: number, labelId: number): Promise<void>;
   /** Oldest first, every page. */
   listPullReviews(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
+  /**
+   * Issues (not pull requests), open and closed, whose `updatedAt` is at or after `since` (the
+   * forge's own clock, RFC 3339), every page. The order is the forge's (newest created first).
+   */
+  listIssuesUpdatedSince(owner: string, repo: string, since: string): Promise<ForgeIssue[]>;
+  /** Pull requests, open and closed, updated at or after `since`, most recently updated first. */
+  listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
+  /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
+  listTimeline(owner: string, repo: string, number: number, since?: string): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */
   getUserPermission(owner: string, repo: string, username: string): Promise<RepoPermission>;
 

@@ -38,3 +38,4 @@ export {
   type InboxStore,
   type NewDelivery,
 } from './inbox/index.js';
+export { pullRequestHeads } from './heads.js';

@@ -62,6 +62,8 @@ export interface ForgeEvent {
   htmlUrl?: string;
   /** PR head branch. */
   headRef?: string;
+  /** PR head commit, when the payload names it (one review per head: see catchup/). */
+  headSha?: string;
   /** Set for issue_comment / pr_comment. */
   comment?: { id?: number; body: string; author: string };
   /** Set for review events. */

@@ -1,4 +1,5 @@
 import type { Hono } from 'hono';
+import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
@@ -164,6 +165,25 @@ export function createApp(config: Config, deps: AppDeps): App {
     pollMs: config.queue.pollMs,
   });
 
+  // Catch-up from the forge API: what webhooks missed goes into the same inbox (source `sync`).
+  // It reads as the dev bot; without a forge there is nothing to read.
+  const catchup =
+    config.catchup.enabled && accounts.dev
+      ? createCatchupWorker({
+          pass: createCatchupPass({
+            store,
+            inbox: inbox.inbox,
+            sync: createSyncStore(store, now),
+            client: accounts.dev,
+            repositories: config.catchup.repositories,
+            allow: config.webhooks.allow,
+            now,
+          }),
+          logger,
+          intervalMs: config.catchup.intervalMs,
+        })
+      : undefined;
+
   // 6. Workspaces.
   const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
 
@@ -201,6 +221,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   const workers: Worker[] = [
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
+    ...(catchup ? [{ name: 'catch-up', start: () => catchup.start(), stop: () => catchup.stop() }] : []),
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },

@@ -184,6 +184,28 @@ export interface MigrationsTable {
   applied_at: number;
 }
 
+/** Catch-up's place per repository (migration 0052-forge-sync). */
+export interface ForgeSyncCursorsTable {
+  repository: string;
+  owner: string;
+  repo: string;
+  /** `config` or `delivery`: why catch-up reads this repository. */
+  origin: string;
+  /** The forge's time (RFC 3339): the newest updated_at seen there. */
+  since: string;
+  created_at: number;
+  last_pass_at: number | null;
+  last_error: string | null;
+}
+
+/** The pull request heads baton has acted on (migration 0052-forge-sync). */
+export interface PullRequestHeadsTable {
+  repository: string;
+  number: number;
+  head_sha: string;
+  updated_at: number;
+}
+
 export interface Database {
   runs: RunsTable;
   run_events: RunEventsTable;
@@ -197,4 +219,6 @@ export interface Database {
   inbox_deliveries: InboxDeliveriesTable;
   budget_usage: BudgetUsageTable;
   budget_limits: BudgetLimitsTable;
+  forge_sync_cursors: ForgeSyncCursorsTable;
+  pull_request_heads: PullRequestHeadsTable;
 }

@@ -268,6 +268,9 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
 
       const payload = fixtureJson('pull_request-opened.json');
       payload.action = 'synchronized';
+      // A push brings a new head commit (a head already acted on starts nothing again).
+      const pull = payload.pull_request as { head: Record<string, unknown> };
+      pull.head = { ...pull.head, sha: 'c'.repeat(40) };
       const synced = await send(toBody(payload), 'pull_request', 'pull_request_sync');
       // A second review of the same PR is merged into the first, or recorded as its follow-up.
       await expectRouted(synced, 'review-code');

@@ -10,6 +10,7 @@ import {
   toPullRequest,
   toRepository,
   toReview,
+  toTimelineEvent,
   toUser,
 } from './map.js';
 import type {
@@ -21,6 +22,7 @@ import type {
   GiteaPullReview,
   GiteaRepoCollaboratorPermission,
   GiteaRepository,
+  GiteaTimelineComment,
   GiteaUser,
 } from './wire.js';
 
@@ -142,7 +144,56 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
     return all;
   }
 
+  /** One page of a list, checked to be a list. */
+  async function page<T>(path: string, number: number): Promise<{ items: T[]; total: number }> {
+    const pagePath = `${path}${path.includes('?') ? '&' : '?'}page=${number}&limit=${PAGE_SIZE}`;
+    const { data, headers } = await exchange<T[]>('GET', pagePath);
+    if (!Array.isArray(data)) throw new ForgeError(`Gitea GET ${pagePath} did not answer with a list`, { kind: 'protocol' });
+    return { items: data, total: Number(headers.get('x-total-count') ?? NaN) };
+  }
+
   return {
+    async listIssuesUpdatedSince(owner, repo, since) {
+      // routers/api/v1/repo/issue.go ListIssues (reference/gitea/API.md, "Endpoints for catch-up"):
+      // `since` is inclusive on updated_at; `state` defaults to open, so `all` is sent; the order is
+      // newest *created* first whatever `since` says, so every page is read, never stopping early.
+      // An issue created while paging shifts the rest down a place: one may come twice, none is
+      // skipped; the duplicates are dropped here.
+      const query = `state=all&type=issues&since=${encodeURIComponent(since)}`;
+      const issues = await listAll<GiteaIssue>(`${repoPath(owner, repo)}/issues?${query}`);
+      return unique(issues.map(toIssue));
+    },
+    async listPullRequestsUpdatedSince(owner, repo, since) {
+      // routers/api/v1/repo/pull.go ListPullRequests: no `since` parameter, but
+      // `sort=recentupdate` orders by updated_at descending, so the walk stops at the first pull
+      // request older than `since`. `state` is sent: omitted means all on every version, though
+      // the 1.23+ swagger says open.
+      const sinceMs = Date.parse(since);
+      const pulls: GiteaPullRequest[] = [];
+      for (let number = 1; number <= MAX_PAGES; number++) {
+        const { items, total } = await page<GiteaPullRequest>(`${repoPath(owner, repo)}/pulls?state=all&sort=recentupdate`, number);
+        const recent = items.filter((pr) => !(Date.parse(pr.updated_at) < sinceMs));
+        pulls.push(...recent);
+        const done = items.length === 0 || recent.length < items.length;
+        if (done || (Number.isFinite(total) && number * PAGE_SIZE >= total)) break;
+      }
+      return unique(pulls.map(toPullRequest));
+    },
+    async listTimeline(owner, repo, number, since) {
+      // routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline: `since` filters on the
+      // entry's updated_at; X-Total-Count there is the length of the page just sent, not the
+      // total, so it cannot end the walk: pages are read until an empty one.
+      const query = since === undefined ? '' : `?since=${encodeURIComponent(since)}`;
+      const path = `${repoPath(owner, repo)}/issues/${number}/timeline${query}`;
+      const entries: GiteaTimelineComment[] = [];
+      for (let n = 1; n <= MAX_PAGES; n++) {
+        const { items } = await page<GiteaTimelineComment>(path, n);
+        if (items.length === 0) break;
+        entries.push(...items);
+      }
+      // Null entries happen: ToTimelineComment returns nil when it cannot load a part.
+      return unique(entries.filter((e) => e !== null && typeof e === 'object').map(toTimelineEvent)).sort((a, b) => a.id - b.id);
+    },
     async getCurrentUser() {
       return toUser(await required<GiteaUser>('GET', '/user'));
     },
@@ -233,6 +284,12 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
       }
     },
   };
+}
+
+/** The first copy of each item (by `id`), in order. */
+function unique<T extends { id: number }>(items: T[]): T[] {
+  const seen = new Set<number>();
+  return items.filter((item) => !seen.has(item.id) && seen.add(item.id));
 }
 
 function messageOf(text: string): string | undefined {

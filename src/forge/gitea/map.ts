@@ -6,6 +6,7 @@ import type {
   ForgeLabel,
   ForgePullRequest,
   ForgeReview,
+  ForgeTimelineEvent,
   ForgeUser,
   RepoPermission,
   ReviewState,
@@ -18,6 +19,7 @@ import type {
   GiteaPullRequest,
   GiteaPullReview,
   GiteaRepository,
+  GiteaTimelineComment,
   GiteaUser,
 } from './wire.js';
 
@@ -164,5 +166,19 @@ export function toHook(hook: GiteaHook): ForgeHook {
     events: [...events].sort(),
     active: hook.active ?? false,
     branchFilter: hook.branch_filter ?? '',
+  };
+}
+
+export function toTimelineEvent(entry: GiteaTimelineComment): ForgeTimelineEvent {
+  const label = entry.type === 'label' ? entry.label?.name : undefined;
+  const kind: ForgeTimelineEvent['kind'] =
+    entry.type === 'pull_push' ? 'pull_push' : label !== undefined ? (entry.body === '1' ? 'label_added' : 'label_removed') : 'other';
+  return {
+    id: entry.id,
+    kind,
+    type: entry.type,
+    user: entry.user?.login ?? null,
+    ...(label !== undefined ? { label } : {}),
+    createdAt: entry.created_at,
   };
 }

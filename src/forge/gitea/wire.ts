@@ -107,3 +107,18 @@ export interface GiteaHook {
   created_at?: string;
   updated_at?: string;
 }
+
+/**
+ * `TimelineComment` (services/convert `ToTimelineComment`): `type` is the comment type's string
+ * (`label`, `pull_push`, `comment`, …; models/issues/comment.go `commentStrings`); for `label`,
+ * `body` is `"1"` when the label was added and `""` when it was removed (`createLabelComment`).
+ */
+export interface GiteaTimelineComment {
+  id: number;
+  type: string;
+  body?: string | null;
+  user?: GiteaUser | null;
+  label?: GiteaLabel | null;
+  created_at: string;
+  updated_at?: string;
+}

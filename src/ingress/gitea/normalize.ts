@@ -156,6 +156,8 @@ export function toForgeEvent(
     if (isObject(pull.head)) {
       const ref = optionalString(pull.head.ref);
       if (ref) event.headRef = ref;
+      const sha = optionalString(pull.head.sha);
+      if (sha) event.headSha = sha;
     }
     if (kind === 'review') {
       const review = isObject(payload.review) ? payload.review : {};

@@ -12,6 +12,7 @@ import {
   type WebhookRoute,
 } from '../gitea/index.js';
 import { canWrite, type PermissionLookup } from '../permissions.js';
+import { pullRequestHeads } from '../heads.js';
 import { createIngressState, type IssueRef } from '../state.js';
 import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
 import { readPermissionFailure } from './permission-answer.js';
@@ -123,12 +124,39 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     const previous = issue ? (snapshot ?? (await state.labelsSeen(LABEL_MEMORY_SCOPE, issue))) : null;
     const labelsBefore = issue ? [...(previous ?? [])] : null;
     // Only the first copy moves the label memory, and only forward: a copy carries old labels.
-    const rememberLabels =
+    const rememberLabelMemory =
       copies.length === 0 && issue && labelsKnown && !sameLabels(previous, event.labels)
         ? (scope: TransactionScope) => createIngressState({ db: scope.trx }, now).rememberLabels(LABEL_MEMORY_SCOPE, issue, event.labels)
         : undefined;
 
-    let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
+    // One review per pull request head, however baton learnt of it (this webhook, or catch-up from
+    // the forge API, which delivers the same fact with source `sync`): a head already acted on
+    // starts nothing again, and an opening already acted on still counts its new labels. The head
+    // is remembered with the label memory, in the verdict's transaction. (Added by catch-up.)
+    const head =
+      event.headSha !== undefined && event.number !== undefined && (event.kind === 'pr_opened' || event.kind === 'pr_synchronized')
+        ? { sha: event.headSha, number: event.number }
+        : undefined;
+    const headSeen =
+      head !== undefined &&
+      !options.force &&
+      (await pullRequestHeads.seen(deps.store.db, event.owner, event.repo, head.number)) === head.sha;
+    const rememberHead =
+      head && !headSeen && copies.length === 0
+        ? (scope: TransactionScope) => pullRequestHeads.remember(scope.trx, event.owner, event.repo, head.number, head.sha, now())
+        : undefined;
+    const rememberLabels =
+      rememberLabelMemory || rememberHead
+        ? async (scope: TransactionScope) => {
+            await rememberLabelMemory?.(scope);
+            await rememberHead?.(scope);
+          }
+        : undefined;
+
+    let result: RouteResult =
+      headSeen && event.kind === 'pr_synchronized'
+        ? { ignored: `head ${head!.sha.slice(0, 12)} already acted on` }
+        : routeEvent(headSeen ? { ...event, kind: 'pr_labels' } : event, deps.pipeline, { previousLabels: previous });
     if (Array.isArray(result)) {
       const kept = result.filter((r) => allowsStage(webhookRoute, r.stage));
       result = kept.length > 0 ? kept : { ignored: 'no trigger matches' };

@@ -6,6 +6,7 @@ import { inbox } from './0045-inbox.js';
 import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
+import { forgeSync } from './0052-forge-sync.js';
 import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { callbackTokenHistory } from './0060-callback-token-history.js';
 import { runLimits } from './0065-run-limits.js';
@@ -17,7 +18,7 @@ export type { Migration } from './types.js';
 /**
  * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
- * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox),
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries.
  */
 export const migrations: readonly Migration[] = [
@@ -29,6 +30,7 @@ export const migrations: readonly Migration[] = [
   tokenScopes,
   dashboardSessions,
   inbox,
+  forgeSync,
   unambiguousRunKeys,
   callbackTokenHistory,
   runLimits,

@@ -5,6 +5,7 @@
 import crypto from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import {
+  renderTimeline,
   renderComment,
   renderHook,
   renderIssue,
@@ -14,7 +15,7 @@ import {
   renderReview,
   renderUser,
 } from './render.js';
-import type { FakeGiteaState, HookRecord, IssueRecord, RepoRecord, UserRecord } from './state.js';
+import type { CommentRecord, FakeGiteaState, HookRecord, IssueRecord, RepoRecord, UserRecord } from './state.js';
 
 export interface FakeGiteaAppOptions {
   state: FakeGiteaState;
@@ -284,7 +285,83 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
       updatedAt: now,
     };
     state.comments.set(comment.id, comment);
+    // CreateComment bumps the issue's updated_at (what `since` filters on).
+    issue.updatedAt = now;
     return c.json(renderComment(base(), state, repo, comment), 201);
+  });
+
+  /** One `label` timeline entry per label added or removed, by the user who did it. */
+  const recordLabelChanges = (issue: IssueRecord, before: readonly number[], after: readonly number[], authorId: number) => {
+    for (const id of before) if (!after.includes(id)) state.addTimeline(issue, { type: 'label', authorId, labelId: id, content: '' });
+    for (const id of after) if (!before.includes(id)) state.addTimeline(issue, { type: 'label', authorId, labelId: id, content: '1' });
+  };
+
+  // routers/api/v1/repo/issue.go ListIssues (reference/gitea/API.md, "Endpoints for catch-up"):
+  // `state` open by default (and for unknown values); `type` issues|pulls, omitted = both; `since` /
+  // `before` RFC 3339, inclusive, on updated_at (422 when unparsable); newest created first (no
+  // `sort`); paged with X-Total-Count (the filtered total) and Link.
+  app.get('/api/v1/repos/:owner/:repo/issues', (c) => {
+    const repo = c.get('repo');
+    const since = timeQuery(c.req.query('since'));
+    const before = timeQuery(c.req.query('before'));
+    if (since === null || before === null) return apiError(c, 422, 'parsing time "since" or "before": not RFC 3339');
+    const wanted = c.req.query('state') === 'closed' ? 'closed' : c.req.query('state') === 'all' ? 'all' : 'open';
+    const type = c.req.query('type');
+    const all = [...state.issues.values()]
+      .filter((i) => i.repoId === repo.id)
+      .filter((i) => wanted === 'all' || i.state === wanted)
+      .filter((i) => (type === 'issues' ? !i.pull : type === 'pulls' ? Boolean(i.pull) : true))
+      .filter(
+        (i) => (since === undefined || Date.parse(i.updatedAt) >= since) && (before === undefined || Date.parse(i.updatedAt) <= before),
+      )
+      .sort((a, b) => b.createdAt.localeCompare(a.createdAt) || b.id - a.id);
+    return c.json(paginate(c, all).map((i) => renderIssue(base(), state, repo, i)));
+  });
+
+  // routers/api/v1/repo/pull.go ListPullRequests: `state` open|closed|all, omitted = all (the model
+  // filters only on exactly open/closed); `sort=recentupdate` is updated_at descending, anything
+  // else newest created first; no `since`.
+  app.get('/api/v1/repos/:owner/:repo/pulls', (c) => {
+    const repo = c.get('repo');
+    const wanted = c.req.query('state');
+    const byUpdate = c.req.query('sort') === 'recentupdate';
+    const all = [...state.issues.values()]
+      .filter((i) => i.repoId === repo.id && i.pull !== null)
+      .filter((i) => (wanted === 'open' || wanted === 'closed' ? i.state === wanted : true))
+      .sort((a, b) => (byUpdate ? b.updatedAt.localeCompare(a.updatedAt) : b.createdAt.localeCompare(a.createdAt)) || b.id - a.id);
+    return c.json(paginate(c, all).map((i) => renderPullRequest(base(), state, repo, i)));
+  });
+
+  // routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline: every comment and event of
+  // the issue, oldest first, `since`/`before` on updated_at, paged by `page`/`limit`; its
+  // X-Total-Count is the length of the page sent, not the total (SetTotalCountHeader(len(apiComments))).
+  app.get('/api/v1/repos/:owner/:repo/issues/:index/timeline', (c) => {
+    const issue = issueOf(c);
+    if (!issue) return notFound(c);
+    const repo = c.get('repo');
+    const since = timeQuery(c.req.query('since'));
+    const before = timeQuery(c.req.query('before'));
+    if (since === null || before === null) return apiError(c, 422, 'parsing time "since" or "before": not RFC 3339');
+    const inWindow = (updatedAt: string) =>
+      (since === undefined || Date.parse(updatedAt) >= since) && (before === undefined || Date.parse(updatedAt) <= before);
+    const entries = [
+      ...state
+        .issueComments(repo.id, issue.number)
+        .map((comment) => ({ at: comment.createdAt, updatedAt: comment.updatedAt, render: () => renderCommentEntry(comment) })),
+      ...state
+        .issueTimeline(repo.id, issue.number)
+        .map((entry) => ({ at: entry.createdAt, updatedAt: entry.updatedAt, render: () => renderTimeline(base(), state, repo, entry) })),
+    ]
+      .filter((e) => inWindow(e.updatedAt))
+      .sort((a, b) => a.at.localeCompare(b.at));
+    const listed = paginate(c, entries).map((e) => e.render());
+    c.header('X-Total-Count', String(listed.length));
+    c.header('Link', undefined);
+    return c.json(listed);
+  });
+  const renderCommentEntry = (comment: CommentRecord) => ({
+    ...renderComment(base(), state, state.repos.get(comment.repoId)!, comment),
+    type: 'comment',
   });
 
   const labelsOf = (c: Context<Env>, issue: IssueRecord) =>
@@ -327,6 +404,7 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
       }
       if (!next.includes(id)) next.push(id);
     }
+    recordLabelChanges(issue, issue.labelIds, next, c.get('user').id);
     issue.labelIds = next.sort((a, b) => state.labels.get(a)!.name.localeCompare(state.labels.get(b)!.name));
     issue.updatedAt = state.timestamp();
     return c.json(labelsOf(c, issue), 200);
@@ -343,7 +421,9 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     const id = Number(c.req.param('id'));
     const label = state.labels.get(id);
     if (!label || label.repoId !== repo.id) return apiError(c, 422, `label does not exist [label_id: ${c.req.param('id')}]`);
-    issue.labelIds = issue.labelIds.filter((l) => l !== id);
+    const next = issue.labelIds.filter((l) => l !== id);
+    recordLabelChanges(issue, issue.labelIds, next, c.get('user').id);
+    issue.labelIds = next;
     return c.body(null, 204);
   });
 
@@ -352,6 +432,7 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     if (!issue) return notFound(c);
     if (c.get('repo').archived) return apiError(c, 423, 'repo is archived');
     if (!canWrite(c)) return apiError(c, 403, 'user does not have write access to issues');
+    recordLabelChanges(issue, issue.labelIds, [], c.get('user').id);
     issue.labelIds = [];
     return c.body(null, 204);
   });
@@ -417,6 +498,17 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   });
 
   return app;
+}
+
+/**
+ * A `since`/`before` query value: undefined when absent, null when not RFC 3339
+ * (context.GetQueryBeforeSince parses with time.RFC3339), else epoch milliseconds.
+ */
+function timeQuery(value: string | undefined): number | undefined | null {
+  if (value === undefined || value === '') return undefined;
+  if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) return null;
+  const ms = Date.parse(value);
+  return Number.isNaN(ms) ? null : ms;
 }
 
 /** `rrggbb`, `#rrggbb`, `rgb` or `#rgb` (any case, trimmed) → `rrggbb`; anything else is refused. */

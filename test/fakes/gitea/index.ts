@@ -27,6 +27,8 @@ export interface FakeGiteaOptions {
   legacyOwnerPermission?: boolean;
   /** Show a hook's review flag as its three delivery types, like Gitea up to 1.23. @default false */
   legacyHookReviewEvents?: boolean;
+  /** The fake's clock (every created_at / updated_at; Gitea keeps whole seconds). @default the system clock */
+  now?: () => Date;
 }
 
 /** A webhook as stored, secret included (no answer of the API shows it). */
@@ -107,6 +109,14 @@ export interface FakeGitea {
     },
   ): IssueRecord;
   addComment(owner: string, name: string, number: number, comment: { author: string; body: string }): CommentRecord;
+  /** Adds a label to an issue or PR as `by` would in the UI: a `label` timeline entry, updated_at bumped. */
+  labelIssue(owner: string, name: string, number: number, label: string, by: string): void;
+  /** Removes a label as `by` would. */
+  unlabelIssue(owner: string, name: string, number: number, label: string, by: string): void;
+  /** A push of new commits to a PR's head branch by `by`: new head SHA, a `pull_push` timeline entry. Returns the SHA. */
+  pushToPullRequest(owner: string, name: string, number: number, push: { by: string; sha?: string }): string;
+  /** Closes (or reopens) an issue or PR. */
+  setIssueState(owner: string, name: string, number: number, state: 'open' | 'closed'): void;
   addReview(owner: string, name: string, number: number, review: { author: string; state: ReviewState; body?: string }): ReviewRecord;
   /** Comments on an issue or PR, oldest first. */
   comments(owner: string, name: string, number: number): PostedComment[];
@@ -136,7 +146,7 @@ export interface FakeGitea {
 }
 
 export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<FakeGitea> {
-  const state = new FakeGiteaState();
+  const state = new FakeGiteaState(options.now);
   const requests: RequestRecord[] = [];
   let faults: Fault[] = [];
   let latencyMs = 0;
@@ -259,6 +269,14 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       updatedAt: now,
     };
     state.issues.set(issue.id, issue);
+    // NewIssueWithIndex adds the labels given at creation through newIssueLabel, which writes a
+    // `label` timeline entry by the poster for each.
+    for (const labelId of issue.labelIds) state.addTimeline(issue, { type: 'label', authorId: issue.authorId, labelId, content: '1' });
+    return issue;
+  };
+  const issueIn = (owner: string, name: string, number: number) => {
+    const issue = state.issue(repoOf(owner, name).id, number);
+    if (!issue) throw new Error(`fake Gitea: no issue #${number} in ${owner}/${name}`);
     return issue;
   };
 
@@ -349,6 +367,7 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
         updatedAt: now,
       };
       state.comments.set(record.id, record);
+      state.issue(repo.id, number)!.updatedAt = now;
       return record;
     },
     addReview(owner, name, number, review) {
@@ -367,6 +386,39 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       };
       state.reviews.set(record.id, record);
       return record;
+    },
+    labelIssue(owner, name, number, label, by) {
+      const issue = issueIn(owner, name, number);
+      const [id] = labelIds(repoOf(owner, name), [label]);
+      if (issue.labelIds.includes(id!)) return;
+      issue.labelIds = [...issue.labelIds, id!].sort((a, b) => state.labels.get(a)!.name.localeCompare(state.labels.get(b)!.name));
+      state.addTimeline(issue, { type: 'label', authorId: user(by).id, labelId: id!, content: '1' });
+    },
+    unlabelIssue(owner, name, number, label, by) {
+      const issue = issueIn(owner, name, number);
+      const [id] = labelIds(repoOf(owner, name), [label]);
+      if (!issue.labelIds.includes(id!)) return;
+      issue.labelIds = issue.labelIds.filter((l) => l !== id);
+      state.addTimeline(issue, { type: 'label', authorId: user(by).id, labelId: id!, content: '' });
+    },
+    pushToPullRequest(owner, name, number, push) {
+      const issue = issueIn(owner, name, number);
+      if (!issue.pull) throw new Error(`fake Gitea: #${number} in ${owner}/${name} is not a pull request`);
+      const sha = push.sha ?? crypto.randomBytes(20).toString('hex');
+      issue.pull.headSha = sha;
+      // services/pull/pull.go: a push with new commits writes a `pull_push` comment whose content
+      // lists the commit ids; that comment bumps updated_at.
+      state.addTimeline(issue, {
+        type: 'pull_push',
+        authorId: user(push.by).id,
+        content: JSON.stringify({ is_force_push: false, commit_ids: [sha] }),
+      });
+      return sha;
+    },
+    setIssueState(owner, name, number, next) {
+      const issue = issueIn(owner, name, number);
+      issue.state = next;
+      issue.updatedAt = state.timestamp();
     },
     comments(owner, name, number) {
       const repo = repoOf(owner, name);

@@ -3,7 +3,17 @@
  * `ToAPIComment`, `ToLabel` (field names from the swagger definitions in reference/gitea/API.md).
  */
 import crypto from 'node:crypto';
-import type { CommentRecord, FakeGiteaState, HookRecord, IssueRecord, LabelRecord, RepoRecord, ReviewRecord, UserRecord } from './state.js';
+import type {
+  CommentRecord,
+  FakeGiteaState,
+  HookRecord,
+  IssueRecord,
+  LabelRecord,
+  RepoRecord,
+  ReviewRecord,
+  TimelineRecord,
+  UserRecord,
+} from './state.js';
 
 export function renderUser(base: string, user: UserRecord) {
   return {
@@ -224,5 +234,24 @@ export function renderReview(base: string, state: FakeGiteaState, repo: RepoReco
     updated_at: review.submittedAt,
     html_url: `${base}/${repo.owner}/${repo.name}/pulls/${review.number}#issuecomment-${review.id}`,
     pull_request_url: `${base}/${repo.owner}/${repo.name}/pulls/${review.number}`,
+  };
+}
+
+/** `convert.ToTimelineComment`: the comment type as a string, the label for `label` entries. */
+export function renderTimeline(base: string, state: FakeGiteaState, repo: RepoRecord, entry: TimelineRecord) {
+  const issue = state.issue(repo.id, entry.number)!;
+  const kind = issue.pull ? 'pulls' : 'issues';
+  const label = entry.labelId === undefined ? undefined : state.labels.get(entry.labelId);
+  return {
+    id: entry.id,
+    type: entry.type,
+    body: entry.content,
+    user: renderUser(base, state.users.get(entry.authorId)!),
+    html_url: `${base}/${repo.owner}/${repo.name}/${kind}/${entry.number}#issuecomment-${entry.id}`,
+    issue_url: issue.pull ? '' : `${base}/${repo.owner}/${repo.name}/issues/${entry.number}`,
+    pull_request_url: issue.pull ? `${base}/${repo.owner}/${repo.name}/pulls/${entry.number}` : '',
+    label: label ? renderLabel(base, repo, label) : null,
+    created_at: entry.createdAt,
+    updated_at: entry.updatedAt,
   };
 }

@@ -82,6 +82,25 @@ export interface ReviewRecord {
 }
 
 /**
+ * A timeline entry (models/issues/comment.go): Gitea writes one for every label added or removed
+ * (`label`, content "1" when added, "" when removed; `createLabelComment`) and for every push to a
+ * pull request (`pull_push`, content JSON with the commit ids). Each one bumps the issue's
+ * updated_at, as `CreateComment` does.
+ */
+export interface TimelineRecord {
+  id: number;
+  repoId: number;
+  number: number;
+  type: 'label' | 'pull_push';
+  authorId: number;
+  labelId?: number;
+  /** `"1"` for a label added, `""` for one removed; the push's JSON for `pull_push`. */
+  content: string;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/**
  * A repository webhook as Gitea stores it: the events as single flags (the `issues` and
  * `pull_request` groups expanded; `issues` and `pull_request` themselves are the bare events),
  * and the secret, which no answer ever shows.
@@ -111,6 +130,7 @@ export class FakeGiteaState {
   readonly comments = new Map<number, CommentRecord>();
   readonly reviews = new Map<number, ReviewRecord>();
   readonly hooks = new Map<number, HookRecord>();
+  readonly timeline = new Map<number, TimelineRecord>();
   /** token → its scopes (`read:user`, `write:issue`, `all`, …); a token not listed here may do everything. */
   readonly tokenScopes = new Map<string, Set<string>>();
   private ids = { user: 0, repo: 0, label: 0, issue: 0, comment: 0, review: 0, hook: 0 };
@@ -147,6 +167,26 @@ export class FakeGiteaState {
 
   repoLabels(repoId: number): LabelRecord[] {
     return [...this.labels.values()].filter((l) => l.repoId === repoId).sort((a, b) => a.name.localeCompare(b.name));
+  }
+
+  /** Records a timeline entry and bumps the issue's updated_at, as Gitea's CreateComment does. */
+  addTimeline(issue: IssueRecord, entry: Pick<TimelineRecord, 'type' | 'authorId' | 'labelId' | 'content'>): TimelineRecord {
+    const now = this.timestamp();
+    const record: TimelineRecord = {
+      ...entry,
+      id: this.nextId('comment'),
+      repoId: issue.repoId,
+      number: issue.number,
+      createdAt: now,
+      updatedAt: now,
+    };
+    this.timeline.set(record.id, record);
+    issue.updatedAt = now;
+    return record;
+  }
+
+  issueTimeline(repoId: number, number: number): TimelineRecord[] {
+    return [...this.timeline.values()].filter((t) => t.repoId === repoId && t.number === number).sort((a, b) => a.id - b.id);
   }
 
   repoHooks(repoId: number): HookRecord[] {

@@ -1,0 +1,53 @@
+import type { NewDelivery } from '../ingress/index.js';
+import type { CatchupItem, PlannedEvent } from './plan.js';
+
+/** The endpoint name catch-up's deliveries carry (no webhook path delivered them). */
+export const SYNC_ENDPOINT = 'sync';
+
+/**
+ * A planned event as the Gitea webhook that would have carried it (reference/gitea/WEBHOOKS.md:
+ * `issue_label` / `pull_request_label` with action `label_updated`, `pull_request` `opened`,
+ * `pull_request_sync` `synchronized`), so the inbox worker reads it exactly as it reads a real
+ * delivery: the same parsing, routing, permission rule, label memory and dedup. The body holds
+ * only what the forge's API said and is built the same way every time, so catching up on the
+ * same fact twice (a pass retried after a failure) stores the same body, which the inbox's
+ * dedup on the body's hash then drops. It names no clone URL: runs clone from GITEA_URL.
+ */
+export function syntheticDelivery(owner: string, repo: string, item: CatchupItem, event: PlannedEvent): NewDelivery {
+  const repository = { name: repo, full_name: `${owner}/${repo}`, owner: { login: owner } };
+  const sender = { login: event.sender };
+  const common = { number: item.number, repository, sender, baton_sync: { entry: event.entryId ?? null, updated_at: item.updatedAt } };
+  const subject = {
+    number: item.number,
+    title: item.title,
+    html_url: item.htmlUrl,
+    state: item.state,
+    user: { login: item.author },
+    labels: event.labels.map((name) => ({ name })),
+    created_at: item.createdAt,
+    updated_at: item.updatedAt,
+  };
+  let eventType: string;
+  let payload: Record<string, unknown>;
+  if (!item.isPull) {
+    eventType = 'issue_label';
+    payload = { action: 'label_updated', ...common, issue: { ...subject, pull_request: null } };
+  } else {
+    const pullRequest = { ...subject, merged: item.merged, head: { ref: item.head?.ref ?? '', sha: item.head?.sha ?? '' } };
+    const actions = { labels: 'label_updated', opened: 'opened', synchronized: 'synchronized' } as const;
+    eventType = { labels: 'pull_request_label', opened: 'pull_request', synchronized: 'pull_request_sync' }[event.kind];
+    payload = { action: actions[event.kind], ...common, pull_request: pullRequest };
+  }
+  const coarse = item.isPull ? 'pull_request' : 'issues';
+  return {
+    source: 'sync',
+    endpoint: SYNC_ENDPOINT,
+    deliveryId: null,
+    event: coarse,
+    eventType,
+    headers: { 'x-gitea-event': coarse, 'x-gitea-event-type': eventType },
+    body: JSON.stringify(payload),
+    repository: `${owner}/${repo}`,
+    number: item.number,
+  };
+}
