@@ -12,3 +12,18 @@ export { parseWebhooksConfig, webhooksSection, isAllowed, WEBHOOK_DEFAULTS, type
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries } from './prune.js';
+export {
+  createDeliveryInspector,
+  DELIVERY_SOURCES,
+  InspectorError,
+  MASK,
+  maskBody,
+  maskHeaders,
+  type DeliveryDetail,
+  type DeliveryHistoryEntry,
+  type DeliveryInspector,
+  type DeliveryView,
+  type InspectorFilter,
+  type InspectorPage,
+  type InspectorSource,
+} from './inspector.js';
