@@ -13,6 +13,23 @@ export { createPermissionCache, canWrite, type Permission, type PermissionLookup
 export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries } from './prune.js';
 export {
+  createInboxStore,
+  INBOX_CHANNEL,
+  DELIVERY_OUTCOME,
+  DELIVERY_SOURCE,
+  DELIVERY_STATUS,
+  type ClaimedDelivery,
+  type Delivery,
+  type DeliveryFilter,
+  type DeliveryOutcome,
+  type DeliveryPage,
+  type DeliverySource,
+  type DeliveryStatus,
+  type DeliveryVerdict,
+  type InboxStore,
+  type NewDelivery,
+} from './inbox/index.js';
+export {
   createDeliveryInspector,
   DELIVERY_SOURCES,
   InspectorError,

@@ -116,6 +116,45 @@ export interface WebhookLabelsTable {
   updated_at: number;
 }
 
+/** The durable webhook inbox (migration 0045-inbox, owned by ingress/): one row per stored delivery. */
+export interface InboxDeliveriesTable {
+  id: Generated<number>;
+  /** `webhook` (a forge delivery) or `sync` (catch-up from the forge API). */
+  source: string;
+  /** The path it was delivered to (`/webhook/gitea`, a legacy path), or the source's own name. */
+  endpoint: string;
+  /** X-Gitea-Delivery; null when the sender gave none (then only the body hash dedups it). */
+  delivery_id: string | null;
+  event: string | null;
+  event_type: string | null;
+  /** JSON object of the delivery headers baton reads (never the signature). */
+  headers: string;
+  /** The signed JSON payload, as received. */
+  body: string;
+  body_sha256: string;
+  /** `owner/repo`, lower-cased; null for a repository-less event. */
+  repository: string | null;
+  number: number | null;
+  /** Ordering key: `owner/repo#n`, `owner/repo`, or '' (lower-cased). */
+  subject: string;
+  received_at: number;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  outcome: string | null;
+  verdict: string | null;
+  /** JSON array of run ids it started or joined. */
+  run_ids: string | null;
+  /** JSON array of the stages it acted on (dedup of later copies of the same body). */
+  stages: string | null;
+  /** JSON array: the label memory before this delivery (copies of its body diff against it). */
+  labels_before: string | null;
+  processed_at: number | null;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: number;
@@ -131,4 +170,5 @@ export interface Database {
   baton_migrations: MigrationsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;
+  inbox_deliveries: InboxDeliveriesTable;
 }
