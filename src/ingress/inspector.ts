@@ -1,5 +1,9 @@
-import type { Store } from '../store/index.js';
-import { DELIVERY_SOURCE, DELIVERY_STATUS, type Delivery, type DeliveryOutcome, type InboxStore } from './inbox/index.js';
+import type { Selectable } from 'kysely';
+import type { InboxDeliveriesTable, Store } from '../store/index.js';
+import { DELIVERY_SOURCE, DELIVERY_STATUS, type InboxStore } from './inbox/index.js';
+import { toDelivery } from './inbox/store.js';
+
+type Row = Selectable<InboxDeliveriesTable>;
 
 /**
  * The deliveries inspector (issue #10 item 7): reads of the inbox for people (API, CLI, dashboard)
@@ -163,46 +167,48 @@ export function decodeCursor(cursor: string): number {
 
 export interface DeliveryInspectorOptions {
   inbox: InboxStore;
-  /** For the one read the inbox store has no door for: the replays of a delivery. */
-  store: Pick<Store, 'db'>;
+  /** Reads of the inbox table with the replay columns (migration 0050), and the replay's transaction. */
+  store: Pick<Store, 'db' | 'transaction'>;
 }
 
 export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptions): DeliveryInspector {
+  const { db } = store;
   return {
     async list(filter = {}) {
-      const outcome = filter.verdict && filter.verdict !== PENDING ? filter.verdict : undefined;
-      const page = await inbox.list({
-        repository: filter.repository,
-        event: filter.event,
-        outcome: outcome as DeliveryOutcome | undefined,
-        // "pending" is every delivery without a verdict yet, whether waiting or being processed.
-        unprocessed: filter.verdict === PENDING ? true : undefined,
-        source: filter.source,
-        before: filter.cursor === undefined ? undefined : decodeCursor(filter.cursor),
-        limit: filter.limit ?? 50,
-      });
-      return {
-        deliveries: page.deliveries.map(viewOf),
-        nextCursor: page.nextCursor === null ? null : encodeCursor(page.nextCursor),
-      };
+      const limit = Math.min(MAX_PAGE, Math.max(1, filter.limit ?? 50));
+      let query = db.selectFrom('inbox_deliveries').selectAll();
+      if (filter.repository) query = query.where('repository', '=', filter.repository.toLowerCase());
+      if (filter.event) {
+        const event = filter.event;
+        query = query.where((eb) => eb.or([eb('event', '=', event), eb('event_type', '=', event)]));
+      }
+      // "pending" is every delivery without a verdict yet, whether it waits or is being processed.
+      if (filter.verdict === PENDING) query = query.where('status', '<>', DELIVERY_STATUS.processed);
+      else if (filter.verdict) query = query.where('outcome', '=', filter.verdict);
+      if (filter.source) query = query.where('source', '=', filter.source);
+      if (filter.cursor !== undefined) query = query.where('id', '<', decodeCursor(filter.cursor));
+      const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
+      const page = rows.slice(0, limit).map(viewOf);
+      return { deliveries: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
     },
 
     async get(id) {
-      const delivery = await inbox.get(id);
-      if (!delivery) return null;
-      const replays = await store.db
+      const row = await db.selectFrom('inbox_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!row) return null;
+      const replays = await db
         .selectFrom('inbox_deliveries')
         .select(['id', 'received_at', 'replayed_by'])
         .where('replay_of', '=', id)
         .orderBy('id')
         .execute();
+      const delivery = toDelivery(row);
       return {
-        ...viewOf(delivery),
+        ...viewOf(row),
         sha256: delivery.bodySha256,
         headers: maskHeaders(delivery.headers),
         body: maskBody(delivery.body),
         history: historyOf(
-          delivery,
+          row,
           replays.map((r) => ({ id: r.id, at: Number(r.received_at), by: r.replayed_by })),
         ),
       };
@@ -218,28 +224,41 @@ export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptio
           `delivery ${id} is ${original.status} (attempt ${original.attempts}): it will be processed; replay it once it has a verdict`,
         );
       }
-      const copy = await inbox.insert({
-        source: DELIVERY_SOURCE.replay,
-        endpoint: original.endpoint,
-        // Not the forge's id: the forge never sent this copy. The original's is in its headers.
-        deliveryId: null,
-        event: original.event,
-        eventType: original.eventType,
-        headers: original.headers,
-        body: original.body,
-        repository: original.repository,
-        number: original.number,
-        replayOf: original.id,
-        replayedBy: by.tokenName,
+      const row = await store.transaction(async (trx, scope) => {
+        // The inbox's own insert, so the worker is woken after commit like for any delivery.
+        const copy = await inbox.insert(
+          {
+            source: DELIVERY_SOURCE.replay,
+            endpoint: original.endpoint,
+            // Not the forge's id: the forge never sent this copy. The original's is in its headers.
+            deliveryId: null,
+            event: original.event,
+            eventType: original.eventType,
+            headers: original.headers,
+            body: original.body,
+            repository: original.repository,
+            number: original.number,
+          },
+          scope,
+        );
+        return trx
+          .updateTable('inbox_deliveries')
+          .set({ replay_of: original.id, replayed_by: by.tokenName })
+          .where('id', '=', copy.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
       });
-      return viewOf(copy);
+      return viewOf(row);
     },
   };
 }
 
+/** Largest page, whatever the caller asks. */
+const MAX_PAGE = 200;
 const PENDING = 'pending';
 
-function viewOf(d: Delivery): DeliveryView {
+function viewOf(row: Row): DeliveryView {
+  const d = toDelivery(row);
   return {
     id: d.id,
     deliveryId: d.deliveryId,
@@ -256,21 +275,22 @@ function viewOf(d: Delivery): DeliveryView {
     attempts: d.attempts,
     lastError: d.status === DELIVERY_STATUS.processed ? null : d.lastError,
     processedAt: d.processedAt,
-    replayOf: d.replayOf,
+    replayOf: row.replay_of === null ? null : Number(row.replay_of),
     runs: d.runIds.map((runId) => ({ id: runId, url: `/api/runs/${runId}` })),
   };
 }
 
 /** What happened to a delivery, oldest first: stored, put off, processed, replayed (by whom). */
-function historyOf(d: Delivery, replays: Array<{ id: number; at: number; by: string | null }>): DeliveryHistoryEntry[] {
+function historyOf(row: Row, replays: Array<{ id: number; at: number; by: string | null }>): DeliveryHistoryEntry[] {
+  const d = toDelivery(row);
   const history: DeliveryHistoryEntry[] = [
     {
       at: d.receivedAt,
       type: 'received',
       detail:
-        d.replayOf === null
+        row.replay_of === null
           ? `${d.source} via ${d.endpoint}`
-          : `replay of delivery #${d.replayOf}${d.replayedBy ? ` by token "${d.replayedBy}"` : ''}`,
+          : `replay of delivery #${row.replay_of}${row.replayed_by ? ` by token "${row.replayed_by}"` : ''}`,
     },
   ];
   if (d.status !== DELIVERY_STATUS.processed && d.lastError) {

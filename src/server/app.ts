@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { createDeliveryInspector, createGiteaIngress, createInboxStore, pruneDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
@@ -232,6 +232,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    deliveries: createDeliveryInspector({ inbox: createInboxStore(store, now), store }),
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');

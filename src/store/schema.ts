@@ -153,6 +153,10 @@ export interface InboxDeliveriesTable {
   /** JSON array: the label memory before this delivery (copies of its body diff against it). */
   labels_before: string | null;
   processed_at: number | null;
+  /** The delivery this one replays (source `replay`; migration 0050-delivery-replays); null otherwise. */
+  replay_of: number | null;
+  /** The name of the operator token that replayed it. */
+  replayed_by: string | null;
 }
 
 export interface MigrationsTable {

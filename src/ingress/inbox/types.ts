@@ -17,6 +17,8 @@ export type DeliveryStatus = (typeof DELIVERY_STATUS)[keyof typeof DELIVERY_STAT
 export const DELIVERY_SOURCE = {
   webhook: 'webhook',
   sync: 'sync',
+  /** An operator's replay of a stored delivery (the deliveries inspector): processed past the duplicate check on purpose. */
+  replay: 'replay',
 } as const;
 export type DeliverySource = (typeof DELIVERY_SOURCE)[keyof typeof DELIVERY_SOURCE];
 
