@@ -11,7 +11,7 @@ export { createIngressState, DEFAULT_DELIVERY_RETENTION_MS, type IngressState, t
 export { parseWebhooksConfig, webhooksSection, isAllowed, WEBHOOK_DEFAULTS, type WebhooksConfig } from './webhooks-config.js';
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
-export { pruneDeliveries } from './prune.js';
+export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';
 export {
   createInboxStore,
   INBOX_CHANNEL,

@@ -19,7 +19,10 @@ export interface WebhooksConfig {
   permissionCacheMs: number;
   /** Larger bodies are refused with 413 before anything else is done. @default 5 MiB */
   maxBodyBytes: number;
-  /** Delivery ids are remembered this long for dedup. @default 7 */
+  /**
+   * Processed deliveries are kept this long (the deliveries inspector, and the duplicate check of
+   * redelivered bodies); unprocessed ones are never pruned. @default 7
+   */
   deliveryRetentionDays: number;
   /** Per-repository secrets, keyed by lower-cased `owner/repo`; each replaces WEBHOOK_SECRET for its repository. */
   repositories: Record<string, { secret?: string }>;
@@ -60,7 +63,7 @@ export const webhooksSection = section(
     deliveryRetentionDays: number({
       min: 0,
       default: WEBHOOK_DEFAULTS.deliveryRetentionDays,
-      doc: 'delivery ids are remembered this long',
+      doc: 'processed deliveries are kept this long (inspector, duplicate check); unprocessed ones are never pruned',
     }),
     repositories: record(mapping({ secret: secret({ doc: 'this repository’s webhook secret; replaces WEBHOOK_SECRET for it' }) }), {
       doc: 'owner/repo to { secretFile }',

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { createInboxStore, DELIVERY_SOURCE, pruneProcessedDeliveries, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
 import { describeWithReference, referencePath } from '../helpers/reference.js';
 import { createSqliteTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
@@ -211,6 +211,48 @@ describe.each(STORE_KINDS)('deliveries API on $kind', ({ kind, create }) => {
     expect(replayed.body).toBe(original.body);
     expect(replayed.history[0]).toMatchObject({ type: 'received', detail: `replay of delivery #${original.id} by token "oncall"` });
     expect((await get<Page>('/api/deliveries?source=replay')).body.deliveries.map((x) => x.id)).toEqual([copy.id]);
+  });
+});
+
+describe.each(STORE_KINDS)('delivery retention on $kind', ({ kind, create }) => {
+  let t: TestStore | undefined;
+  afterEach(async () => {
+    await t?.cleanup();
+    t = undefined;
+  });
+
+  it('prunes processed deliveries after the retention, counted from their verdict, and never an unprocessed one', async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    t = await create();
+    await t.store.migrate();
+    const day = 24 * 60 * 60 * 1000;
+    let clock = 1_764_547_200_000;
+    const inbox = createInboxStore(t.store, () => clock);
+    const settle = async () => {
+      const claimed = await inbox.claimNext(60_000);
+      await t!.store.transaction((_trx, scope) => inbox.markProcessed(scope, claimed!, { outcome: 'ignored', verdict: 'ignored' }));
+      return claimed!.delivery.id;
+    };
+
+    const old = await inbox.insert(delivery({ number: 1 }));
+    expect(await settle()).toBe(old.id);
+    // Received at the same time as old, processed only 2 days later (the forge was down, say).
+    const late = await inbox.insert(delivery({ number: 2 }));
+    // Received then too, and still owed its effect.
+    const stillOwed = await inbox.insert(delivery({ number: 3 }));
+    clock += 2 * day;
+    expect(await settle()).toBe(late.id);
+
+    clock += 6 * day; // old: processed 8 days ago; late: 6 days ago; stillOwed: received 8 days ago, unprocessed.
+    expect(await pruneProcessedDeliveries(t.store, 7, () => clock)).toBe(1);
+    expect(await inbox.get(old.id)).toBeNull();
+    for (const kept of [late, stillOwed]) expect(await inbox.get(kept.id)).not.toBeNull();
+
+    clock += 30 * day;
+    expect(await pruneProcessedDeliveries(t.store, 7, () => clock)).toBe(1);
+    expect(await inbox.get(late.id)).toBeNull();
+    // Never processed, however old: kept.
+    expect((await inbox.get(stillOwed.id))?.status).toBe('pending');
   });
 });
 
