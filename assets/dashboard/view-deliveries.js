@@ -67,7 +67,10 @@ async function showDetail(id) {
   const fields = [
     ['verdict', el('span', { class: verdictClass(d), id: 'delivery-verdict' }, verdictText(d))],
     ['last error', d.lastError ?? '–'],
-    ['source', d.replayOf === null ? d.source : el('span', {}, `${d.source} of `, el('a', { href: `#/deliveries/${d.replayOf}` }, `#${d.replayOf}`))],
+    [
+      'source',
+      d.replayOf === null ? d.source : el('span', {}, `${d.source} of `, el('a', { href: `#/deliveries/${d.replayOf}` }, `#${d.replayOf}`)),
+    ],
     ['endpoint', d.endpoint],
     ['forge delivery id', d.deliveryId ?? '–'],
     ['received', formatDateTime(d.receivedAt)],
@@ -79,13 +82,7 @@ async function showDetail(id) {
   $('#delivery-fields').replaceChildren(...fields.flatMap(([name, value]) => [el('dt', {}, name), el('dd', {}, value)]));
   $('#delivery-history').replaceChildren(
     ...d.history.map((h) =>
-      el(
-        'li',
-        {},
-        el('time', { datetime: new Date(h.at).toISOString() }, formatDateTime(h.at)),
-        h.type,
-        h.detail ? ` (${h.detail})` : '',
-      ),
+      el('li', {}, el('time', { datetime: new Date(h.at).toISOString() }, formatDateTime(h.at)), h.type, h.detail ? ` (${h.detail})` : ''),
     ),
   );
   $('#delivery-headers').textContent = Object.entries(d.headers)

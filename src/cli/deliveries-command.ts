@@ -40,7 +40,11 @@ const DELIVERIES_LS = {
   options: {
     repo: { type: 'string', value: 'OWNER/REPO', description: 'only deliveries of this repository' },
     event: { type: 'string', value: 'EVENT', description: 'only this event (issues, issue_comment, pull_request, …)' },
-    verdict: { type: 'string', value: 'VERDICT', description: 'only this verdict (pending, started, ignored, duplicate, not_permitted, invalid, misconfigured)' },
+    verdict: {
+      type: 'string',
+      value: 'VERDICT',
+      description: 'only this verdict (pending, started, ignored, duplicate, not_permitted, invalid, misconfigured)',
+    },
     source: { type: 'string', value: 'SOURCE', description: 'only deliveries from webhook, sync or replay' },
     limit: { type: 'string', value: 'N', description: 'at most N deliveries per page' },
     cursor: { type: 'string', value: 'CURSOR', description: 'the next page, as printed after the previous one' },
@@ -140,7 +144,11 @@ export async function deliveriesCommand(argv: string[], io: CommandIo): Promise<
         ),
       );
       io.out('\nHEADERS');
-      io.out(Object.entries(d.headers).map(([name, value]) => `${name}: ${value}`).join('\n'));
+      io.out(
+        Object.entries(d.headers)
+          .map(([name, value]) => `${name}: ${value}`)
+          .join('\n'),
+      );
       io.out(`\nBODY\n${d.body}`);
       return 0;
     }

@@ -44,7 +44,12 @@ describe('the deliveries inspector', () => {
     const cursor = encodeCursor(42);
     expect(cursor).not.toContain('42');
     expect(decodeCursor(cursor)).toBe(42);
-    for (const bad of ['42', 'e30', Buffer.from('{"before":"x"}').toString('base64url'), Buffer.from('{"before":-1}').toString('base64url')]) {
+    for (const bad of [
+      '42',
+      'e30',
+      Buffer.from('{"before":"x"}').toString('base64url'),
+      Buffer.from('{"before":-1}').toString('base64url'),
+    ]) {
       expect(() => decodeCursor(bad)).toThrow(InspectorError);
     }
     expect(() => decodeCursor('zz')).toThrow(/use a page's nextCursor/);

@@ -187,7 +187,10 @@ export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptio
       else if (filter.verdict) query = query.where('outcome', '=', filter.verdict);
       if (filter.source) query = query.where('source', '=', filter.source);
       if (filter.cursor !== undefined) query = query.where('id', '<', decodeCursor(filter.cursor));
-      const rows = await query.orderBy('id', 'desc').limit(limit + 1).execute();
+      const rows = await query
+        .orderBy('id', 'desc')
+        .limit(limit + 1)
+        .execute();
       const page = rows.slice(0, limit).map(viewOf);
       return { deliveries: page, nextCursor: rows.length > limit ? encodeCursor(page[page.length - 1]!.id) : null };
     },

@@ -3,7 +3,13 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createDeliveryInspector, createGiteaIngress, createInboxStore, pruneDeliveries, pruneProcessedDeliveries } from '../ingress/index.js';
+import {
+  createDeliveryInspector,
+  createGiteaIngress,
+  createInboxStore,
+  pruneDeliveries,
+  pruneProcessedDeliveries,
+} from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {

@@ -92,7 +92,11 @@ describe.each(STORE_KINDS)('deliveries API on $kind', ({ kind, create }) => {
     expect(await ids('?repo=acme/app&verdict=duplicate&source=sync')).toEqual([c.id]);
 
     const started = (await get<Page>(`/api/deliveries?verdict=started`)).body.deliveries[0]!;
-    expect(started).toMatchObject({ outcome: 'started', verdict: 'started: by the test', runs: [{ id: run.id, url: `/api/runs/${run.id}` }] });
+    expect(started).toMatchObject({
+      outcome: 'started',
+      verdict: 'started: by the test',
+      runs: [{ id: run.id, url: `/api/runs/${run.id}` }],
+    });
     // The link leads to the run.
     expect((await get<{ run: { id: number } }>(started.runs[0]!.url)).body.run.id).toBe(run.id);
   });
@@ -198,7 +202,10 @@ describe.each(STORE_KINDS)('deliveries API on $kind', ({ kind, create }) => {
 
     const accepted = await post(original.id, operator.token);
     expect(accepted.status).toBe(202);
-    const { delivery: copy, replayOf } = (await accepted.json()) as { delivery: View & { replayOf: number; status: string }; replayOf: number };
+    const { delivery: copy, replayOf } = (await accepted.json()) as {
+      delivery: View & { replayOf: number; status: string };
+      replayOf: number;
+    };
     expect(replayOf).toBe(original.id);
     expect(copy).toMatchObject({ source: 'replay', replayOf: original.id, status: 'pending', outcome: 'pending', event: 'issues' });
 
