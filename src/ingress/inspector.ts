@@ -218,8 +218,9 @@ export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptio
     },
 
     async replay(id, by) {
-      const original = await inbox.get(id);
-      if (!original) throw new InspectorError('not_found', `delivery ${id} does not exist (or was pruned after the retention period)`);
+      const row = await db.selectFrom('inbox_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+      if (!row) throw new InspectorError('not_found', `delivery ${id} does not exist (or was pruned after the retention period)`);
+      const original = toDelivery(row);
       if (original.status !== DELIVERY_STATUS.processed) {
         // Its verdict is still to come: a replay now would process the same event twice at once.
         throw new InspectorError(
@@ -227,7 +228,7 @@ export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptio
           `delivery ${id} is ${original.status} (attempt ${original.attempts}): it will be processed; replay it once it has a verdict`,
         );
       }
-      const row = await store.transaction(async (trx, scope) => {
+      const copied = await store.transaction(async (trx, scope) => {
         // The inbox's own insert, so the worker is woken after commit like for any delivery.
         const copy = await inbox.insert(
           {
@@ -244,14 +245,18 @@ export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptio
           },
           scope,
         );
-        return trx
-          .updateTable('inbox_deliveries')
-          .set({ replay_of: original.id, replayed_by: by.tokenName })
-          .where('id', '=', copy.id)
-          .returningAll()
-          .executeTakeFirstOrThrow();
+        return (
+          trx
+            .updateTable('inbox_deliveries')
+            // The original's label memory goes along: a replayed label event diffs against what the
+            // original saw, so the stage it started (or should have) starts again.
+            .set({ replay_of: original.id, replayed_by: by.tokenName, labels_before: row.labels_before })
+            .where('id', '=', copy.id)
+            .returningAll()
+            .executeTakeFirstOrThrow()
+        );
       });
-      return viewOf(row);
+      return viewOf(copied);
     },
   };
 }
