@@ -7,7 +7,8 @@ type Row = Selectable<InboxDeliveriesTable>;
 
 /**
  * The deliveries inspector (issue #10 item 7): reads of the inbox for people (API, CLI, dashboard)
- * and the replay of one delivery. Reads only; the inbox worker stays the one place that processes.
+ * and the replay of one delivery. It never processes anything itself: the inbox worker stays the
+ * one place that does.
  *
  * A replay is a new inbox row with source `replay`, a copy of the original's headers and body,
  * `replay_of` naming the original and `replayed_by` the operator's token name. The inbox worker
