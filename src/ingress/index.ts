@@ -3,7 +3,6 @@ export {
   WEBHOOK_ROUTES,
   type GiteaIngressDeps,
   type IngressLogger,
-  type RunAnswer,
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
@@ -14,6 +13,16 @@ export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';
 export {
   createInboxStore,
+  createInboxProcessing,
+  createInboxWorker,
+  createDeliveryProcessor,
+  LABEL_MEMORY_SCOPE,
+  RetryDeliveryError,
+  type InboxProcessing,
+  type InboxWorker,
+  type DeliveryProcessor,
+  type ProcessOptions,
+  type RunAnswer,
   INBOX_CHANNEL,
   DELIVERY_OUTCOME,
   DELIVERY_SOURCE,

@@ -5,6 +5,8 @@ export const WEBHOOK_DEFAULTS = {
   maxBodyBytes: 5 * 1024 * 1024,
   permissionCacheMs: 60_000,
   deliveryRetentionDays: 7,
+  leaseMs: 60_000,
+  retryMaxMs: 300_000,
 } as const;
 
 export interface WebhooksConfig {
@@ -24,6 +26,10 @@ export interface WebhooksConfig {
    * redelivered bodies); unprocessed ones are never pruned. @default 7
    */
   deliveryRetentionDays: number;
+  /** A delivery being processed is taken again by another worker after this long (its worker died). @default 60_000 */
+  leaseMs: number;
+  /** The longest wait between retries of a delivery the forge API could not serve yet (backoff from 1 s). @default 300_000 */
+  retryMaxMs: number;
   /** Per-repository secrets, keyed by lower-cased `owner/repo`; each replaces WEBHOOK_SECRET for its repository. */
   repositories: Record<string, { secret?: string }>;
 }
@@ -40,6 +46,8 @@ const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
  *   permissionCacheSeconds: 60
  *   maxBodyBytes: 5242880
  *   deliveryRetentionDays: 7
+ *   leaseSeconds: 60
+ *   retryMaxSeconds: 300
  *   repositories:
  *     acme/app: { secretFile: /run/secrets/acme-app-webhook }
  * ```
@@ -65,6 +73,16 @@ export const webhooksSection = section(
       default: WEBHOOK_DEFAULTS.deliveryRetentionDays,
       doc: 'processed deliveries are kept this long (inspector, duplicate check); unprocessed ones are never pruned',
     }),
+    leaseSeconds: number({
+      min: 1,
+      default: WEBHOOK_DEFAULTS.leaseMs / 1000,
+      doc: 'a delivery being processed is taken again after this long when its worker died',
+    }),
+    retryMaxSeconds: number({
+      min: 1,
+      default: WEBHOOK_DEFAULTS.retryMaxMs / 1000,
+      doc: 'the longest wait between retries of a delivery the forge API could not serve yet',
+    }),
     repositories: record(mapping({ secret: secret({ doc: 'this repository’s webhook secret; replaces WEBHOOK_SECRET for it' }) }), {
       doc: 'owner/repo to { secretFile }',
       key: (name) => (OWNER_REPO.test(name) && !name.includes('*') ? undefined : invalid('must be an owner/repo name')),
@@ -76,6 +94,8 @@ export const webhooksSection = section(
     permissionCacheMs: Math.round(v.permissionCacheSeconds * 1000),
     maxBodyBytes: v.maxBodyBytes,
     deliveryRetentionDays: v.deliveryRetentionDays,
+    leaseMs: Math.round(v.leaseSeconds * 1000),
+    retryMaxMs: Math.round(v.retryMaxSeconds * 1000),
     repositories: Object.fromEntries(
       Object.entries(v.repositories).map(([name, entry]) => [
         name.toLowerCase(),

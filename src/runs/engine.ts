@@ -50,6 +50,11 @@ export interface RunEngineOptions {
 }
 
 export interface FullRunEngine extends RunEngine {
+  /**
+   * Enqueues inside the caller's transaction, so what else it writes (the inbox's verdict on the
+   * delivery that asked for the run) commits or rolls back with the run.
+   */
+  enqueueIn(scope: TransactionScope, request: TaskRequest): Promise<EnqueueResult>;
   /** Records a cron slot and enqueues its runs in one transaction; false when the slot already fired. */
   fireSchedule(name: string, slot: number, requests: TaskRequest[]): Promise<boolean>;
   /**
@@ -558,6 +563,15 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
           .executeTakeFirst();
         return Number(result.numDeletedRows);
       });
+    },
+
+    async enqueueIn(scope, request) {
+      for (;;) {
+        // Null: the live run holding the key finished between the insert and the look-up; the
+        // next try inserts (PostgreSQL's READ COMMITTED sees the finished run's commit).
+        const result = await enqueueInTransaction(scope, ctx, request);
+        if (result) return result;
+      }
     },
 
     fireSchedule(name, slot, requests) {

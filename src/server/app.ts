@@ -6,7 +6,7 @@ import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
 import {
   createDeliveryInspector,
   createGiteaIngress,
-  createInboxStore,
+  createInboxProcessing,
   pruneDeliveries,
   pruneProcessedDeliveries,
 } from '../ingress/index.js';
@@ -155,6 +155,19 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
   const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
 
+  // The webhook inbox: the ingress only stores verified deliveries; this worker routes them,
+  // checks the sender and enqueues, retrying while the forge API is away.
+  const inbox = createInboxProcessing({
+    store,
+    engine,
+    pipeline: config.pipeline,
+    webhooks: config.webhooks,
+    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    logger,
+    now,
+    pollMs: config.queue.pollMs,
+  });
+
   // 6. Workspaces.
   const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
 
@@ -189,6 +202,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
   const workers: Worker[] = [
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
+    { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -213,6 +227,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     forgeDeliverySeen: () => forgeDeliverySeen,
     databaseUrl: config.database.url,
     minFreeSpaceBytes: config.minFreeSpaceBytes,
+    permissionProblem: inbox.permissionProblem,
   });
   const hono = createHttpApp({
     logger,
@@ -222,16 +237,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({
-      engine,
-      store,
-      pipeline: config.pipeline,
-      webhooks: config.webhooks,
-      secret: config.gitea.webhookSecret,
-      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
-      logger,
-      now,
-    }),
+    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.gitea.webhookSecret, logger, now }),
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
@@ -239,7 +245,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
-    deliveries: createDeliveryInspector({ inbox: createInboxStore(store, now), store }),
+    // The inbox store the worker listens on: a replay it stores wakes that worker at once.
+    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store }),
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');

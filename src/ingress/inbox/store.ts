@@ -42,8 +42,11 @@ export interface InboxStore {
   markProcessed(scope: TransactionScope, claimed: ClaimedDelivery, verdict: DeliveryVerdict): Promise<boolean>;
   /** Back to pending, due at `now + delayMs`, with the error that put it off. False when the lease was lost. */
   retryLater(claimed: ClaimedDelivery, delayMs: number, error: string): Promise<boolean>;
-  /** Makes a processed (or any) delivery pending again, due now (the inspector's replay). */
-  requeue(id: number): Promise<Delivery | null>;
+  /**
+   * Takes one delivery whatever its status or place in its subject's order (the inspector's
+   * replay: an operator's explicit request). Null when it does not exist or a worker holds it.
+   */
+  claimById(id: number, leaseMs: number): Promise<ClaimedDelivery | null>;
   get(id: number): Promise<Delivery | null>;
   /** Newest first, filtered, paged by id cursor. */
   list(filter?: DeliveryFilter): Promise<DeliveryPage>;
@@ -220,18 +223,23 @@ export function createInboxStore(
       return Number(result.numUpdatedRows) > 0;
     },
 
-    requeue(id) {
-      return store.transaction(async (trx, scope) => {
+    claimById(id, leaseMs) {
+      return store.transaction(async (trx) => {
+        const t = now();
         const row = await trx
           .updateTable('inbox_deliveries')
-          .set({ status: DELIVERY_STATUS.pending, next_attempt_at: now(), lease_token: null, lease_expires_at: null })
+          .set((eb) => ({
+            status: DELIVERY_STATUS.processing,
+            lease_token: randomUUID(),
+            lease_expires_at: t + leaseMs,
+            attempts: eb('attempts', '+', 1),
+          }))
           .where('id', '=', id)
+          // A delivery a worker holds right now is left to it.
+          .where((eb) => eb.or([eb('status', '<>', DELIVERY_STATUS.processing), eb('lease_expires_at', '<=', t)]))
           .returningAll()
           .executeTakeFirst();
-        if (!row) return null;
-        await store.notify(trx, INBOX_CHANNEL);
-        scope.afterCommit(announce);
-        return toDelivery(row);
+        return row ? { delivery: toDelivery(row), leaseToken: row.lease_token! } : null;
       });
     },
 
@@ -290,6 +298,18 @@ export function createInboxStore(
           eb.fn.min(sql<number>`CASE WHEN status = ${DELIVERY_STATUS.processing} THEN lease_expires_at ELSE next_attempt_at END`).as('due'),
         )
         .where('status', '<>', DELIVERY_STATUS.processed)
+        // Rows queued behind an earlier one of their subject wait for it, not for the clock.
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('inbox_deliveries as e')
+                .select(sql.lit(1).as('one'))
+                .whereRef('e.subject', '=', 'inbox_deliveries.subject')
+                .where('e.status', '<>', DELIVERY_STATUS.processed)
+                .whereRef('e.id', '<', 'inbox_deliveries.id'),
+            ),
+          ),
+        )
         .executeTakeFirst();
       const due = row?.due;
       return due === null || due === undefined ? null : Number(due);
@@ -374,6 +394,7 @@ export function toDelivery(row: Row): Delivery {
     verdict: row.verdict,
     runIds: parseNumbers(row.run_ids),
     stages: parseStrings(row.stages) ?? [],
+    labelsBefore: parseStrings(row.labels_before),
     processedAt: row.processed_at,
   };
 }

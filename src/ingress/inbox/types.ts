@@ -86,6 +86,8 @@ export interface Delivery {
   verdict: string | null;
   runIds: number[];
   stages: string[];
+  /** The label memory it diffed against (label-comparing events only), else null. */
+  labelsBefore: string[] | null;
   processedAt: number | null;
 }
 
