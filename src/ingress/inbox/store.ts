@@ -42,11 +42,6 @@ export interface InboxStore {
   markProcessed(scope: TransactionScope, claimed: ClaimedDelivery, verdict: DeliveryVerdict): Promise<boolean>;
   /** Back to pending, due at `now + delayMs`, with the error that put it off. False when the lease was lost. */
   retryLater(claimed: ClaimedDelivery, delayMs: number, error: string): Promise<boolean>;
-  /**
-   * Takes one delivery whatever its status or place in its subject's order (the inspector's
-   * replay: an operator's explicit request). Null when it does not exist or a worker holds it.
-   */
-  claimById(id: number, leaseMs: number): Promise<ClaimedDelivery | null>;
   get(id: number): Promise<Delivery | null>;
   /** Newest first, filtered, paged by id cursor. */
   list(filter?: DeliveryFilter): Promise<DeliveryPage>;
@@ -221,26 +216,6 @@ export function createInboxStore(
         .where('lease_token', '=', claimed.leaseToken)
         .executeTakeFirst();
       return Number(result.numUpdatedRows) > 0;
-    },
-
-    claimById(id, leaseMs) {
-      return store.transaction(async (trx) => {
-        const t = now();
-        const row = await trx
-          .updateTable('inbox_deliveries')
-          .set((eb) => ({
-            status: DELIVERY_STATUS.processing,
-            lease_token: randomUUID(),
-            lease_expires_at: t + leaseMs,
-            attempts: eb('attempts', '+', 1),
-          }))
-          .where('id', '=', id)
-          // A delivery a worker holds right now is left to it.
-          .where((eb) => eb.or([eb('status', '<>', DELIVERY_STATUS.processing), eb('lease_expires_at', '<=', t)]))
-          .returningAll()
-          .executeTakeFirst();
-        return row ? { delivery: toDelivery(row), leaseToken: row.lease_token! } : null;
-      });
     },
 
     async get(id) {

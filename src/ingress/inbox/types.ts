@@ -13,11 +13,13 @@ export const DELIVERY_STATUS = {
 } as const;
 export type DeliveryStatus = (typeof DELIVERY_STATUS)[keyof typeof DELIVERY_STATUS];
 
-/** Where a delivery came from: a forge webhook, or catch-up from the forge API (issue #10 item 4). */
+/**
+ * Where a delivery came from: a forge webhook, catch-up from the forge API (issue #10 item 4), or
+ * an operator's replay of an earlier one (the inspector, item 7: a new row; it bypasses dedup).
+ */
 export const DELIVERY_SOURCE = {
   webhook: 'webhook',
   sync: 'sync',
-  /** An operator's replay of a stored delivery (the deliveries inspector): processed past the duplicate check on purpose. */
   replay: 'replay',
 } as const;
 export type DeliverySource = (typeof DELIVERY_SOURCE)[keyof typeof DELIVERY_SOURCE];

@@ -3,7 +3,7 @@ import type { Store } from '../../store/index.js';
 import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
 import type { DeliveryProcessor } from './process.js';
 import { INBOX_CHANNEL, type InboxStore } from './store.js';
-import type { ClaimedDelivery, Delivery } from './types.js';
+import type { ClaimedDelivery } from './types.js';
 
 export interface InboxWorkerOptions {
   inbox: InboxStore;
@@ -33,12 +33,6 @@ export interface InboxWorker {
   /** Stops taking deliveries and waits for those in progress. */
   stop(): Promise<void>;
   wake(): void;
-  /**
-   * Processes one delivery again now, bypassing dedup on purpose (the inspector's replay).
-   * Resolves to the delivery afterwards (processed, or pending again when it must be retried), or
-   * null when it does not exist or a worker holds it right now.
-   */
-  replay(id: number): Promise<Delivery | null>;
 }
 
 /**
@@ -63,11 +57,12 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
 
   const wake = () => loop?.wake();
 
-  async function handle(claimed: ClaimedDelivery, force: boolean): Promise<void> {
+  async function handle(claimed: ClaimedDelivery): Promise<void> {
     const { delivery } = claimed;
     const log = { delivery: delivery.id, deliveryId: delivery.deliveryId, endpoint: delivery.endpoint, attempt: delivery.attempts };
     try {
-      const verdict = await options.process(claimed, { force });
+      // A replay (the inspector's, a new row naming the original) bypasses dedup on purpose.
+      const verdict = await options.process(claimed, { force: delivery.source === 'replay' });
       logger.info?.({ ...log, outcome: verdict.outcome, verdict: verdict.verdict, runIds: verdict.runIds }, 'webhook delivery processed');
     } catch (err) {
       if (err instanceof DeliveryLeaseLostError) {
@@ -93,8 +88,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
     }
   }
 
-  function track(claimed: ClaimedDelivery, force = false): Promise<void> {
-    const work = handle(claimed, force).finally(() => {
+  function track(claimed: ClaimedDelivery): Promise<void> {
+    const work = handle(claimed).finally(() => {
       inFlight.delete(work);
       wake();
     });
@@ -159,11 +154,5 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       return stopPromise;
     },
     wake,
-    async replay(id) {
-      const claimed = await inbox.claimById(id, leaseMs);
-      if (!claimed) return null;
-      await track(claimed, true);
-      return inbox.get(id);
-    },
   };
 }
