@@ -30,6 +30,8 @@ Commands:
   runs show|retry|cancel RUN
   queue pause|resume|stats
   logs RUN [--follow]
+  deliveries ls [--repo OWNER/REPO] [--event E] [--verdict V] [--source webhook|sync|replay] [--cursor C]
+  deliveries show|replay DELIVERY
                    Operator commands over the API: BATON_URL (default http://127.0.0.1:3000)
                    and BATON_TOKEN; add --json for scripts
   help [command]   Show this help, or a command's
@@ -172,6 +174,10 @@ const commands: Record<string, Command> = {
   runs: runsCommand,
   queue: queueCommand,
   logs: logsCommand,
+  deliveries: async (argv, io) => {
+    const { deliveriesCommand } = await import('./deliveries-command.js');
+    return deliveriesCommand(argv, io);
+  },
   help: async (argv, io) => {
     // `baton help runs` is `baton runs --help`.
     if (argv[0] !== undefined && argv[0] in commands && argv[0] !== 'help') return commands[argv[0]]!([...argv.slice(1), '--help'], io);

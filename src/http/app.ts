@@ -1,6 +1,7 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
+import type { DeliveryInspector } from '../ingress/index.js';
 import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
@@ -11,6 +12,7 @@ import type { EventHub } from './event-hub.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { dashboardRoutes } from './routes-dashboard.js';
+import { deliveriesRoutes } from './routes-deliveries.js';
 import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
 import { metricsRoutes } from './routes-metrics.js';
@@ -46,6 +48,8 @@ export interface HttpDeps {
   forgeUrl?: string;
   /** Queues a run asked for through `POST /api/runs`. */
   submitRun?: RunSubmitter;
+  /** The deliveries inspector (`/api/deliveries…`); without it those routes answer 404. */
+  deliveries?: DeliveryInspector;
   /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
   onForgeDelivery?: () => void;
   now: () => number;
@@ -87,6 +91,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
   app.route('/', tokenRoutes(deps.tokens));
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
+  if (deps.deliveries) app.route('/', deliveriesRoutes(deps.deliveries));
   app.route('/', eventRoutes(deps.events));
   app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));
   return app;

@@ -10,7 +10,7 @@ export { createIngressState, DEFAULT_DELIVERY_RETENTION_MS, type IngressState, t
 export { parseWebhooksConfig, webhooksSection, isAllowed, WEBHOOK_DEFAULTS, type WebhooksConfig } from './webhooks-config.js';
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
-export { pruneDeliveries } from './prune.js';
+export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';
 export {
   createInboxStore,
   createInboxProcessing,
@@ -39,3 +39,18 @@ export {
   type NewDelivery,
 } from './inbox/index.js';
 export { pullRequestHeads } from './heads.js';
+export {
+  createDeliveryInspector,
+  DELIVERY_SOURCES,
+  InspectorError,
+  MASK,
+  maskBody,
+  maskHeaders,
+  type DeliveryDetail,
+  type DeliveryHistoryEntry,
+  type DeliveryInspector,
+  type DeliveryView,
+  type InspectorFilter,
+  type InspectorPage,
+  type InspectorSource,
+} from './inspector.js';

@@ -1,4 +1,5 @@
 import type { Store } from '../store/index.js';
+import { DELIVERY_STATUS } from './inbox/index.js';
 import { createIngressState } from './state.js';
 import { WEBHOOK_DEFAULTS } from './webhooks-config.js';
 
@@ -12,4 +13,24 @@ export function pruneDeliveries(
   now: () => number = Date.now,
 ): Promise<number> {
   return createIngressState(store, now).pruneDeliveries(retentionDays * 24 * 60 * 60 * 1000);
+}
+
+/**
+ * Deletes inbox deliveries (the inspector's history and the duplicate check's memory) processed
+ * longer ago than the retention (`webhooks.deliveryRetentionDays`, default 7). Unprocessed ones
+ * are never deleted, however old: they are events still owed an effect. Counted from the verdict,
+ * not from receipt, so a delivery that waited out a long forge outage is still there to inspect
+ * after it finally ran. Returns how many were deleted.
+ */
+export async function pruneProcessedDeliveries(
+  store: Pick<Store, 'db'>,
+  retentionDays: number = WEBHOOK_DEFAULTS.deliveryRetentionDays,
+  now: () => number = Date.now,
+): Promise<number> {
+  const result = await store.db
+    .deleteFrom('inbox_deliveries')
+    .where('status', '=', DELIVERY_STATUS.processed)
+    .where('processed_at', '<', now() - retentionDays * 24 * 60 * 60 * 1000)
+    .executeTakeFirst();
+  return Number(result.numDeletedRows ?? 0n);
 }

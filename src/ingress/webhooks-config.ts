@@ -21,7 +21,10 @@ export interface WebhooksConfig {
   permissionCacheMs: number;
   /** Larger bodies are refused with 413 before anything else is done. @default 5 MiB */
   maxBodyBytes: number;
-  /** Deliveries (and their body hashes, for dedup) are kept this long. @default 7 */
+  /**
+   * Processed deliveries are kept this long (the deliveries inspector, and the duplicate check of
+   * redelivered bodies); unprocessed ones are never pruned. @default 7
+   */
   deliveryRetentionDays: number;
   /** A delivery being processed is taken again by another worker after this long (its worker died). @default 60_000 */
   leaseMs: number;
@@ -68,7 +71,7 @@ export const webhooksSection = section(
     deliveryRetentionDays: number({
       min: 0,
       default: WEBHOOK_DEFAULTS.deliveryRetentionDays,
-      doc: 'stored deliveries (and their body hashes, for dedup) are kept this long',
+      doc: 'processed deliveries are kept this long (inspector, duplicate check); unprocessed ones are never pruned',
     }),
     leaseSeconds: number({
       min: 1,

@@ -4,7 +4,13 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createGiteaIngress, createInboxProcessing, pruneDeliveries } from '../ingress/index.js';
+import {
+  createDeliveryInspector,
+  createGiteaIngress,
+  createInboxProcessing,
+  pruneDeliveries,
+  pruneProcessedDeliveries,
+} from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
@@ -213,7 +219,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
       await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
-      await inbox.inbox.prune(now() - config.webhooks.deliveryRetentionDays * 24 * 60 * 60_000);
+      await pruneProcessedDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();
     },
@@ -265,6 +271,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     budgets,
+    // The inbox store the worker listens on: a replay it stores wakes that worker at once.
+    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store }),
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');

@@ -155,6 +155,10 @@ export interface InboxDeliveriesTable {
   /** JSON array: the label memory before this delivery (copies of its body diff against it). */
   labels_before: string | null;
   processed_at: number | null;
+  /** The delivery this one replays (source `replay`; migration 0050-delivery-replays); null otherwise. */
+  replay_of: number | null;
+  /** The name of the operator token that replayed it. */
+  replayed_by: string | null;
 }
 
 /** Usage the agents reported, per day (in the budgets' time zone) and budget scope (owned by budgets/). */

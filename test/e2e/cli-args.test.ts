@@ -23,6 +23,10 @@ const COMMANDS = [
   'queue resume',
   'queue stats',
   'logs',
+  'deliveries',
+  'deliveries ls',
+  'deliveries show',
+  'deliveries replay',
   'init',
   'agent',
 ];

@@ -18,6 +18,9 @@ const PROTECTED: Array<[string, string]> = [
   ['POST', '/api/queue/resume'],
   ['GET', '/api/queue/stats'],
   ['GET', '/api/events'],
+  ['GET', '/api/deliveries'],
+  ['GET', '/api/deliveries/1'],
+  ['POST', '/api/deliveries/1/replay'],
   ['GET', '/queue'],
   ['GET', '/metrics'],
 ];

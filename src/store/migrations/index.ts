@@ -3,6 +3,7 @@ import { slotIndex } from './0002-slot-index.js';
 import { ingress } from './0010-ingress.js';
 import { outbox } from './0015-outbox.js';
 import { inbox } from './0045-inbox.js';
+import { deliveryReplays } from './0050-delivery-replays.js';
 import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
@@ -18,7 +19,8 @@ export type { Migration } from './types.js';
 /**
  * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
- * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0052–0054 catch-up,
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0050–0051 the deliveries inspector,
+ * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries.
  */
 export const migrations: readonly Migration[] = [
@@ -30,6 +32,7 @@ export const migrations: readonly Migration[] = [
   tokenScopes,
   dashboardSessions,
   inbox,
+  deliveryReplays,
   forgeSync,
   unambiguousRunKeys,
   callbackTokenHistory,
