@@ -12,6 +12,7 @@ import { callbackRoutes } from './routes-callbacks.js';
 import { dashboardRoutes } from './routes-dashboard.js';
 import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
+import { insightsRoutes } from './routes-insights.js';
 import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes, type RunSubmitter } from './routes-runs.js';
@@ -82,6 +83,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
+  app.route('/', insightsRoutes({ runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
   app.route('/', tokenRoutes(deps.tokens));
   app.route('/', eventRoutes(deps.events));
   app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));

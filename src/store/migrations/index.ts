@@ -6,6 +6,7 @@ import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
 import { runLimits } from './0065-run-limits.js';
+import { issueIndex } from './0075-issue-index.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -13,7 +14,8 @@ export type { Migration } from './types.js';
 /**
  * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
- * 0030–0039 agent/callbacks, 0040–0049 operator surfaces, 0065–0074 limits, budgets and retries.
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces, 0065–0074 limits, budgets and retries,
+ * 0075–0079 the issue and usage views.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -24,4 +26,5 @@ export const migrations: readonly Migration[] = [
   tokenScopes,
   dashboardSessions,
   runLimits,
+  issueIndex,
 ].sort((a, b) => a.name.localeCompare(b.name));
