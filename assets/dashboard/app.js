@@ -7,10 +7,12 @@
 import { $, api, formatCost, formatTokens, notice } from './lib.js';
 import { remember } from './runs-store.js';
 import { deliveriesView } from './view-deliveries.js';
+import { issueView } from './view-issue.js';
 import { runView } from './view-run.js';
 import { runsView } from './view-runs.js';
+import { usageView } from './view-usage.js';
 
-const VIEWS = [runsView, runView, deliveriesView];
+const VIEWS = [runsView, runView, issueView, usageView, deliveriesView];
 let statsTimer = null;
 
 // Who is logged in, and with which scope: a read-only token sees no buttons it could not use

@@ -38,7 +38,15 @@ export function notice(text) {
 export function formatElapsed(run) {
   const start = run.startedAt ?? run.claimedAt ?? run.createdAt;
   const end = run.finishedAt ?? Date.now();
-  let s = Math.max(0, Math.round((end - start) / 1000));
+  return formatDuration(end - start);
+}
+
+/** `3d 4h`, `2h 5m`, `4m 10s`, `12s`: the two largest units are enough to read a duration. */
+export function formatDuration(ms) {
+  let s = Math.max(0, Math.round(ms / 1000));
+  const d = Math.floor(s / 86400);
+  s -= d * 86400;
+  if (d) return `${d}d ${Math.floor(s / 3600)}h`;
   const h = Math.floor(s / 3600);
   s -= h * 3600;
   const m = Math.floor(s / 60);

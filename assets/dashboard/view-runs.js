@@ -13,7 +13,12 @@ function rowFor(run) {
     el('td', { 'data-label': 'run' }, el('a', { href: `#/runs/${run.id}` }, `#${run.id}`)),
     el('td', { 'data-label': 'status' }, el('span', { class: `status status-${run.status}` }, run.status), failureReason(run)),
     el('td', { 'data-label': 'stage' }, run.stage),
-    el('td', { 'data-label': 'issue' }, run.issueUrl ? el('a', { href: run.issueUrl, target: '_blank', rel: 'noopener' }, issue) : issue),
+    el(
+      'td',
+      { 'data-label': 'issue' },
+      run.number === null ? issue : el('a', { class: 'issue-link', href: issueHref(run), title: 'this issue through its stages' }, issue),
+      run.issueUrl ? el('a', { class: 'forge', href: run.issueUrl, target: '_blank', rel: 'noopener', title: 'on the forge' }, ' ↗') : null,
+    ),
     el('td', { 'data-label': 'workspace' }, run.workspaceName ?? '–'),
     el('td', { 'data-label': 'elapsed', class: 'elapsed' }, formatElapsed(run)),
     el('td', { 'data-label': 'tokens' }, formatTokens(run.tokens)),
@@ -21,6 +26,9 @@ function rowFor(run) {
     el('td', { 'data-label': '' }, ...actionButtons(run)),
   );
 }
+
+/** The issue's (or pull request's) SDLC view in this dashboard. */
+const issueHref = (run) => `#/issues/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/${run.number}`;
 
 /** Why a run did not succeed, or why it is held, under its status: the first line, the whole text on hover. */
 function failureReason(run) {

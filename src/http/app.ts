@@ -15,6 +15,7 @@ import { dashboardRoutes } from './routes-dashboard.js';
 import { deliveriesRoutes } from './routes-deliveries.js';
 import { eventRoutes } from './routes-events.js';
 import { healthRoutes, type ReadinessCheck } from './routes-health.js';
+import { insightsRoutes } from './routes-insights.js';
 import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes, type RunSubmitter } from './routes-runs.js';
@@ -89,6 +90,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
+  app.route('/', insightsRoutes({ runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
   app.route('/', tokenRoutes(deps.tokens));
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
   if (deps.deliveries) app.route('/', deliveriesRoutes(deps.deliveries));

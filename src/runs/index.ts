@@ -4,6 +4,19 @@ export { IllegalTransitionError, LeaseLostError, TransitionError } from './error
 export { runKey, slotKey } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
+export { branchNamesIssue, type IssueRun, type IssueStep, type IssueTotals, type IssueView } from './issue-view.js';
+export {
+  MAX_USAGE_DAYS,
+  USAGE_GROUPS,
+  daysBetween,
+  parseUtcDay,
+  utcDay,
+  type UsageAmounts,
+  type UsageGroup,
+  type UsageGroupBy,
+  type UsageQuery,
+  type UsageReport,
+} from './usage-report.js';
 export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';
 export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';

@@ -1,11 +1,15 @@
 import type { Store } from '../store/index.js';
+import { branchNamesIssue, buildIssueView } from './issue-view.js';
 import { parseJson, toRun, toRunEvent } from './rows.js';
 import { COUNTED_STATUSES, LIVE_STATUSES, RUN_STATUS, type CountedStatus, type RunStatus } from './states.js';
 import type { QueueOverview, QueueStats, RunFilter, RunQueries, StageCounts } from './types.js';
+import { buildUsageReport, usageBounds } from './usage-report.js';
 import { startOfUtcDay, totalTokens } from './usage.js';
 
 /** Largest page `list` returns, whatever the filter asks. */
 const MAX_LIST = 500;
+/** Most runs the issue view reads per query; an issue with more is not a pipeline that works. */
+const MAX_ISSUE_RUNS = 1000;
 
 /**
  * Every read of runs and run events, for the engine, the HTTP routes, the live stream and the
@@ -104,6 +108,61 @@ export function createRunQueries(options: { store: Pick<Store, 'db'>; concurrenc
     },
 
     isPaused,
+
+    async issue(issue, now) {
+      const { owner, repo, number } = issue;
+      const ofRepository = db.selectFrom('runs').selectAll().where('owner', '=', owner).where('repo', '=', repo);
+      const own = await ofRepository.where('number', '=', number).orderBy('id').limit(MAX_ISSUE_RUNS).execute();
+      // Pull requests are linked by their head branch (see issue-view.ts). The LIKE only narrows
+      // the rows read (the number is a whole number, so the pattern holds no wildcard of its
+      // own); the branch rule decides.
+      const candidates = await ofRepository
+        .where('number', 'is not', null)
+        .where('number', '!=', number)
+        .where('payload', 'like', `%issue-${number}%`)
+        .orderBy('id')
+        .limit(MAX_ISSUE_RUNS)
+        .execute();
+      const pulls = new Set<number>();
+      for (const row of candidates) {
+        const headRef = parseJson<{ headRef?: unknown }>(row.payload)?.headRef;
+        if (typeof headRef === 'string' && branchNamesIssue(headRef, number)) pulls.add(row.number!);
+      }
+      const pullRuns =
+        pulls.size === 0
+          ? []
+          : await ofRepository
+              .where('number', 'in', [...pulls])
+              .orderBy('id')
+              .limit(MAX_ISSUE_RUNS)
+              .execute();
+      if (own.length === 0 && pullRuns.length === 0) return null;
+      return buildIssueView(issue, [...own, ...pullRuns].map(toRun), now);
+    },
+
+    async usage(query) {
+      const { since, until } = usageBounds(query);
+      // Summed here rather than in SQL: usage is JSON text, read alike by both databases, and an
+      // agent's odd value (a string where a count belongs) counts as 0 instead of failing a cast.
+      const rows = await db
+        .selectFrom('runs')
+        .select(['stage', 'owner', 'repo', 'number', 'finished_at', 'usage', 'cost_usd'])
+        .where('finished_at', '>=', since)
+        .where('finished_at', '<', until)
+        .execute();
+      return buildUsageReport(
+        query,
+        rows.map((row) => ({
+          stage: row.stage,
+          owner: row.owner,
+          repo: row.repo,
+          number: row.number,
+          finishedAt: Number(row.finished_at),
+          usage: parseJson(row.usage),
+          costUsd: row.cost_usd === null ? null : Number(row.cost_usd),
+        })),
+      );
+    },
 
     async stats() {
       const [rows, paused] = await Promise.all([

@@ -1,5 +1,7 @@
 import type { TransactionScope } from '../store/index.js';
+import type { IssueView } from './issue-view.js';
 import type { CountedStatus, RUN_EVENT, RunEventType, RunStatus } from './states.js';
+import type { UsageQuery, UsageReport } from './usage-report.js';
 
 /** What the pipeline asks for: one stage for one issue, PR or repository. */
 export interface TaskRequest {
@@ -199,6 +201,13 @@ export interface RunQueries {
   /** The queue summary as of `now` (for "today"). */
   summary(now: number): Promise<QueueSummary>;
   overview(now: number): Promise<QueueOverview>;
+  /**
+   * Every run of an issue and of the pull requests linked to it, as its SDLC view (`now` ends
+   * what is still going); null when there is none.
+   */
+  issue(issue: { owner: string; repo: string; number: number }, now: number): Promise<IssueView | null>;
+  /** Tokens and cost of the runs that finished in a range of UTC days, grouped one way. */
+  usage(query: UsageQuery): Promise<UsageReport>;
 }
 
 export interface RunEngine extends RunQueries {

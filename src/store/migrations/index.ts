@@ -12,6 +12,7 @@ import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { callbackTokenHistory } from './0060-callback-token-history.js';
 import { runLimits } from './0065-run-limits.js';
 import { budgets } from './0066-budgets.js';
+import { issueIndex } from './0075-issue-index.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -21,7 +22,8 @@ export type { Migration } from './types.js';
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
  * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0050–0051 the deliveries inspector,
  * 0052–0054 catch-up,
- * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries.
+ * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
+ * 0075–0079 the issue and usage views.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -38,4 +40,5 @@ export const migrations: readonly Migration[] = [
   callbackTokenHistory,
   runLimits,
   budgets,
+  issueIndex,
 ].sort((a, b) => a.name.localeCompare(b.name));

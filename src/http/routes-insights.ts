@@ -1,0 +1,81 @@
+import { Hono } from 'hono';
+import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
+import {
+  daysBetween,
+  MAX_USAGE_DAYS,
+  parseUtcDay,
+  USAGE_GROUPS,
+  utcDay,
+  type RunQueries,
+  type UsageGroupBy,
+  type UsageQuery,
+} from '../runs/index.js';
+import type { AuthEnv } from './auth.js';
+import { HttpError } from './errors.js';
+
+export interface InsightsRoutesOptions {
+  runs: Pick<RunQueries, 'issue' | 'usage'>;
+  forgeUrl?: string;
+  now: () => number;
+}
+
+/** The default range of `GET /api/usage`: the last 30 days, today included. */
+const DEFAULT_USAGE_DAYS = 30;
+const USAGE_PARAMS = ['from', 'to', 'groupBy'];
+
+/**
+ * Views over many runs, for people: one issue through its stages (`GET /api/issues/OWNER/REPO/N`)
+ * and tokens and cost over a range (`GET /api/usage`). Read-only; documented in the README's
+ * "Runs API" section.
+ */
+export function insightsRoutes(options: InsightsRoutesOptions): Hono<AuthEnv> {
+  const { runs, forgeUrl, now } = options;
+  const app = new Hono<AuthEnv>();
+
+  app.get('/api/issues/:owner/:repo/:number', async (c) => {
+    const { owner, repo, number: rawNumber } = c.req.param();
+    const name = parseRepositoryName(`${owner}/${repo}`);
+    if (!name) throw new HttpError(400, 'bad_request', `repository ${REPOSITORY_NAME_RULE}, got "${`${owner}/${repo}`.slice(0, 120)}"`);
+    if (!/^\d{1,15}$/.test(rawNumber) || Number(rawNumber) < 1)
+      throw new HttpError(400, 'bad_request', `issue number must be a positive whole number, got "${rawNumber.slice(0, 40)}"`);
+    const number = Number(rawNumber);
+    const view = await runs.issue({ ...name, number }, now());
+    if (!view) throw new HttpError(404, 'not_found', `no run of ${name.owner}/${name.repo}#${number} or its pull requests`);
+    // Links only to the configured forge (never a URL from a payload), and none for declared repositories.
+    const base = forgeUrl && !view.declared ? `${forgeUrl}/${encodeURIComponent(view.owner)}/${encodeURIComponent(view.repo)}` : null;
+    return c.json({
+      ...view,
+      issueUrl: base ? `${base}/issues/${number}` : null,
+      pullRequests: view.pullRequests.map((pr) => ({ ...pr, url: base ? `${base}/pulls/${pr.number}` : null })),
+    });
+  });
+
+  app.get('/api/usage', async (c) => c.json(await runs.usage(parseUsageQuery(c.req.query(), now()))));
+
+  return app;
+}
+
+/** The query of `GET /api/usage`, each parameter checked and named when wrong. */
+export function parseUsageQuery(query: Record<string, string>, now: number): UsageQuery {
+  for (const key of Object.keys(query)) {
+    if (!USAGE_PARAMS.includes(key))
+      throw new HttpError(400, 'bad_request', `unknown query parameter "${key.slice(0, 40)}" (known: ${USAGE_PARAMS.join(', ')})`);
+  }
+  const day = (key: 'from' | 'to'): string | undefined => {
+    const value = query[key];
+    if (value === undefined || value === '') return undefined;
+    if (parseUtcDay(value) === null)
+      throw new HttpError(400, 'bad_request', `${key} must be a date YYYY-MM-DD (a UTC day), got "${value.slice(0, 40)}"`);
+    return value;
+  };
+  const to = day('to') ?? utcDay(now);
+  const from = day('from') ?? utcDay(parseUtcDay(to)! - (DEFAULT_USAGE_DAYS - 1) * 24 * 60 * 60_000);
+  if (from > to) throw new HttpError(400, 'bad_request', `from must be on or before to, got from=${from} to=${to}`);
+  const days = daysBetween(from, to);
+  if (days > MAX_USAGE_DAYS)
+    throw new HttpError(400, 'bad_request', `the range may span at most ${MAX_USAGE_DAYS} days, got ${days} (from=${from} to=${to})`);
+  const groupBy = query.groupBy === undefined || query.groupBy === '' ? 'day' : query.groupBy;
+  if (!(USAGE_GROUPS as readonly string[]).includes(groupBy))
+    throw new HttpError(400, 'bad_request', `groupBy must be one of ${USAGE_GROUPS.join(', ')}, got "${groupBy.slice(0, 40)}"`);
+  return { from, to, groupBy: groupBy as UsageGroupBy };
+}
