@@ -237,7 +237,10 @@ export function createApp(config: Config, deps: AppDeps): App {
   ];
   const backlog = metrics.gauge('baton_outbox_backlog', 'Outbox messages (forge comments, event webhooks) not yet delivered.');
   const streamClients = metrics.gauge('baton_event_stream_clients', 'Connected /api/events clients on this replica.');
+  const inboxBacklog = metrics.gauge('baton_inbox_backlog', 'Stored webhook deliveries not yet processed (pending or being processed).');
   metrics.collect(async () => {
+    const inboxCounts = await inbox.inbox.counts();
+    inboxBacklog.set({}, inboxCounts.pending + inboxCounts.processing);
     backlog.set({}, (await outbox.counts()).pending);
     streamClients.set({}, events.clientCount);
   });
