@@ -59,14 +59,16 @@ async function runServer(kind: 'hello' | 'ingress'): Promise<void> {
     const { DEFAULTS } = await import('../src/config/index.js');
     const { createStore } = await import('../src/store/index.js');
     const { createRunEngine } = await import('../src/runs/index.js');
-    const { createGiteaIngress } = await import('../src/ingress/index.js');
+    const { createGiteaIngress, createInboxStore } = await import('../src/ingress/index.js');
     const { parsePipelineConfig } = await import('../src/pipeline/index.js');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-ingress-'));
     const store = createStore({ url: `sqlite:${path.join(dir, 'baton.db')}` });
     await store.migrate();
     const engine = createRunEngine({ store, queue: { ...DEFAULTS.queue } });
     const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
-    fetchHandler = createGiteaIngress({ engine, store, pipeline, secret: SECRET }).fetch;
+    void engine;
+    void pipeline;
+    fetchHandler = createGiteaIngress({ inbox: createInboxStore(store), secret: SECRET }).fetch;
     cleanup = async () => {
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });

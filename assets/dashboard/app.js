@@ -24,6 +24,7 @@ async function loadStats() {
   const stats = await api('/api/queue/stats');
   const set = (name, value) => ($(`[data-stat="${name}"]`).textContent = value);
   set('queued', stats.queued);
+  set('held', stats.held ?? 0);
   set('running', stats.running + stats.provisioning);
   set('failed', stats.failed);
   set('dead', stats.dead);

@@ -22,8 +22,11 @@ function rowFor(run) {
   );
 }
 
-/** Why a run did not succeed, under its status: the first line, the whole text on hover. */
+/** Why a run did not succeed, or why it is held, under its status: the first line, the whole text on hover. */
 function failureReason(run) {
+  if (run.status === 'held' && run.heldReason) {
+    return el('span', { class: 'reason reason-held', title: run.heldReason }, run.heldReason.split(';')[0]);
+  }
   if (!FAILED.has(run.status) || !run.lastError) return null;
   const first = run.lastError.split('\n')[0];
   return el('span', { class: 'reason', title: run.lastError }, first.length > 140 ? `${first.slice(0, 140)}…` : first);

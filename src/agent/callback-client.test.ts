@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createCallbackClient, createProgressReporter, deriveProgressUrl } from './callback-client.js';
+import { createCallbackClient, createProgressReporter, deriveProgressUrl, type UndeliveredCompletion } from './callback-client.js';
 import type { ProgressBody } from './types.js';
 
 const completion = { status: 'succeeded' as const, exitCode: 0, summary: 'ok', usage: null, costUsd: null, durationMs: 1 };
@@ -32,8 +32,8 @@ describe('completion callback', () => {
     expect(JSON.parse(String(calls[0]!.init.body))).toEqual(completion);
   });
 
-  it.each([401, 403, 404])('stops at once on %i', async (status) => {
-    const { fn, calls } = fakeFetch([status]);
+  it.each([401, 403, 404])('retries a refusal (%i): the server may be recovering and know the token again', async (status) => {
+    const { fn, calls } = fakeFetch([status, status, 200]);
     const lines: string[] = [];
     const client = createCallbackClient({
       callbackUrl: 'http://baton/api/runs/3/complete',
@@ -41,10 +41,55 @@ describe('completion callback', () => {
       fetch: fn,
       log: (l) => lines.push(l),
       sleep: async () => {},
+      onUndelivered: () => expect.unreachable('delivered in the end'),
     });
-    expect(await client.complete(completion)).toMatchObject({ delivered: false, attempts: 1, lastStatus: status });
+    expect(await client.complete(completion)).toMatchObject({ delivered: true, attempts: 3, lastStatus: 200 });
+    expect(calls).toHaveLength(3);
+    expect(lines.join('\n')).toContain(`HTTP ${status}`);
+  });
+
+  it('never drops a result silently: a refusal that lasts past the budget is recorded loudly', async () => {
+    let clock = 0;
+    const { fn } = fakeFetch([401]);
+    const lines: string[] = [];
+    const records: UndeliveredCompletion[] = [];
+    const client = createCallbackClient({
+      callbackUrl: 'http://baton/api/runs/3/complete',
+      token: 'tok',
+      fetch: fn,
+      log: (l) => lines.push(l),
+      now: () => clock,
+      sleep: async (ms) => void (clock += ms),
+      maxRetryMs: 10_000,
+      onUndelivered: (record) => records.push(record),
+    });
+    expect(await client.complete(completion)).toMatchObject({ delivered: false, attempts: 4, lastStatus: 401 });
+    expect(records).toEqual([
+      {
+        body: completion,
+        attempts: 4,
+        lastStatus: 401,
+        problem: 'HTTP 401: the callback token was not accepted',
+        firstAttemptAt: 0,
+        lastAttemptAt: 7_000,
+      },
+    ]);
+    expect(lines.at(-1)).toMatch(/^\[baton\] ERROR: the completion callback was not delivered \(HTTP 401/);
+  });
+
+  it('stops at once when the server refuses the body itself (400), and records it', async () => {
+    const { fn, calls } = fakeFetch([400]);
+    const records: UndeliveredCompletion[] = [];
+    const client = createCallbackClient({
+      callbackUrl: 'http://baton/api/runs/3/complete',
+      token: 'tok',
+      fetch: fn,
+      sleep: async () => {},
+      onUndelivered: (record) => records.push(record),
+    });
+    expect(await client.complete(completion)).toMatchObject({ delivered: false, attempts: 1, lastStatus: 400 });
     expect(calls).toHaveLength(1);
-    expect(lines.join('\n')).toContain(`HTTP ${status}; not retrying`);
+    expect(records).toHaveLength(1);
   });
 
   it('gives up when the next delay would pass the retry budget', async () => {

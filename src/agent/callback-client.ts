@@ -19,6 +19,11 @@ export interface CallbackClientOptions {
   requestTimeoutMs?: number;
   /** Local log for delivery problems (never sent back to the server). */
   log?: (line: string) => void;
+  /**
+   * Called once when the completion could not be delivered (refused, or the retry budget spent),
+   * with what was to be sent: the runner keeps it as a durable record next to its log.
+   */
+  onUndelivered?: (record: UndeliveredCompletion) => void;
 }
 
 export interface DeliveryResult {
@@ -28,16 +33,36 @@ export interface DeliveryResult {
   lastStatus?: number;
 }
 
+/** What a runner records when its completion callback never got through. */
+export interface UndeliveredCompletion {
+  body: CompletionBody;
+  attempts: number;
+  lastStatus?: number;
+  /** The last problem, e.g. `HTTP 401` or `connect ECONNREFUSED`. */
+  problem: string;
+  /** Epoch ms of the first and the last attempt. */
+  firstAttemptAt: number;
+  lastAttemptAt: number;
+}
+
 export interface CallbackClient {
   readonly progressUrl: string;
-  /** Retries with exponential backoff until a 2xx, a final 401/403/404, or the retry budget is spent. */
+  /**
+   * Retries with exponential backoff until a 2xx, a refused body (400, 413, 422), or the retry
+   * budget is spent; then, undelivered, calls `onUndelivered`.
+   */
   complete(body: CompletionBody): Promise<DeliveryResult>;
   /** One attempt; failures are logged and reported as false, never thrown. */
   progress(body: ProgressBody): Promise<boolean>;
 }
 
-/** Statuses that retrying cannot fix: wrong token, or the run no longer exists. */
-const FINAL_STATUSES = new Set([401, 403, 404]);
+/**
+ * Statuses that retrying cannot fix: the body itself was refused (malformed, too large). A refused
+ * token (401/403) or an unknown run (404) is retried like a failure: baton may be mid-recovery
+ * (a restarted server, another replica, a run being re-claimed), and giving up at the first
+ * refusal would lose the run's result for good.
+ */
+const FINAL_STATUSES = new Set([400, 413, 422]);
 
 export function deriveProgressUrl(callbackUrl: string): string {
   const url = new URL(callbackUrl);
@@ -75,6 +100,15 @@ export function createCallbackClient(options: CallbackClientOptions): CallbackCl
       const started = now();
       let attempts = 0;
       let lastStatus: number | undefined;
+      const giveUp = (problem: string): DeliveryResult => {
+        // Loud: the last lines of the runner's log are what an operator reads first.
+        log(
+          `[baton] ERROR: the completion callback was not delivered (${problem}) after ${attempts} attempts; ` +
+            "the run's result is kept in .baton/undelivered-completion.json in the workspace",
+        );
+        options.onUndelivered?.({ body, attempts, lastStatus, problem, firstAttemptAt: started, lastAttemptAt: now() });
+        return { delivered: false, attempts, lastStatus };
+      };
       for (;;) {
         attempts += 1;
         let problem: string;
@@ -85,21 +119,20 @@ export function createCallbackClient(options: CallbackClientOptions): CallbackCl
             return { delivered: true, attempts, lastStatus };
           }
           if (FINAL_STATUSES.has(lastStatus)) {
-            log(
-              `[baton] completion callback refused with HTTP ${lastStatus}; not retrying ` +
-                `(${lastStatus === 404 ? 'the server does not know this run' : 'the callback token was not accepted'})`,
-            );
-            return { delivered: false, attempts, lastStatus };
+            log(`[baton] completion callback refused with HTTP ${lastStatus} (the server does not accept its body); not retrying`);
+            return giveUp(`HTTP ${lastStatus}`);
           }
-          problem = `HTTP ${lastStatus}`;
+          problem =
+            lastStatus === 401 || lastStatus === 403
+              ? `HTTP ${lastStatus}: the callback token was not accepted`
+              : lastStatus === 404
+                ? 'HTTP 404: the server does not know this run'
+                : `HTTP ${lastStatus}`;
         } catch (err) {
           problem = describeFetchError(err);
         }
         const delay = Math.min(maxDelayMs, baseMs * 2 ** (attempts - 1));
-        if (now() - started + delay > maxRetryMs) {
-          log(`[baton] completion callback failed (${problem}); giving up after ${attempts} attempts`);
-          return { delivered: false, attempts, lastStatus };
-        }
+        if (now() - started + delay > maxRetryMs) return giveUp(problem);
         log(`[baton] completion callback failed (${problem}); retrying in ${Math.round(delay / 100) / 10} s`);
         await sleep(delay);
       }

@@ -164,6 +164,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     retryBaseMs: options.callbackRetryBaseMs,
     // Delivery problems go to the local file only: sending them as progress would loop.
     log: (line) => localOnly(log, line),
+    // The result outlives the runner even when no server took it: a file next to the log, which
+    // the workspace keeps until its teardown (the summary in it is masked like the log).
+    onUndelivered: (record) => {
+      try {
+        fs.writeFileSync(path.join(stateDir, UNDELIVERED_FILE), `${JSON.stringify(record, null, 2)}\n`, { mode: 0o600 });
+      } catch (err) {
+        localOnly(log, `[baton] could not keep the undelivered result: ${err instanceof Error ? err.message : String(err)}`);
+      }
+    },
   });
   const reporter = createProgressReporter({ send: (body) => client.progress(body), intervalMs: options.progressIntervalMs });
   log.onLine((line) => {
@@ -380,6 +389,9 @@ function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequ
 }
 
 const LOCAL_PREFIX = '[baton:local] ';
+
+/** In `.baton/` of the workdir: the completion a runner could not deliver (callback-client.ts). */
+export const UNDELIVERED_FILE = 'undelivered-completion.json';
 
 function localOnly(log: AgentLog, line: string) {
   log.write(`${LOCAL_PREFIX}${line.replace(/^\[baton\] /, '')}`);

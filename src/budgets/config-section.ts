@@ -1,4 +1,6 @@
-import { int, mapping, number, section } from '../config-schema/index.js';
+import { int, invalid, join, mapping, number, record, section, show, text, type ResolveContext } from '../config-schema/index.js';
+import type { BudgetLimit, BudgetsConfig } from './budgets.js';
+import { isTimeZone } from './day.js';
 import type { LimitsConfig } from './limits.js';
 
 const minutes = (m: number) => Math.round(m * 60_000);
@@ -31,4 +33,78 @@ export const limitsSection = section(
     tokenCap: v.tokenCap,
     ...(v.maxDurationMinutes !== undefined ? { maxDurationMs: minutes(v.maxDurationMinutes) } : {}),
   }),
+);
+
+/** A scope's daily limits in baton.yaml; 0 (the default) is no limit. */
+const dailyLimits = () =>
+  mapping({
+    tokensPerDay: int({ min: 0, doc: 'input + output tokens its runs may use per day; 0 = no limit' }),
+    costUsdPerDay: number({ min: 0, doc: 'cost in USD its runs may use per day; 0 = no limit' }),
+  });
+
+const toLimit = (v: { tokensPerDay?: number; costUsdPerDay?: number }): BudgetLimit => ({
+  ...(v.tokensPerDay ? { tokens: v.tokensPerDay } : {}),
+  ...(v.costUsdPerDay ? { costUsd: v.costUsdPerDay } : {}),
+});
+
+const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+
+/**
+ * `budgets:` in baton.yaml: daily token and cost budgets, globally, per repository and per stage.
+ * When one of a run's budgets is spent its new runs are held (status `held`) until the next day
+ * in `timezone`, or until the budget is raised (`PUT /api/budgets`, or a restart with a higher
+ * limit); runs already running finish.
+ *
+ * ```yaml
+ * budgets:
+ *   timezone: Europe/Berlin     # BUDGET_TIMEZONE
+ *   tokensPerDay: 5000000       # BUDGET_TOKENS_PER_DAY
+ *   costUsdPerDay: 100          # BUDGET_COST_USD_PER_DAY
+ *   repositories:
+ *     acme/web: { costUsdPerDay: 20 }
+ *   stages:
+ *     develop: { tokensPerDay: 2000000 }
+ * ```
+ */
+export const budgetsSection = section(
+  mapping({
+    timezone: text({
+      env: 'BUDGET_TIMEZONE',
+      default: 'UTC',
+      doc: 'IANA time zone whose days the budgets count (they reset at its midnight)',
+      check: (zone) => (isTimeZone(zone) ? undefined : invalid('must be an IANA time zone like Europe/Berlin')),
+    }),
+    tokensPerDay: int({
+      env: 'BUDGET_TOKENS_PER_DAY',
+      min: 0,
+      default: 0,
+      doc: 'input + output tokens all runs may use per day; 0 = no limit',
+    }),
+    costUsdPerDay: number({
+      env: 'BUDGET_COST_USD_PER_DAY',
+      min: 0,
+      default: 0,
+      doc: 'cost in USD all runs may use per day; 0 = no limit',
+    }),
+    repositories: record(dailyLimits(), {
+      doc: 'OWNER/REPO to its own daily budget ({ tokensPerDay, costUsdPerDay })',
+      key: (name) => (REPOSITORY.test(name) ? undefined : invalid('is not OWNER/REPO')),
+    }),
+    stages: record(dailyLimits(), { doc: 'stage name to its own daily budget ({ tokensPerDay, costUsdPerDay })' }),
+  }),
+  (v, ctx: ResolveContext<{ pipeline: { stages: ReadonlyArray<{ name: string }> } }>): BudgetsConfig => {
+    const known = ctx.deps.pipeline.stages.map((s) => s.name);
+    for (const name of Object.keys(v.stages)) {
+      if (!known.includes(name))
+        ctx.problem(`${join('budgets.stages', name)} names no stage of the pipeline (${known.join(', ')}), got ${show(name)}`);
+    }
+    const map = (entries: Record<string, { tokensPerDay?: number; costUsdPerDay?: number }>) =>
+      Object.fromEntries(Object.entries(entries).map(([name, limit]) => [name, toLimit(limit)]));
+    return {
+      timezone: v.timezone,
+      global: toLimit(v),
+      repositories: map(v.repositories),
+      stages: map(v.stages),
+    };
+  },
 );

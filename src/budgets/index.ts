@@ -1,2 +1,19 @@
-export { limitsSection } from './config-section.js';
+export { limitsSection, budgetsSection } from './config-section.js';
 export { runLimits, DURATION_GRACE_MS, type LimitsConfig, type StageLimits, type RunLimits } from './limits.js';
+export {
+  BUDGET_KIND,
+  blockingBudget,
+  configuredBudgets,
+  hasBudgets,
+  holdReason,
+  parseScope,
+  scopesOf,
+  type BudgetAmount,
+  type BudgetKind,
+  type BudgetLimit,
+  type BudgetScope,
+  type BudgetsConfig,
+  type BudgetStatus,
+} from './budgets.js';
+export { dayKey, nextDayStart, isTimeZone } from './day.js';
+export { addUsage, readBudgetDay, setTodayLimits, type BudgetDay } from './ledger.js';

@@ -17,6 +17,8 @@ interface RunView {
   maxAttempts: number;
   workspaceName: string | null;
   lastError: string | null;
+  /** Why a held run waits (servers before budgets do not send it). */
+  heldReason?: string | null;
   summary: string | null;
   tokens: number | null;
   costUsd: number | null;
@@ -152,6 +154,7 @@ export async function runsCommand(argv: string[], io: CommandIo): Promise<number
             ['cost', cost(r.costUsd)],
             ['summary', r.summary],
             ['error', r.lastError],
+            ...(r.heldReason ? [['held', r.heldReason] as [string, string]] : []),
             ['issue', r.issueUrl],
           ],
         ),
@@ -223,6 +226,7 @@ export async function queueCommand(argv: string[], io: CommandIo): Promise<numbe
   }
   const stats = await api.get<{
     queued: number;
+    held?: number;
     provisioning: number;
     running: number;
     dead: number;
@@ -237,7 +241,7 @@ export async function queueCommand(argv: string[], io: CommandIo): Promise<numbe
     return 0;
   }
   io.out(
-    `queued ${stats.queued} · running ${stats.provisioning + stats.running} of ${stats.concurrency} · dead ${stats.dead} · failed ${stats.failed}${stats.paused ? ' · PAUSED' : ''}`,
+    `queued ${stats.queued}${stats.held ? ` · held ${stats.held} (daily budget spent)` : ''} · running ${stats.provisioning + stats.running} of ${stats.concurrency} · dead ${stats.dead} · failed ${stats.failed}${stats.paused ? ' · PAUSED' : ''}`,
   );
   io.out(
     `today: ${stats.today.finished} finished (${stats.today.succeeded} succeeded), ${stats.today.tokens} tokens, ${cost(stats.today.costUsd)}`,

@@ -1,5 +1,5 @@
 import { botsSection, giteaSection } from '../forge/index.js';
-import { limitsSection } from '../budgets/index.js';
+import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
 import { webhooksSection } from '../ingress/index.js';
@@ -40,6 +40,7 @@ export const SECTIONS = {
   dashboard: dashboardSection,
   events: eventsSection,
   pipeline: pipelineSection,
+  budgets: budgetsSection,
   webhooks: webhooksSection,
   comments: commentsSection,
 } as const;

@@ -38,6 +38,10 @@ export interface CleanupConfig {
   concurrency: number;
   maxAttempts: number;
   backoffBaseMs: number;
+  /** Lease on a teardown job, renewed while it runs: how long a crashed replica delays its cleanup. */
+  leaseMs: number;
+  /** How often workspaces are reconciled with runs (a dead runner fails its run). */
+  workspaceCheckMs: number;
 }
 
 /** The top-level settings config/ owns (see ./root-section.ts), resolved. */

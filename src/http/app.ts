@@ -1,13 +1,14 @@
 import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
-import type { FullRunEngine, RunQueries } from '../runs/index.js';
+import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody } from './body-limit.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
 import { errorHandler, notFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
+import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { dashboardRoutes } from './routes-dashboard.js';
 import { eventRoutes } from './routes-events.js';
@@ -48,6 +49,8 @@ export interface HttpDeps {
   /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
   onForgeDelivery?: () => void;
   now: () => number;
+  /** Daily budgets (`/api/budgets`); absent in tests that build the app without them. */
+  budgets?: BudgetService;
 }
 
 /**
@@ -83,6 +86,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
   app.route('/', tokenRoutes(deps.tokens));
+  if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
   app.route('/', eventRoutes(deps.events));
   app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));
   return app;

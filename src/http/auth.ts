@@ -38,6 +38,8 @@ export function isWorkspaceCallback(path: string): boolean {
 /** Routes that change who may do what: only `admin` tokens reach them, even to read. */
 const ADMIN_PATHS = /^\/api\/tokens(\/|$)/;
 const SAFE_METHODS = ['GET', 'HEAD', 'OPTIONS'];
+/** Daily budgets: changing them needs `admin`. */
+const BUDGET_PATHS = /^\/api\/budgets(\/|$)/;
 
 /**
  * The scope a request needs. By method, so a new route is covered the day it lands: reading needs
@@ -46,6 +48,8 @@ const SAFE_METHODS = ['GET', 'HEAD', 'OPTIONS'];
  */
 export function requiredScope(method: string, path: string): TokenScope {
   if (ADMIN_PATHS.test(path)) return 'admin';
+  // Raising a budget lets money be spent: admin, like token management. Reading it is `read`.
+  if (BUDGET_PATHS.test(path) && !SAFE_METHODS.includes(method.toUpperCase())) return 'admin';
   return SAFE_METHODS.includes(method.toUpperCase()) ? 'read' : 'operate';
 }
 

@@ -3,7 +3,6 @@ export {
   WEBHOOK_ROUTES,
   type GiteaIngressDeps,
   type IngressLogger,
-  type RunAnswer,
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
@@ -19,3 +18,30 @@ export {
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries } from './prune.js';
+export {
+  createInboxStore,
+  createInboxProcessing,
+  createInboxWorker,
+  createDeliveryProcessor,
+  LABEL_MEMORY_SCOPE,
+  RetryDeliveryError,
+  type InboxProcessing,
+  type InboxWorker,
+  type DeliveryProcessor,
+  type ProcessOptions,
+  type RunAnswer,
+  INBOX_CHANNEL,
+  DELIVERY_OUTCOME,
+  DELIVERY_SOURCE,
+  DELIVERY_STATUS,
+  type ClaimedDelivery,
+  type Delivery,
+  type DeliveryFilter,
+  type DeliveryOutcome,
+  type DeliveryPage,
+  type DeliverySource,
+  type DeliveryStatus,
+  type DeliveryVerdict,
+  type InboxStore,
+  type NewDelivery,
+} from './inbox/index.js';

@@ -5,6 +5,8 @@ export const WEBHOOK_DEFAULTS = {
   maxBodyBytes: 5 * 1024 * 1024,
   permissionCacheMs: 60_000,
   deliveryRetentionDays: 7,
+  leaseMs: 60_000,
+  retryMaxMs: 300_000,
 } as const;
 
 export interface WebhooksConfig {
@@ -19,8 +21,12 @@ export interface WebhooksConfig {
   permissionCacheMs: number;
   /** Larger bodies are refused with 413 before anything else is done. @default 5 MiB */
   maxBodyBytes: number;
-  /** Delivery ids are remembered this long for dedup. @default 7 */
+  /** Deliveries (and their body hashes, for dedup) are kept this long. @default 7 */
   deliveryRetentionDays: number;
+  /** A delivery being processed is taken again by another worker after this long (its worker died). @default 60_000 */
+  leaseMs: number;
+  /** The longest wait between retries of a delivery the forge API could not serve yet (backoff from 1 s). @default 300_000 */
+  retryMaxMs: number;
   /** Per-repository secrets, keyed by lower-cased `owner/repo`; each replaces WEBHOOK_SECRET for its repository. */
   repositories: Record<string, { secret?: string }>;
   /**
@@ -47,6 +53,8 @@ const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
  *   permissionCacheSeconds: 60
  *   maxBodyBytes: 5242880
  *   deliveryRetentionDays: 7
+ *   leaseSeconds: 60
+ *   retryMaxSeconds: 300
  *   repositories:
  *     acme/app: { secretFile: /run/secrets/acme-app-webhook }
  *   allowUnsigned: false
@@ -71,7 +79,17 @@ export const webhooksSection = section(
     deliveryRetentionDays: number({
       min: 0,
       default: WEBHOOK_DEFAULTS.deliveryRetentionDays,
-      doc: 'delivery ids are remembered this long',
+      doc: 'stored deliveries (and their body hashes, for dedup) are kept this long',
+    }),
+    leaseSeconds: number({
+      min: 1,
+      default: WEBHOOK_DEFAULTS.leaseMs / 1000,
+      doc: 'a delivery being processed is taken again after this long when its worker died',
+    }),
+    retryMaxSeconds: number({
+      min: 1,
+      default: WEBHOOK_DEFAULTS.retryMaxMs / 1000,
+      doc: 'the longest wait between retries of a delivery the forge API could not serve yet',
     }),
     repositories: record(mapping({ secret: secret({ doc: 'this repository’s webhook secret; replaces WEBHOOK_SECRET for it' }) }), {
       doc: 'owner/repo to { secretFile }',
@@ -90,6 +108,8 @@ export const webhooksSection = section(
       permissionCacheMs: Math.round(v.permissionCacheSeconds * 1000),
       maxBodyBytes: v.maxBodyBytes,
       deliveryRetentionDays: v.deliveryRetentionDays,
+      leaseMs: Math.round(v.leaseSeconds * 1000),
+      retryMaxMs: Math.round(v.retryMaxSeconds * 1000),
       repositories: Object.fromEntries(
         Object.entries(v.repositories).map(([name, entry]) => [
           name.toLowerCase(),

@@ -18,7 +18,7 @@ describe('parseCommentTemplates', () => {
   it('names an unknown template and lists the known ones', () => {
     const { problems } = parseCommentTemplates({ finished: 'x' });
     expect(problems).toEqual([
-      'baton.yaml: unknown key "comments.finished" (known keys: queued, started, succeeded, failed, timed_out, cancelled, dead)',
+      'baton.yaml: unknown key "comments.finished" (known keys: queued, held, started, succeeded, failed, timed_out, cancelled, dead)',
     ]);
   });
 

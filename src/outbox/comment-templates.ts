@@ -12,12 +12,12 @@ import { checkSection, invalid, leaf, mapping, section } from '../config-schema/
  * | `{{trigger}}` | what started it, e.g. "label ready-for-development added by alice" |
  * | `{{attempts}}`, `{{maxAttempts}}` | provisioning attempts |
  * | `{{summary}}` | the agent's summary |
- * | `{{error}}` | why it failed, in general terms (the details, which may name paths, hosts or tokens, stay in the API and dashboard) |
+ * | `{{error}}` | why it failed or is held, in general terms (the details, which may name paths, hosts or tokens, stay in the API and dashboard) |
  * | `{{duration}}` | e.g. `4m 12s` |
  * | `{{cost}}` | e.g. `$0.42`, or `n/a` |
  * | `{{tokens}}` | input/output tokens, e.g. `12,000 in / 3,400 out`, or `n/a` |
  */
-export const COMMENT_TEMPLATE_NAMES = ['queued', 'started', 'succeeded', 'failed', 'timed_out', 'cancelled', 'dead'] as const;
+export const COMMENT_TEMPLATE_NAMES = ['queued', 'held', 'started', 'succeeded', 'failed', 'timed_out', 'cancelled', 'dead'] as const;
 
 export type CommentTemplateName = (typeof COMMENT_TEMPLATE_NAMES)[number];
 export type CommentTemplates = Readonly<Record<CommentTemplateName, string>>;
@@ -48,6 +48,7 @@ export type CommentPlaceholder = (typeof COMMENT_PLACEHOLDERS)[number];
 
 export const DEFAULT_COMMENT_TEMPLATES: CommentTemplates = Object.freeze({
   queued: '⏳ **{{stage}}** is queued (run {{runId}}).',
+  held: '⏸️ **{{stage}}** is on hold · run {{runId}}\n\n{{error}}',
   started: '🚀 **{{stage}}** started in workspace `{{workspace}}` (run {{runId}}).',
   succeeded: '✅ **{{stage}}** finished in {{duration}} · cost {{cost}} · run {{runId}}\n\n{{summary}}',
   failed: '❌ **{{stage}}** failed after {{duration}} · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
@@ -83,6 +84,7 @@ const template = (name: CommentTemplateName) =>
 export const commentsSection = section(
   mapping({
     queued: template('queued'),
+    held: template('held'),
     started: template('started'),
     succeeded: template('succeeded'),
     failed: template('failed'),

@@ -28,6 +28,9 @@ export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 
   switch (event.type) {
     case RUN_EVENT.cancelled:
       return 'It was cancelled.';
+    // The amounts and the scope stay in baton: an issue may be public.
+    case RUN_EVENT.held:
+      return 'A daily budget for agent runs is spent. It starts by itself when the budget resets or is raised.';
     case RUN_EVENT.dead:
       return 'The workspace could not be started.';
     case RUN_EVENT.timedOut:

@@ -16,6 +16,7 @@ import { OUTBOX_KIND, type NewOutboxEntry } from './types.js';
 const TEMPLATE_FOR_EVENT: Readonly<Partial<Record<RunEventType, CommentTemplateName>>> = {
   [RUN_EVENT.queued]: 'queued',
   [RUN_EVENT.requeued]: 'queued',
+  [RUN_EVENT.held]: 'held',
   [RUN_EVENT.started]: 'started',
   [RUN_EVENT.succeeded]: 'succeeded',
   [RUN_EVENT.failed]: 'failed',
@@ -49,7 +50,7 @@ export interface StatusCommentHookOptions {
 
 /**
  * A run transition hook that queues status comments in the transition's own transaction: one
- * when a run is queued and when it starts, and always one when it ends (succeeded, failed,
+ * when a run is queued, when a spent budget holds it, and when it starts, and always one when it ends (succeeded, failed,
  * timed out, cancelled, dead). Runs without an issue or PR number (maintenance) get none, nor do
  * runs of repositories declared in baton.yaml (not on the forge).
  * The comment is posted by the run's bot account (`payload.account`, default `dev`), in order

@@ -23,6 +23,8 @@ export interface ClaimLimits {
  * `statements` (PostgreSQL, postgres-statements.ts): the lock (its COMMIT does not wait for the
  * WAL flush, see there), then the count, the pick, the update and the events in one round trip;
  * with a per-repository limit the pick is made here.
+ *
+ * `beforeClaim` runs under the lock, before the pick: the daily budgets hold and release runs there.
  */
 export async function claimInTransaction(
   scope: TransactionScope,
@@ -31,6 +33,7 @@ export async function claimInTransaction(
   limits: ClaimLimits,
   max: number,
   statements?: Pick<PostgresStatements, 'claimLock' | 'claim'>,
+  beforeClaim?: (scope: TransactionScope) => Promise<void>,
 ): Promise<ClaimedRun[]> {
   const { trx } = scope;
   const now = ctx.now();
@@ -43,6 +46,8 @@ export async function claimInTransaction(
     state = await stateQuery.executeTakeFirst();
   }
   if (!state || state.paused === 1) return [];
+  // Under the lock, so budgets are checked by one claim at a time across replicas (budget-holds.ts).
+  if (beforeClaim) await beforeClaim(scope);
 
   const perRepo = limits.perRepositoryConcurrency;
   if (statements && perRepo === 0) {

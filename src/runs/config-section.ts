@@ -39,8 +39,25 @@ export const cleanupSection = section(
     concurrency: int({ env: 'CLEANUP_CONCURRENCY', min: 1, default: 5, doc: 'workspace teardowns at once' }),
     maxAttempts: int({ min: 1, default: 5, doc: 'teardown attempts' }),
     backoffBaseSeconds: number({ min: 0, default: 10, doc: 'first teardown retry delay' }),
+    leaseSeconds: number({
+      min: 1,
+      default: 30,
+      doc: 'lease on a teardown in progress, renewed while it runs; a crashed replica delays the cleanup this long',
+    }),
+    workspaceCheckSeconds: number({
+      env: 'WORKSPACE_CHECK_SECONDS',
+      min: 0.05,
+      default: 15,
+      doc: 'how often workspaces are reconciled with runs (at start too): a run whose runner or workspace is gone fails, and frees its slot',
+    }),
   }),
-  (v): CleanupConfig => ({ concurrency: v.concurrency, maxAttempts: v.maxAttempts, backoffBaseMs: ms(v.backoffBaseSeconds) }),
+  (v): CleanupConfig => ({
+    concurrency: v.concurrency,
+    maxAttempts: v.maxAttempts,
+    backoffBaseMs: ms(v.backoffBaseSeconds),
+    leaseMs: ms(v.leaseSeconds),
+    workspaceCheckMs: ms(v.workspaceCheckSeconds),
+  }),
 );
 
 /** `runLog:` in baton.yaml: how much of each run's log the database keeps. */

@@ -1,9 +1,17 @@
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { sql } from 'kysely';
-import { DURATION_GRACE_MS } from '../budgets/index.js';
+import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
+import { createBudgetGate } from './budget-holds.js';
 import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
+import {
+  earlierTokenHashes,
+  forgetTokens,
+  hashCallbackToken,
+  matchesAnyHash,
+  rememberReplacedToken,
+  withTokenHistory,
+} from './callback-tokens.js';
 import { claimInTransaction } from './claim.js';
 import { enqueueInTransaction, enqueueParameters } from './enqueue.js';
 import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
@@ -47,9 +55,19 @@ export interface RunEngineOptions {
   logger?: BackgroundLogger;
   /** How much of each run's log the database keeps. @default { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES } */
   runLog?: RunLogLimits;
+  /**
+   * Daily budgets: usage is counted at each completion and spent budgets hold runs at the claim
+   * (budget-holds.ts). Without it no usage is counted and nothing is held.
+   */
+  budgets?: BudgetsConfig;
 }
 
 export interface FullRunEngine extends RunEngine {
+  /**
+   * Enqueues inside the caller's transaction, so what else it writes (the inbox's verdict on the
+   * delivery that asked for the run) commits or rolls back with the run.
+   */
+  enqueueIn(scope: TransactionScope, request: TaskRequest): Promise<EnqueueResult>;
   /** Records a cron slot and enqueues its runs in one transaction; false when the slot already fired. */
   fireSchedule(name: string, slot: number, requests: TaskRequest[]): Promise<boolean>;
   /**
@@ -77,9 +95,7 @@ function failureReason(outcome: RunOutcome): string {
   return outcome.error ?? outcome.summary ?? `run ${outcome.status}`;
 }
 
-export function hashCallbackToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
-}
+export { hashCallbackToken };
 
 /**
  * The run engine: every change of a run is one transaction that checks the transition, writes the
@@ -120,9 +136,11 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     });
   }
 
+  const gate = options.budgets ? createBudgetGate(options.budgets) : undefined;
   const ctx: TransitionContext & { defaultMaxAttempts: number } = {
     now,
-    hooks: [...(options.hooks ?? [])],
+    // The usage hook goes last: it counts what the transition committed, like any other hook.
+    hooks: [...(options.hooks ?? []), ...(gate ? [gate.usageHook] : [])],
     defaultMaxAttempts: queue.maxAttempts,
     announce(scope, event, run) {
       scope.afterCommit(() => {
@@ -140,6 +158,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       scope.afterCommit(() => signals.emit('teardown:queued'));
     },
   };
+
+  const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
 
@@ -297,7 +317,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
-      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements));
+      return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
     },
 
     async heartbeat(runId, leaseToken) {
@@ -312,21 +332,32 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       return Number(result.numUpdatedRows) === 1;
     },
 
-    async recordWorkspace(runId, leaseToken, details) {
-      const result = await store.db
-        .updateTable('runs')
-        .set({
-          workspace_name: details.workspaceName,
-          callback_token_hash: details.callbackTokenHash,
-          token_cap: details.tokenCap ?? null,
-          max_duration_ms: details.maxDurationMs ?? null,
-          updated_at: now(),
-        })
-        .where('id', '=', runId)
-        .where('status', '=', RUN_STATUS.provisioning)
-        .where('lease_token', '=', leaseToken)
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(runId);
+    recordWorkspace(runId, leaseToken, details) {
+      return write(async (scope) => {
+        let current = scope.trx.selectFrom('runs').select(['status', 'lease_token', 'callback_token_hash']).where('id', '=', runId);
+        if (store.dialect === 'postgres') current = current.forUpdate();
+        const row = await current.executeTakeFirst();
+        if (!row || row.status !== RUN_STATUS.provisioning || row.lease_token !== leaseToken) throw new LeaseLostError(runId);
+        // A re-claimed run may adopt the workspace its earlier attempt started, whose runner
+        // reports with the earlier token: that one stays valid for the run (callback-tokens.ts).
+        if (row.callback_token_hash !== details.callbackTokenHash) {
+          await rememberReplacedToken(scope.trx, runId, row.callback_token_hash, now());
+        }
+        const result = await scope.trx
+          .updateTable('runs')
+          .set({
+            workspace_name: details.workspaceName,
+            callback_token_hash: details.callbackTokenHash,
+            token_cap: details.tokenCap ?? null,
+            max_duration_ms: details.maxDurationMs ?? null,
+            updated_at: now(),
+          })
+          .where('id', '=', runId)
+          .where('status', '=', RUN_STATUS.provisioning)
+          .where('lease_token', '=', leaseToken)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(runId);
+      });
     },
 
     markRunning(runId, leaseToken, details) {
@@ -453,6 +484,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
             .returningAll()
             .executeTakeFirstOrThrow();
           const queued = toRun(row);
+          await forgetTokens(scope.trx, runId);
           await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.requeued, { reason: 'retry requested' });
           return queued;
         });
@@ -549,6 +581,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       return store.transaction(async (trx) => {
         const old = trx.selectFrom('runs').select('id').where('status', 'in', FINAL_STATUSES).where('finished_at', '<', cutoff);
         await trx.deleteFrom('run_events').where('run_id', 'in', old).execute();
+        await withTokenHistory(trx).deleteFrom('callback_token_history').where('run_id', 'in', old).execute();
         await trx.deleteFrom('teardowns').where('status', '!=', 'pending').where('updated_at', '<', cutoff).execute();
         await trx.deleteFrom('schedule_fires').where('created_at', '<', cutoff).execute();
         const result = await trx
@@ -558,6 +591,15 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
           .executeTakeFirst();
         return Number(result.numDeletedRows);
       });
+    },
+
+    async enqueueIn(scope, request) {
+      for (;;) {
+        // Null: the live run holding the key finished between the insert and the look-up; the
+        // next try inserts (PostgreSQL's READ COMMITTED sees the finished run's commit).
+        const result = await enqueueInTransaction(scope, ctx, request);
+        if (result) return result;
+      }
     },
 
     fireSchedule(name, slot, requests) {
@@ -577,9 +619,9 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     async verifyCallbackToken(runId, token) {
       const row = await store.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
       if (!row?.callback_token_hash) return null;
-      const expected = Buffer.from(row.callback_token_hash, 'hex');
-      const actual = Buffer.from(hashCallbackToken(token), 'hex');
-      return expected.length === actual.length && timingSafeEqual(expected, actual) ? toRun(row) : null;
+      // The current attempt's token, or one an earlier attempt gave a workspace this run adopted.
+      const hashes = [row.callback_token_hash, ...(await earlierTokenHashes(store.db, runId))];
+      return matchesAnyHash(token, hashes) ? toRun(row) : null;
     },
 
     on: signals.on,

@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import type { TransactionScope } from '../store/index.js';
 import { runKey } from './keys.js';
 import { toRun } from './rows.js';
-import { INITIAL_STATUS, LIVE_STATUSES, RUN_EVENT } from './states.js';
+import { INITIAL_STATUS, LIVE_STATUSES, RUN_EVENT, RUN_STATUS } from './states.js';
 import { recordEvent, recordTransition, type TransitionContext } from './transition.js';
 import type { EnqueueResult, TaskRequest } from './types.js';
 
@@ -88,7 +88,8 @@ export async function enqueueInTransaction(
   const liveRow = await trx.selectFrom('runs').selectAll().where('key', '=', key).where('status', 'in', LIVE_STATUSES).executeTakeFirst();
   if (!liveRow) return null;
   const live = toRun(liveRow);
-  if (live.status === 'queued') {
+  // A held run is a queued one waiting for its budget: a duplicate merges into it the same way.
+  if (live.status === RUN_STATUS.queued || live.status === RUN_STATUS.held) {
     await recordEvent(scope, ctx, live, RUN_EVENT.coalesced, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
     return { outcome: 'coalesced', run: live };
   }

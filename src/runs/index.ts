@@ -18,3 +18,4 @@ export {
   type ProgressBatch,
   type ProgressAppended,
 } from './run-log.js';
+export { createBudgetService, type BudgetService, type BudgetsOverview } from './budget-service.js';

@@ -1,5 +1,6 @@
 import type { MetricsRegistry } from '../metrics/index.js';
 import { isFinal, RUN_EVENT } from './states.js';
+import type { BudgetService } from './budget-service.js';
 import type { RunEngine, RunQueries } from './types.js';
 import { totalTokens } from './usage.js';
 
@@ -9,6 +10,8 @@ export interface RunMetricsOptions {
   engine: Pick<RunEngine, 'on'>;
   queries: Pick<RunQueries, 'overview'>;
   now: () => number;
+  /** Daily budgets: what is left per scope and the held runs, read at each scrape like the gauges above. */
+  budgets?: Pick<BudgetService, 'overview'>;
 }
 
 /**
@@ -18,7 +21,7 @@ export interface RunMetricsOptions {
  * count what this replica saw. Returns the function that stops counting.
  */
 export function registerRunMetrics(options: RunMetricsOptions): () => void {
-  const { registry, engine, queries, now } = options;
+  const { registry, engine, queries, now, budgets } = options;
   const runs = registry.gauge('baton_runs', 'Runs in the database by stage and status.');
   const depth = registry.gauge('baton_queue_depth', 'Queued runs waiting for a slot.');
   const live = registry.gauge('baton_live_workspaces', 'Workspaces provisioning or running (concurrency slots in use).');
@@ -26,6 +29,11 @@ export function registerRunMetrics(options: RunMetricsOptions): () => void {
   const paused = registry.gauge('baton_queue_paused', '1 while dispatch is paused.');
   const tokensToday = registry.gauge('baton_tokens_today', 'Input + output tokens of runs finished since 00:00 UTC.');
   const costToday = registry.gauge('baton_cost_usd_today', 'Cost in USD of runs finished since 00:00 UTC.');
+  const held = registry.gauge('baton_runs_held', 'Runs held because a daily budget is spent.');
+  const remaining = registry.gauge(
+    'baton_budget_remaining',
+    "What is left of today's budget by scope (global, repository:OWNER/REPO, stage:NAME) and unit (tokens, usd).",
+  );
   const duration = registry.histogram('baton_run_duration_seconds', "From workspace up to the run's end, by stage and outcome.");
   const latency = registry.histogram('baton_dispatch_latency_seconds', 'From a run being due to being claimed, by stage.');
   const tokens = registry.counter('baton_run_tokens_total', 'Input + output tokens of runs finished on this replica.');
@@ -41,6 +49,15 @@ export function registerRunMetrics(options: RunMetricsOptions): () => void {
     paused.set({}, summary.paused ? 1 : 0);
     tokensToday.set({}, summary.today.tokens);
     costToday.set({}, summary.today.costUsd);
+    if (budgets) {
+      const today = await budgets.overview(now());
+      held.set({}, today.held);
+      remaining.reset();
+      for (const b of today.budgets) {
+        if (b.tokens) remaining.set({ scope: b.scope, unit: 'tokens' }, b.tokens.remaining);
+        if (b.costUsd) remaining.set({ scope: b.scope, unit: 'usd' }, b.costUsd.remaining);
+      }
+    }
   });
 
   return engine.on('run:event', (event, run) => {

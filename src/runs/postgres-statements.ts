@@ -52,6 +52,7 @@ const RUN_COLUMN_NAMES = {
   finished_at: true,
   token_cap: true,
   max_duration_ms: true,
+  held_reason: true,
 } satisfies Record<keyof RunRow, true>;
 
 const RUN_COLUMNS = Object.keys(RUN_COLUMN_NAMES)

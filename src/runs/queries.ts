@@ -22,6 +22,7 @@ export function createRunQueries(options: { store: Pick<Store, 'db'>; concurrenc
   function statsFrom(count: (status: CountedStatus) => number, paused: boolean): QueueStats {
     return {
       queued: count('queued'),
+      held: count('held'),
       provisioning: count('provisioning'),
       running: count('running'),
       dead: count('dead'),
@@ -138,7 +139,7 @@ export function createRunQueries(options: { store: Pick<Store, 'db'>; concurrenc
       for (const { stage, status, count } of counts) {
         if (!(COUNTED_STATUSES as readonly string[]).includes(status)) continue;
         totals.set(status, (totals.get(status) ?? 0) + count);
-        const perStage = (stages[stage] ??= { queued: 0, provisioning: 0, running: 0, dead: 0, failed: 0 });
+        const perStage = (stages[stage] ??= { queued: 0, held: 0, provisioning: 0, running: 0, dead: 0, failed: 0 });
         perStage[status as CountedStatus] = count;
       }
       let tokens = 0;

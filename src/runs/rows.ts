@@ -42,6 +42,7 @@ export function toRun(row: RunRow): Run {
     startedAt: row.started_at,
     finishedAt: row.finished_at,
     limits: { tokenCap: row.token_cap, maxDurationMs: row.max_duration_ms },
+    heldReason: row.held_reason,
   };
 }
 

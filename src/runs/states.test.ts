@@ -35,6 +35,9 @@ const ENGINE_MAKES: ReadonlyArray<[RunStatus, RunStatus, string]> = [
   ['timed_out', 'queued', 'retry'],
   ['cancelled', 'queued', 'retry'],
   ['dead', 'queued', 'retry'],
+  ['queued', 'held', 'claim, when a daily budget of the run is spent'],
+  ['held', 'queued', 'claim, when its budgets have room again'],
+  ['held', 'cancelled', 'cancel'],
 ];
 
 describe('run states', () => {
@@ -53,8 +56,14 @@ describe('run states', () => {
     for (const from of FINAL_STATUSES) for (const to of TRANSITIONS[from]) expect(to).toBe('queued');
   });
 
-  it('never moves a live run back to queued except from provisioning', () => {
-    for (const from of LIVE_STATUSES) expect(canTransition(from, 'queued'), from).toBe(from === 'provisioning');
+  it('never moves a live run back to queued except from provisioning, or from held', () => {
+    for (const from of LIVE_STATUSES) expect(canTransition(from, 'queued'), from).toBe(from === 'provisioning' || from === 'held');
+  });
+
+  it('holds only queued runs, which keep their dedup key while held', () => {
+    for (const from of ALL_STATUSES) expect(canTransition(from, 'held'), from).toBe(from === 'queued');
+    expect(isLive('held')).toBe(true);
+    expect(holdsSlot('held')).toBe(false);
   });
 
   it('has no transition from a state to itself', () => {

@@ -10,9 +10,13 @@
  *     │                    ├──permanent failure──► failed
  *     │                    ├──attempts used up──► dead
  *     │                    └──cancel──► cancelled
- *     └──operator retry── failed | timed_out | cancelled | dead
+ *     ├──operator retry── failed | timed_out | cancelled | dead
+ *     │
+ *     └──budget spent (at claim)──► held ──budget reset or raised──► queued
  *
- * A queued run can be cancelled too. `provisioning` holds a lease (short, heartbeated);
+ * A queued run can be cancelled too, and so can a held one. `held` is a queued run that a spent
+ * daily budget keeps from starting (budgets/): it keeps its dedup key and its place in line
+ * (`run_at`), and the claim that finds its budget available again puts it back in `queued`. `provisioning` holds a lease (short, heartbeated);
  * `running` holds a concurrency slot but no lease: a run may wait hours for its callback and must
  * not be re-claimed meanwhile. Every change of status is checked against `TRANSITIONS` by the one
  * function that writes transitions (`recordTransition`); anything else throws
@@ -27,14 +31,15 @@ export const RUN_STATUS = {
   timedOut: 'timed_out',
   cancelled: 'cancelled',
   dead: 'dead',
+  held: 'held',
 } as const;
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
 
 export const ALL_STATUSES: readonly RunStatus[] = Object.values(RUN_STATUS);
 
-/** States in which a run owns its dedup key: at most one such run per key. */
-export const LIVE_STATUSES = ['queued', 'provisioning', 'running'] as const satisfies readonly RunStatus[];
+/** States in which a run owns its dedup key: at most one such run per key (migration 0066 added `held`). */
+export const LIVE_STATUSES = ['queued', 'provisioning', 'running', 'held'] as const satisfies readonly RunStatus[];
 
 /** States that hold a concurrency slot (a live workspace or one being made). */
 export const SLOT_STATUSES = ['provisioning', 'running'] as const satisfies readonly RunStatus[];
@@ -47,7 +52,7 @@ export type FinalStatus = (typeof FINAL_STATUSES)[number];
 export const OUTCOME_STATUSES = ['succeeded', 'failed', 'timed_out'] as const satisfies readonly FinalStatus[];
 
 /** The counts the queue's statistics report: live runs, and the ended ones that need a look. */
-export const COUNTED_STATUSES = ['queued', 'provisioning', 'running', 'dead', 'failed'] as const satisfies readonly RunStatus[];
+export const COUNTED_STATUSES = ['queued', 'held', 'provisioning', 'running', 'dead', 'failed'] as const satisfies readonly RunStatus[];
 
 export type CountedStatus = (typeof COUNTED_STATUSES)[number];
 
@@ -56,7 +61,7 @@ export const INITIAL_STATUS = RUN_STATUS.queued;
 
 /** Each state's allowed next states: exactly what the engine does, nothing more. */
 export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
-  queued: ['provisioning', 'cancelled'],
+  queued: ['provisioning', 'cancelled', 'held'],
   // succeeded, failed, timed_out: the workspace's callback can arrive before the dispatcher has
   // seen the workspace up (a fast agent, a slow provider answer).
   provisioning: ['running', 'queued', 'dead', 'succeeded', 'failed', 'timed_out', 'cancelled'],
@@ -66,6 +71,7 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   timed_out: ['queued'],
   cancelled: ['queued'],
   dead: ['queued'],
+  held: ['queued', 'cancelled'],
 };
 
 export function isFinal(status: RunStatus): status is FinalStatus {
@@ -112,6 +118,10 @@ export const RUN_EVENT = {
   dead: 'run:dead',
   progress: 'run:progress',
   requeued: 'run:requeued',
+  /** queued → held: a daily budget of the run's scope is spent (data: scope, reason). */
+  held: 'run:held',
+  /** held → queued: its budgets have room again (a new day, a raised limit). */
+  released: 'run:released',
   workspaceDeleted: 'workspace:deleted',
 } as const;
 

@@ -19,15 +19,22 @@ export interface SweeperOptions {
   sweepMs?: number;
   /** How often finished runs past retention are pruned. @default 3_600_000 */
   pruneMs?: number;
-  /** More work for each sweep (the provider's reconcile). */
+  /** More work for each sweep (pruning of other modules' tables). */
   onSweep?: () => Promise<void>;
+  /**
+   * Brings workspaces and runs into agreement (the provider's reconcile): at start, then every
+   * `workspaceCheckMs`, so a run whose runner died is failed and frees its slot within seconds.
+   */
+  checkWorkspaces?: () => Promise<void>;
+  /** @default 15_000 */
+  workspaceCheckMs?: number;
   now?: () => number;
 }
 
 export interface Sweeper {
   start(): void;
   stop(): Promise<void>;
-  /** One full sweep now: leases, stale runs, extra sweeps, pruning. */
+  /** One full sweep now: leases, stale runs, workspaces, extra sweeps, pruning. */
   sweep(): Promise<{ reclaimed: number; timedOut: number; pruned: number }>;
 }
 
@@ -62,10 +69,10 @@ export function createSweeper(options: SweeperOptions): Sweeper {
 
   const sweepMs = options.sweepMs ?? 600_000;
   const pruneMs = options.pruneMs ?? 3_600_000;
-  // Four loops, each on its own clock. The lease check and the stale sweep also run at start:
-  // after a crash, that is when there is most to clean up. A failed sweep or prune waits for its
-  // next turn rather than retrying sooner: the reconcile in it calls the workspace provider,
-  // which may be what is failing.
+  // Five loops, each on its own clock. The lease check, the workspace check and the stale sweep
+  // also run at start: after a crash, that is when there is most to clean up. A failed sweep or
+  // prune waits for its next turn rather than retrying sooner; a failed workspace check (the
+  // provider may be what is failing) backs off.
   //
   // Each run's own duration limit, on time: the loop sleeps until the earliest deadline, and a run
   // starting here wakes it to look again (one started on another replica is seen at the next poll).
@@ -96,6 +103,16 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       backoff: { baseMs: sweepMs, maxMs: sweepMs },
       step: async () => void (await timeOutStale()),
     }),
+    ...(options.checkWorkspaces
+      ? [
+          createLoop({
+            name: 'workspace check',
+            logger,
+            pollMs: options.workspaceCheckMs ?? 15_000,
+            step: options.checkWorkspaces,
+          }),
+        ]
+      : []),
     createLoop({
       name: 'prune',
       logger,
@@ -116,7 +133,9 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       await Promise.all(loops.map((loop) => loop.stop()));
     },
     async sweep() {
-      return { reclaimed: await reclaim(), timedOut: await timeOutStale(), pruned: await prune() };
+      const reclaimed = await reclaim();
+      await options.checkWorkspaces?.();
+      return { reclaimed, timedOut: await timeOutStale(), pruned: await prune() };
     },
   };
 }

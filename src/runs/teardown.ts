@@ -15,7 +15,11 @@ export interface TeardownWorkerOptions {
   engine?: Pick<RunEngine, 'on'>;
   /** @default stop → wait → delete → confirm gone (workspaces' teardownWorkspace) */
   teardown?: (provider: WorkspaceProvider, name: string) => Promise<unknown>;
-  /** Lease on a teardown job while it runs; a crashed replica's job is picked up after it. @default 15 min */
+  /**
+   * Lease on a teardown job, renewed every third of it while the job runs: a teardown may take
+   * minutes (a slow Coder stop), a crashed replica's job is picked up about one lease later.
+   * @default cleanup.leaseMs
+   */
   leaseMs?: number;
   /** Fallback poll for teardowns queued by other replicas. @default 5_000 */
   pollMs?: number;
@@ -41,9 +45,11 @@ export interface TeardownWorker {
 export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWorker {
   const { store, provider, cleanup, logger } = options;
   const now = options.now ?? Date.now;
-  const leaseMs = options.leaseMs ?? 15 * 60_000;
+  const leaseMs = options.leaseMs ?? cleanup.leaseMs;
   const teardown = options.teardown ?? ((p: WorkspaceProvider, name: string) => teardownWorkspace(p, name, { pollMs: 1_000 }));
   const active = new Set<Promise<void>>();
+  /** Lease renewals of the jobs in flight; stopped when the worker stops, leaving them to their lease. */
+  const renewals = new Set<() => void>();
   let unsubscribe: (() => void) | undefined;
   let stopping: Promise<void> | undefined;
   const loop = createLoop({
@@ -83,8 +89,34 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
     });
   }
 
+  /** Keeps the job's lease while it runs; a renewal that finds the lease gone is logged, not fatal. */
+  function holdLease(job: { id: number; lease: string }, log: Logger): () => void {
+    const timer = setInterval(
+      () => {
+        store.db
+          .updateTable('teardowns')
+          .set({ lease_expires_at: now() + leaseMs, updated_at: now() })
+          .where('id', '=', job.id)
+          .where('lease_token', '=', job.lease)
+          .executeTakeFirst()
+          .then(
+            (result) => Number(result.numUpdatedRows) === 1 || log.warn('teardown lease lost; another worker may run it too'),
+            (err: unknown) => log.warn({ error: errorMessage(err) }, 'teardown lease renewal failed'),
+          );
+      },
+      Math.max(50, Math.floor(leaseMs / 3)),
+    );
+    const release = () => {
+      clearInterval(timer);
+      renewals.delete(release);
+    };
+    renewals.add(release);
+    return release;
+  }
+
   async function runJob(job: { id: number; workspace_name: string; attempts: number; lease: string }): Promise<void> {
     const log = logger.child({ workspace: job.workspace_name, teardownId: job.id });
+    const release = holdLease(job, log);
     try {
       await teardown(provider, job.workspace_name);
       await store.db
@@ -115,6 +147,8 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
         .catch((dbErr: unknown) => log.error({ err: dbErr }, 'could not record teardown failure'));
       if (giveUp) log.error({ err, attempts }, 'teardown gave up: the workspace may still exist and needs removing by hand');
       else log.warn({ err, attempts }, 'teardown failed; will retry');
+    } finally {
+      release();
     }
   }
 
@@ -142,9 +176,11 @@ export function createTeardownWorker(options: TeardownWorkerOptions): TeardownWo
       stopping ??= (async () => {
         unsubscribe?.();
         await loop.stop();
-        // A teardown can wait minutes for a slow provider; shutdown must not. An unfinished job keeps
-        // its lease and is picked up again when that expires (here after a restart, or elsewhere).
+        // A teardown can wait minutes for a slow provider; shutdown must not. An unfinished job's
+        // lease is no longer renewed once this process exits, so it is picked up again about one
+        // lease later (here after a restart, or elsewhere).
         await settleWithin([...active], options.stopWaitMs ?? 10_000);
+        for (const release of [...renewals]) release();
       })();
       return stopping;
     },

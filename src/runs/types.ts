@@ -79,6 +79,8 @@ export interface Run {
   finishedAt: number | null;
   /** Its limits, recorded when it was claimed (null before): tokens, and ms from its start. */
   limits: { tokenCap: number | null; maxDurationMs: number | null };
+  /** Why a `held` run waits: which daily budget is spent, and until when; null otherwise. */
+  heldReason: string | null;
 }
 
 export interface RunEvent {
@@ -133,6 +135,8 @@ export interface RunFilter {
 
 export interface QueueStats {
   queued: number;
+  /** Queued runs a spent daily budget holds back. */
+  held: number;
   provisioning: number;
   running: number;
   dead: number;

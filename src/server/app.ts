@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createGiteaIngress, pruneDeliveries } from '../ingress/index.js';
+import { createGiteaIngress, createInboxProcessing, pruneDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
@@ -16,6 +16,7 @@ import {
 } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
+  createBudgetService,
   createDispatcher,
   createRunEngine,
   createRunQueries,
@@ -147,7 +148,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog });
+  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog, budgets: config.budgets });
   const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
   const tokens = createTokenStore({ store, now });
   const sessions = createSessionStore({
@@ -155,7 +156,21 @@ export function createApp(config: Config, deps: AppDeps): App {
     now,
     lifetime: { idleMs: config.dashboard.sessionIdleMs, maxAgeMs: config.dashboard.sessionMaxAgeMs },
   });
-  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now });
+  const budgets = createBudgetService({ store, config: config.budgets, wake: engine.wake });
+  const stopRunMetrics = registerRunMetrics({ registry: metrics, engine, queries: runs, now, budgets });
+
+  // The webhook inbox: the ingress only stores verified deliveries; this worker routes them,
+  // checks the sender and enqueues, retrying while the forge API is away.
+  const inbox = createInboxProcessing({
+    store,
+    engine,
+    pipeline: config.pipeline,
+    webhooks: config.webhooks,
+    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    logger,
+    now,
+    pollMs: config.queue.pollMs,
+  });
 
   // 6. Workspaces.
   const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
@@ -181,15 +196,19 @@ export function createApp(config: Config, deps: AppDeps): App {
     staleAfterMs: config.staleWorkspaceMinutes * 60_000,
     sweepMs: config.sweepMinutes * 60_000,
     now,
+    // Every provider: a local runner that died is found like a Coder workspace that stopped.
+    checkWorkspaces: () => reconcileWorkspaces(engine, provider, logger),
+    workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
-      if (provider.name === 'coder') await reconcileWorkspaces(engine, provider, logger);
       await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
+      await inbox.inbox.prune(now() - config.webhooks.deliveryRetentionDays * 24 * 60 * 60_000);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();
     },
   });
   const workers: Worker[] = [
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
+    { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -214,6 +233,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     forgeDeliverySeen: () => forgeDeliverySeen,
     databaseUrl: config.database.url,
     minFreeSpaceBytes: config.minFreeSpaceBytes,
+    permissionProblem: inbox.permissionProblem,
   });
   const hono = createHttpApp({
     logger,
@@ -223,16 +243,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({
-      engine,
-      store,
-      pipeline: config.pipeline,
-      webhooks: config.webhooks,
-      secret: webhookSecret,
-      permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
-      logger,
-      now,
-    }),
+    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: webhookSecret, logger, now }),
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
@@ -240,6 +251,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    budgets,
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');

@@ -31,6 +31,8 @@ export function readinessChecks(deps: {
   minFreeSpaceBytes: number;
   /** @default fs.statfs */
   freeSpace?: FreeSpace;
+  /** The inbox's permission lookup problem (the forge refused it), or null. */
+  permissionProblem?: () => string | null;
 }): ReadinessCheck[] {
   const { store, dataDir, provider } = deps;
   const checks: ReadinessCheck[] = [
@@ -56,6 +58,18 @@ export function readinessChecks(deps: {
               'Set GITEA_URL, GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN (see docs/gitea.md)',
           );
         }
+      },
+    });
+  }
+  if (deps.permissionProblem) {
+    const problem = deps.permissionProblem;
+    // The forge answered 401/403 to the sender-permission lookup: no delivery can start a stage
+    // until an operator fixes the bot token's rights. Clears once a lookup works again.
+    checks.push({
+      name: 'webhook permissions',
+      check: async () => {
+        const p = problem();
+        if (p) throw new Error(p);
       },
     });
   }

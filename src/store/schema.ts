@@ -43,6 +43,8 @@ export interface RunsTable {
   token_cap: number | null;
   /** The run's duration limit when claimed; null: not claimed yet (STALE_WORKSPACE_MINUTES applies). */
   max_duration_ms: number | null;
+  /** Why a held run waits (the budget that is spent); null unless held. */
+  held_reason: string | null;
 }
 
 export interface RunEventsTable {
@@ -116,6 +118,67 @@ export interface WebhookLabelsTable {
   updated_at: number;
 }
 
+/** The durable webhook inbox (migration 0045-inbox, owned by ingress/): one row per stored delivery. */
+export interface InboxDeliveriesTable {
+  id: Generated<number>;
+  /** `webhook` (a forge delivery) or `sync` (catch-up from the forge API). */
+  source: string;
+  /** The path it was delivered to (`/webhook/gitea`, a legacy path), or the source's own name. */
+  endpoint: string;
+  /** X-Gitea-Delivery; null when the sender gave none (then only the body hash dedups it). */
+  delivery_id: string | null;
+  event: string | null;
+  event_type: string | null;
+  /** JSON object of the delivery headers baton reads (never the signature). */
+  headers: string;
+  /** The signed JSON payload, as received. */
+  body: string;
+  body_sha256: string;
+  /** `owner/repo`, lower-cased; null for a repository-less event. */
+  repository: string | null;
+  number: number | null;
+  /** Ordering key: `owner/repo#n`, `owner/repo`, or '' (lower-cased). */
+  subject: string;
+  received_at: number;
+  status: string;
+  attempts: number;
+  next_attempt_at: number;
+  lease_token: string | null;
+  lease_expires_at: number | null;
+  last_error: string | null;
+  outcome: string | null;
+  verdict: string | null;
+  /** JSON array of run ids it started or joined. */
+  run_ids: string | null;
+  /** JSON array of the stages it acted on (dedup of later copies of the same body). */
+  stages: string | null;
+  /** JSON array: the label memory before this delivery (copies of its body diff against it). */
+  labels_before: string | null;
+  processed_at: number | null;
+}
+
+/** Usage the agents reported, per day (in the budgets' time zone) and budget scope (owned by budgets/). */
+export interface BudgetUsageTable {
+  /** `YYYY-MM-DD`. */
+  day: string;
+  /** `global`, `repository:OWNER/REPO` or `stage:NAME`. */
+  scope: string;
+  tokens: number;
+  cost_usd: number;
+  /** Completions counted (attempts included). */
+  runs: number;
+  updated_at: number;
+}
+
+/** Limits set through the API for one day and scope; null keeps the configured limit. */
+export interface BudgetLimitsTable {
+  day: string;
+  scope: string;
+  tokens: number | null;
+  cost_usd: number | null;
+  updated_at: number;
+}
+
 export interface MigrationsTable {
   name: string;
   applied_at: number;
@@ -131,4 +194,7 @@ export interface Database {
   baton_migrations: MigrationsTable;
   webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;
+  inbox_deliveries: InboxDeliveriesTable;
+  budget_usage: BudgetUsageTable;
+  budget_limits: BudgetLimitsTable;
 }

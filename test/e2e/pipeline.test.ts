@@ -11,6 +11,8 @@ import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, readFixture, toBody } from '../helpers/gitea-webhook.js';
 import { describeWithReference } from '../helpers/reference.js';
 import { until } from '../helpers/until.js';
+import { processedDelivery } from '../helpers/deliveries.js';
+import type { Delivery } from '../../src/ingress/index.js';
 
 /**
  * The SDLC flow through the real `baton serve` (built CLI): signed Gitea webhooks in, runs queued
@@ -31,6 +33,8 @@ function label(name: string) {
 interface Answer {
   status: number;
   body: Record<string, unknown>;
+  /** On 202: the stored delivery once processed. */
+  delivery?: Delivery;
 }
 
 describe('baton serve: webhook → run → agent → comment, end to end', () => {
@@ -131,7 +135,10 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
   ): Promise<Answer> {
     const headers = giteaHeaders(body, { event, eventType, secret: options.secret ?? SECRET, delivery: options.delivery ?? randomUUID() });
     const res = await fetch(`${server.url}/webhook/gitea`, { method: 'POST', headers, body });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    const answer = (await res.json()) as Record<string, unknown>;
+    // Accepting only stores the delivery; the inbox worker routes it: wait for its verdict.
+    if (res.status !== 202) return { status: res.status, body: answer };
+    return { status: res.status, body: answer, delivery: await processedDelivery(store, answer.id as number) };
   }
 
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();
@@ -153,8 +160,8 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
   /** 202 with the stage, and a run row for it. */
   async function expectRouted(answer: Answer, stage: string): Promise<number> {
     expect(answer.status, JSON.stringify(answer.body)).toBe(202);
-    expect(answer.body).toMatchObject({ ok: true, stage });
-    const id = answer.body.runId as number;
+    expect(answer.delivery).toMatchObject({ outcome: 'started', stages: [stage] });
+    const id = answer.delivery!.runIds[0]!;
     expect(await run(id)).toMatchObject({ stage });
     return id;
   }
@@ -167,9 +174,8 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     it('is queued as analyse, runs the agent and comments the result as the dev bot', async () => {
       body = fs.readFileSync(referenceOpened);
       const answer = await send(body, 'issues', 'issues', { delivery });
-      expect(answer.status, JSON.stringify(answer.body)).toBe(202);
-      expect(answer.body).toMatchObject({ ok: true, queued: true, stage: 'analyse' });
-      runId = answer.body.runId as number;
+      runId = await expectRouted(answer, 'analyse');
+      expect(answer.delivery!.verdict).toBe('issue #1 opened by example');
 
       const done = await until(async () => {
         const row = await run(runId);
@@ -210,11 +216,14 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       await until(() => !workspaceDirs().includes(workspace), `workspace ${workspace} to be removed`);
     }, 120_000);
 
-    it('answers a redelivery of the same delivery id as a duplicate and keeps one run', async () => {
+    it("keeps a redelivery (same id, or Gitea's manual Redeliver with a new id) as a duplicate, with one run", async () => {
       expect(runId, 'the first case must have queued a run').toBeDefined();
       const before = await runCount();
       const again = await send(body, 'issues', 'issues', { delivery });
-      expect(again).toEqual({ status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } });
+      expect(again.status).toBe(202);
+      expect(again.delivery).toMatchObject({ outcome: 'duplicate', runIds: [] });
+      const redelivered = await send(body, 'issues', 'issues', { delivery: randomUUID() });
+      expect(redelivered.delivery).toMatchObject({ outcome: 'duplicate', runIds: [] });
       expect(await runCount()).toBe(before);
       const forIssue = await store.db
         .selectFrom('runs')
@@ -254,7 +263,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     it('starts review-code for an opened and a synchronized pull request', async () => {
       const opened = await send(readFixture('pull_request-opened.json'), 'pull_request', 'pull_request');
       const id = await expectRouted(opened, 'review-code');
-      expect(opened.body.queued).toBe(true);
+      expect((await run(id))?.status).not.toBe(undefined);
       expect(await run(id)).toMatchObject({ number: 8 });
 
       const payload = fixtureJson('pull_request-opened.json');
@@ -262,7 +271,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       const synced = await send(toBody(payload), 'pull_request', 'pull_request_sync');
       // A second review of the same PR is merged into the first, or recorded as its follow-up.
       await expectRouted(synced, 'review-code');
-      expect(synced.body.runId).toBe(id);
+      expect(synced.delivery!.runIds).toEqual([id]);
     }, 120_000);
 
     it('starts rework-pr for a rejected review and test for an approval', async () => {
@@ -280,7 +289,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       payload.sender = { id: 1, login: 'claude-dev', username: 'claude-dev' };
       (payload.comment as Record<string, unknown>).user = payload.sender;
       const answer = await send(toBody(payload), 'issue_comment', 'issue_comment');
-      expect(answer).toEqual({ status: 202, body: { ok: true, queued: false, reason: 'bot sender' } });
+      expect(answer.delivery).toMatchObject({ outcome: 'ignored', verdict: 'ignored: bot sender' });
       expect(await runCount()).toBe(before);
     }, 120_000);
 

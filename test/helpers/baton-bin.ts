@@ -43,10 +43,13 @@ export interface ServeHandle {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Starts `baton serve` on a free port and waits until /health answers. */
-export async function startServe(env: Record<string, string>, cwd: string, bin = BATON_BIN): Promise<ServeHandle> {
+/**
+ * Starts `baton serve` on a free port (or on `port`: a restarted server where its runners call
+ * back) and waits until /health answers.
+ */
+export async function startServe(env: Record<string, string>, cwd: string, bin = BATON_BIN, port?: number): Promise<ServeHandle> {
   assertBuilt();
-  const port = await freePort();
+  port ??= await freePort();
   const child = spawn(process.execPath, [bin, 'serve'], {
     cwd,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: String(port), LOG_LEVEL: 'info', ...env },
@@ -79,7 +82,7 @@ export async function startServe(env: Record<string, string>, cwd: string, bin =
   };
 }
 
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const net = await import('node:net');
   return new Promise((resolve, reject) => {
     const server = net.createServer();

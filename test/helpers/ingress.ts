@@ -1,32 +1,51 @@
 import { DEFAULTS } from '../../src/config/index.js';
-import { createGiteaIngress, parseWebhooksConfig, type GiteaIngressDeps } from '../../src/ingress/index.js';
+import {
+  createGiteaIngress,
+  createInboxProcessing,
+  parseWebhooksConfig,
+  type Delivery,
+  type GiteaIngressDeps,
+  type InboxProcessing,
+  type PermissionLookup,
+} from '../../src/ingress/index.js';
 import { parsePipelineConfig } from '../../src/pipeline/index.js';
 import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
 import { createSqliteTestStore, type TestStore } from './stores.js';
+import { until } from './until.js';
 
 export const TEST_BOTS = { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } };
+
+export interface PostResult {
+  status: number;
+  /** The HTTP answer: `{ ok: true, id }` on 202, the error envelope otherwise. */
+  body: Record<string, unknown>;
+  /** On 202 (unless `wait: false`): the stored delivery once the worker has processed it. */
+  delivery?: Delivery;
+}
 
 export interface IngressHarness {
   app: ReturnType<typeof createGiteaIngress>;
   engine: FullRunEngine;
+  processing: InboxProcessing;
   t: TestStore;
-  post(
-    path: string,
-    body: Uint8Array | string,
-    headers: Record<string, string>,
-  ): Promise<{ status: number; body: Record<string, unknown> }>;
+  /** Posts a delivery; on 202 waits for its verdict unless `wait` is false. */
+  post(path: string, body: Uint8Array | string, headers: Record<string, string>, options?: { wait?: boolean }): Promise<PostResult>;
+  /** Waits until the delivery is processed and returns it. */
+  processed(id: number): Promise<Delivery>;
   cleanup(): Promise<void>;
 }
 
-/** The ingress over a real SQLite file and the real run engine. */
+/** The ingress and the inbox worker over a real SQLite file (or `store`) and the real run engine. */
 export async function createIngressHarness(
   options: {
     secret?: string;
     webhooks?: unknown;
     pipeline?: unknown;
-    permissionOf?: GiteaIngressDeps['permissionOf'];
+    permissionOf?: PermissionLookup;
     logger?: GiteaIngressDeps['logger'];
     store?: () => Promise<TestStore>;
+    /** First retry wait of the worker. @default 20 */
+    retryBaseMs?: number;
   } = {},
 ): Promise<IngressHarness> {
   const t = await (options.store ?? createSqliteTestStore)();
@@ -36,20 +55,42 @@ export async function createIngressHarness(
   const webhooks = parseWebhooksConfig(options.webhooks);
   const problems = [...pipeline.problems, ...webhooks.problems];
   if (problems.length > 0) throw new Error(`bad test config: ${problems.join('; ')}`);
+  const silent = { info: () => {}, warn: () => {}, error: () => {} };
+  let processing: InboxProcessing;
+  try {
+    processing = createInboxProcessing({
+      store: t.store,
+      engine,
+      pipeline: pipeline.pipeline,
+      webhooks: webhooks.webhooks,
+      permissionOf: options.permissionOf,
+      logger: options.logger ?? silent,
+      retryBaseMs: options.retryBaseMs ?? 20,
+      pollMs: 200,
+    });
+  } catch (err) {
+    await t.cleanup();
+    throw err;
+  }
+  await processing.worker.start();
   const app = createGiteaIngress({
-    engine,
-    store: t.store,
-    pipeline: pipeline.pipeline,
+    inbox: processing.inbox,
     webhooks: webhooks.webhooks,
     secret: options.secret,
-    permissionOf: options.permissionOf,
     logger: options.logger,
   });
+  const processed = (id: number) =>
+    until(async () => {
+      const d = await processing.inbox.get(id);
+      return d?.status === 'processed' ? d : undefined;
+    }, `delivery ${id} processed`);
   return {
     app,
     engine,
+    processing,
     t,
-    async post(path, body, headers) {
+    processed,
+    async post(path, body, headers, postOptions = {}) {
       const res = await app.request(path, { method: 'POST', body: typeof body === 'string' ? body : new Uint8Array(body), headers });
       const text = await res.text();
       let parsed: Record<string, unknown>;
@@ -58,8 +99,12 @@ export async function createIngressHarness(
       } catch {
         throw new Error(`non-JSON answer ${res.status}: ${text.slice(0, 200)}`);
       }
-      return { status: res.status, body: parsed };
+      if (res.status !== 202 || postOptions.wait === false) return { status: res.status, body: parsed };
+      return { status: res.status, body: parsed, delivery: await processed(parsed.id as number) };
     },
-    cleanup: () => t.cleanup(),
+    async cleanup() {
+      await processing.worker.stop();
+      await t.cleanup();
+    },
   };
 }

@@ -332,14 +332,20 @@ describe('runAgent with the fake Claude Code CLI', () => {
 });
 
 describe('completion delivery', () => {
-  it('does not retry a 401 and says the callback was not delivered', async () => {
+  it('retries a refused callback (401), then says so loudly and keeps the result in the workspace', async () => {
     const refusing = await startCallbackReceiver({ token: TOKEN, fixedStatus: 401, runId: 7 });
     try {
-      const outcome = await runAgent(options('success', { callbackUrl: refusing.callbackUrl }));
+      const outcome = await runAgent(options('success', { callbackUrl: refusing.callbackUrl, callbackMaxRetryMs: 200 }));
       expect(outcome.status).toBe('succeeded');
       expect(outcome.callbackDelivered).toBe(false);
-      expect(refusing.completions).toHaveLength(1);
-      expect(fs.readFileSync(outcome.logFile, 'utf8')).toContain('refused with HTTP 401; not retrying');
+      expect(refusing.completions.length).toBeGreaterThan(1);
+      expect(fs.readFileSync(outcome.logFile, 'utf8')).toContain('ERROR: the completion callback was not delivered (HTTP 401');
+      const record = JSON.parse(fs.readFileSync(path.join(path.dirname(outcome.logFile), 'undelivered-completion.json'), 'utf8')) as {
+        body: { status: string; summary: string };
+        lastStatus: number;
+      };
+      expect(record).toMatchObject({ body: { status: 'succeeded', summary: outcome.summary }, lastStatus: 401 });
+      expect(JSON.stringify(record)).not.toContain(TOKEN);
     } finally {
       await refusing.close();
     }

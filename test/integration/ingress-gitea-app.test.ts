@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { fixtureJson, giteaHeaders, readFixture, toBody } from '../helpers/gitea-webhook.js';
 import { createIngressHarness, type IngressHarness } from '../helpers/ingress.js';
+import { until } from '../helpers/until.js';
 import { signBody } from '../../src/ingress/signature.js';
 
 const SECRET = 'test-webhook-secret';
@@ -33,10 +34,13 @@ function label(name: string) {
 }
 
 /** issues-label_updated.json with the given labels on the issue. */
+let labelChanges = 0;
 function labelled(names: string[], number = 7): Buffer {
   const payload = fixtureJson('issues-label_updated.json');
   const issue = payload.issue as Record<string, unknown>;
   issue.labels = names.map(label);
+  // Each label change is its own event: Gitea's body differs at least in updated_at.
+  issue.updated_at = new Date(Date.UTC(2026, 0, 1) + ++labelChanges * 1000).toISOString();
   issue.number = number;
   payload.number = number;
   return toBody(payload);
@@ -44,15 +48,32 @@ function labelled(names: string[], number = 7): Buffer {
 
 const ISSUE_LABEL = { event: 'issues', eventType: 'issue_label' };
 
+/** The id of the (first) run a processed delivery started. */
+const runOf = (res: { delivery?: { runIds: number[] } }): number => res.delivery!.runIds[0]!;
+
 describe('POST /webhook/gitea: routing to stages', () => {
-  it('queues analyse for an opened issue and answers 202 with the run', async () => {
+  it('answers 202 with the stored delivery, whose processing queues analyse for an opened issue', async () => {
     const { post, engine } = await harness();
     const body = readFixture('issues-opened.json');
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'delivery-opened-1' });
     const res = await post('/webhook/gitea', body, headers);
     expect(res.status).toBe(202);
-    expect(res.body).toMatchObject({ ok: true, queued: true, stage: 'analyse', reason: 'issue #7 opened by alice' });
-    const run = await engine.get(res.body.runId as number);
+    expect(res.body).toEqual({ ok: true, id: expect.any(Number) });
+    expect(res.delivery).toMatchObject({
+      id: res.body.id,
+      source: 'webhook',
+      endpoint: '/webhook/gitea',
+      deliveryId: 'delivery-opened-1',
+      repository: 'acme/app',
+      number: 7,
+      outcome: 'started',
+      stages: ['analyse'],
+      verdict: 'issue #7 opened by alice',
+    });
+    // Stored as received (the exact signed bytes), the signature never.
+    expect(res.delivery!.body).toBe(body.toString('utf8'));
+    expect(JSON.stringify(res.delivery!.headers)).not.toMatch(/signature/i);
+    const run = await engine.get(runOf(res));
     expect(run).toMatchObject({ stage: 'analyse', owner: 'acme', repo: 'app', number: 7, status: 'queued' });
     expect(run?.payload).toMatchObject({
       account: 'dev',
@@ -70,26 +91,30 @@ describe('POST /webhook/gitea: routing to stages', () => {
     (payload.issue as Record<string, unknown>).labels = [label('bug')];
     const body = toBody(payload);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(res.body).toMatchObject({ queued: true, stage: 'fix-bug' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['fix-bug'] });
   });
 
   it('starts develop only when ready-for-development is newly present (label_updated has no diff)', async () => {
     const { post } = await harness();
     const first = labelled(['enhancement', 'ready-for-development']);
     const res1 = await post('/webhook/gitea', first, giteaHeaders(first, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res1.body).toMatchObject({ queued: true, stage: 'develop', reason: 'label "ready-for-development" added by alice' });
+    expect(res1.delivery).toMatchObject({
+      outcome: 'started',
+      stages: ['develop'],
+      verdict: 'label "ready-for-development" added by alice',
+    });
 
     // Another label added: Gitea sends the full list again; develop must not start again.
     const second = labelled(['enhancement', 'ready-for-development', 'priority']);
     const res2 = await post('/webhook/gitea', second, giteaHeaders(second, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res2.body).toMatchObject({ queued: false, reason: 'no trigger matches' });
+    expect(res2.delivery).toMatchObject({ outcome: 'ignored', verdict: 'ignored: no trigger matches' });
 
     // Removed and added back: new again, and merges into the queued run.
     const removed = labelled(['enhancement']);
     await post('/webhook/gitea', removed, giteaHeaders(removed, { ...ISSUE_LABEL, secret: SECRET }));
     const again = labelled(['enhancement', 'ready-for-development']);
     const res3 = await post('/webhook/gitea', again, giteaHeaders(again, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res3.body).toMatchObject({ queued: false, stage: 'develop', reason: `coalesced into run ${res1.body.runId}` });
+    expect(res3.delivery).toMatchObject({ outcome: 'started', stages: ['develop'], verdict: `coalesced into run ${runOf(res1)}` });
   });
 
   it('records a follow-up when the stage is already running', async () => {
@@ -99,9 +124,9 @@ describe('POST /webhook/gitea: routing to stages', () => {
     await engine.claim();
     const off = labelled([]);
     await post('/webhook/gitea', off, giteaHeaders(off, { ...ISSUE_LABEL, secret: SECRET }));
-    const res2 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res2.status).toBe(202);
-    expect(res2.body).toMatchObject({ queued: false, stage: 'architect', reason: `follow-up recorded on run ${res1.body.runId}` });
+    const again = labelled(['ready-for-architecture']);
+    const res2 = await post('/webhook/gitea', again, giteaHeaders(again, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res2.delivery).toMatchObject({ outcome: 'started', stages: ['architect'], verdict: `follow-up recorded on run ${runOf(res1)}` });
   });
 
   it('drops a duplicate for a stage configured with onDuplicate: drop', async () => {
@@ -111,21 +136,18 @@ describe('POST /webhook/gitea: routing to stages', () => {
     await engine.claim();
     const off = labelled([]);
     await post('/webhook/gitea', off, giteaHeaders(off, { ...ISSUE_LABEL, secret: SECRET }));
-    const res2 = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res2.body).toMatchObject({ queued: false, reason: `dropped: run ${res1.body.runId} is already in progress` });
+    const again = labelled(['ready-for-architecture']);
+    const res2 = await post('/webhook/gitea', again, giteaHeaders(again, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(res2.delivery).toMatchObject({ verdict: `dropped: run ${runOf(res1)} is already in progress` });
   });
 
-  it('queues several stages at once and lists them in runs', async () => {
+  it('queues several stages at once and lists them in the verdict', async () => {
     const { post } = await harness();
     const body = labelled(['ready-for-testing', 'ready-for-deployment', 'deploy:production']);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res.body).toMatchObject({ ok: true, queued: true, stage: 'test' });
-    const runs = res.body.runs as { stage: string; outcome: string }[];
-    expect(runs.map((r) => [r.stage, r.outcome])).toEqual([
-      ['test', 'queued'],
-      ['devops', 'queued'],
-    ]);
-    const devops = await h!.engine.get((runs[1] as unknown as { runId: number }).runId);
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['test', 'devops'] });
+    expect(res.delivery!.verdict).toMatch(/^test: .*; devops: /);
+    const devops = await h!.engine.get(res.delivery!.runIds[1]!);
     expect(devops?.payload.deployEnv).toBe('production');
   });
 
@@ -137,7 +159,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       body,
       giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
     );
-    expect(res.body).toMatchObject({ queued: true, stage: 'analyse', reason: 'comment added by alice' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'], verdict: 'comment added by alice' });
   });
 
   it('ignores a comment by a bot account', async () => {
@@ -151,7 +173,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       body,
       giteaHeaders(body, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
     );
-    expect(res).toEqual({ status: 202, body: { ok: true, queued: false, reason: 'bot sender' } });
+    expect(res.delivery).toMatchObject({ outcome: 'ignored', verdict: 'ignored: bot sender', runIds: [] });
   });
 
   it('queues review-code as the review bot for an opened PR', async () => {
@@ -162,8 +184,8 @@ describe('POST /webhook/gitea: routing to stages', () => {
       body,
       giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }),
     );
-    expect(res.body).toMatchObject({ queued: true, stage: 'review-code' });
-    const run = await engine.get(res.body.runId as number);
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['review-code'] });
+    const run = await engine.get(runOf(res));
     expect(run).toMatchObject({ number: 8, payload: { account: 'review', headRef: 'fix/7-draft-crash', isPull: true } });
   });
 
@@ -177,7 +199,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       body,
       giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request_sync', secret: SECRET }),
     );
-    expect(res.body).toMatchObject({ queued: true, stage: 'review-code', reason: 'new commits on pull request #8 by bob' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['review-code'], verdict: 'new commits on pull request #8 by bob' });
   });
 
   it('queues rework-pr for requested changes and test for an approval', async () => {
@@ -188,7 +210,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       rejected,
       giteaHeaders(rejected, { event: 'pull_request_rejected', eventType: 'pull_request_review_rejected', secret: SECRET }),
     );
-    expect(res1.body).toMatchObject({ queued: true, stage: 'rework-pr', reason: 'changes requested by carol' });
+    expect(res1.delivery).toMatchObject({ outcome: 'started', stages: ['rework-pr'], verdict: 'changes requested by carol' });
 
     const payload = fixtureJson('pull_request_review-rejected.json');
     payload.review = { type: 'pull_request_review_approved', content: 'LGTM' };
@@ -198,7 +220,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       approved,
       giteaHeaders(approved, { event: 'pull_request_approved', eventType: 'pull_request_review_approved', secret: SECRET }),
     );
-    expect(res2.body).toMatchObject({ queued: true, stage: 'test', reason: 'review approved by carol' });
+    expect(res2.delivery).toMatchObject({ outcome: 'started', stages: ['test'], verdict: 'review approved by carol' });
   });
 
   it('recognises a review from X-Gitea-Event alone (no Event-Type header)', async () => {
@@ -207,14 +229,14 @@ describe('POST /webhook/gitea: routing to stages', () => {
     delete payload.review;
     const body = toBody(payload);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'pull_request_rejected', secret: SECRET }));
-    expect(res.body).toMatchObject({ queued: true, stage: 'rework-pr' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['rework-pr'] });
   });
 
   it('queues release when an issue gets the release label', async () => {
     const { post } = await harness();
     const body = labelled(['release']);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
-    expect(res.body).toMatchObject({ queued: true, stage: 'release' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['release'] });
   });
 
   it.each([
@@ -226,7 +248,8 @@ describe('POST /webhook/gitea: routing to stages', () => {
     const { post, engine } = await harness();
     const body = readFixture(file);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...headers, secret: SECRET }));
-    expect(res).toEqual({ status: 202, body: { ok: true, queued: false, reason } });
+    expect(res.status).toBe(202);
+    expect(res.delivery).toMatchObject({ outcome: 'ignored', verdict: `ignored: ${reason}` });
     expect(await engine.list()).toEqual([]);
   });
 
@@ -236,8 +259,8 @@ describe('POST /webhook/gitea: routing to stages', () => {
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, forgejo: true });
     for (const name of Object.keys(headers)) if (name !== 'Content-Type' && !name.startsWith('X-Forgejo')) delete headers[name];
     const res = await post('/webhook/gitea', body, headers);
-    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
-    expect((await engine.get(res.body.runId as number))?.payload.forge).toBe('forgejo');
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
+    expect((await engine.get(runOf(res)))?.payload.forge).toBe('forgejo');
   });
 
   it('accepts the form content type, verifying the signature over the JSON inside payload=', async () => {
@@ -246,7 +269,8 @@ describe('POST /webhook/gitea: routing to stages', () => {
     const headers = giteaHeaders(json, { event: 'issues', eventType: 'issues', secret: SECRET });
     headers['Content-Type'] = 'application/x-www-form-urlencoded';
     const res = await post('/webhook/gitea', `payload=${encodeURIComponent(json.toString('utf8'))}`, headers);
-    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
+    // The JSON inside is what is stored (and hashed): the same event as a JSON delivery.
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'], body: json.toString('utf8') });
   });
 });
 
@@ -292,7 +316,7 @@ describe('POST /webhook/gitea: security', () => {
   it('accepts unsigned deliveries only with webhooks.allowUnsigned, whatever empty signature headers say', async () => {
     const { post } = await harness({ secret: undefined, webhooks: { allowUnsigned: true } });
     const res = await post('/webhook/gitea', body, base());
-    expect(res.body).toMatchObject({ queued: true, stage: 'analyse' });
+    expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
   });
 
   it('uses a per-repository secret for that repository only', async () => {
@@ -373,37 +397,78 @@ describe('POST /webhook/gitea: security', () => {
     );
   });
 
-  it('acts on a delivery once: the same X-Gitea-Delivery again is answered 200 duplicate delivery', async () => {
+  it('has one effect per event: the same delivery id, a manual redelivery (new id) and no id at all', async () => {
     const { post, engine } = await harness();
-    const headers = giteaHeaders(body, {
-      event: 'issues',
-      eventType: 'issues',
-      secret: SECRET,
-      delivery: 'd6b7a6a8-0000-4000-8000-000000000001',
-    });
-    const first = await post('/webhook/gitea', body, headers);
-    expect(first.status).toBe(202);
-    const second = await post('/webhook/gitea', body, headers);
-    expect(second).toEqual({ status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } });
+    const signed = (delivery?: string) => {
+      const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery });
+      if (delivery === undefined) for (const name of ['X-Gitea-Delivery', 'X-Gogs-Delivery', 'X-GitHub-Delivery']) delete headers[name];
+      return headers;
+    };
+    const first = await post('/webhook/gitea', body, signed('d6b7a6a8-0000-4000-8000-000000000001'));
+    expect(first.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
+    // Every copy is accepted and kept (202), and processed to a duplicate verdict.
+    const again = await post('/webhook/gitea', body, signed('d6b7a6a8-0000-4000-8000-000000000001'));
+    const redelivered = await post('/webhook/gitea', body, signed('d6b7a6a8-0000-4000-8000-000000000002'));
+    const noId = await post('/webhook/gitea', body, signed(undefined));
+    for (const copy of [again, redelivered, noId]) {
+      expect(copy.status).toBe(202);
+      expect(copy.delivery).toMatchObject({ outcome: 'duplicate', verdict: `duplicate of delivery ${first.body.id}`, runIds: [] });
+    }
+    expect(noId.delivery!.deliveryId).toBeNull();
     const runs = await engine.list();
     expect(runs).toHaveLength(1);
     expect(await engine.events(runs[0]!.id)).toHaveLength(1);
   });
 
-  it('remembers deliveries durably (a new ingress on the same database still sees the duplicate)', async () => {
+  it('has one effect when the same body reaches a legacy path too (one label memory for every path)', async () => {
+    const { post, engine } = await harness();
+    const labels = labelled(['ready-for-development']);
+    const main = await post('/webhook/gitea', labels, giteaHeaders(labels, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(main.delivery).toMatchObject({ outcome: 'started', stages: ['develop'] });
+    const legacy = await post('/webhook/gitea-issue-label', labels, giteaHeaders(labels, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(legacy.delivery).toMatchObject({ outcome: 'duplicate', endpoint: '/webhook/gitea-issue-label' });
+    // A later label change seen first on the legacy path is remembered for the main one too.
+    const more = labelled(['ready-for-development', 'priority']);
+    const viaLegacy = await post('/webhook/gitea-issue-label', more, giteaHeaders(more, { ...ISSUE_LABEL, secret: SECRET }));
+    expect(viaLegacy.delivery).toMatchObject({ outcome: 'ignored', verdict: 'ignored: no trigger matches' });
+    expect(await engine.list()).toHaveLength(1);
+  });
+
+  it('keeps dedup durable: a worker started afresh on the same database still finds the earlier copy', async () => {
     const first = await harness();
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'durable-1' });
-    expect((await first.post('/webhook/gitea', body, headers)).status).toBe(202);
-    const { createGiteaIngress } = await import('../../src/ingress/index.js');
+    expect((await first.post('/webhook/gitea', body, headers)).delivery).toMatchObject({ outcome: 'started' });
+    await first.processing.worker.stop();
+    const { createInboxProcessing, parseWebhooksConfig } = await import('../../src/ingress/index.js');
     const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
-    const again = createGiteaIngress({
-      engine: first.engine,
+    const fresh = createInboxProcessing({
       store: first.t.store,
+      engine: first.engine,
       pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
-      secret: SECRET,
+      webhooks: parseWebhooksConfig(undefined).webhooks,
+      logger: { warn: () => {}, error: () => {} },
     });
-    const res = await again.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
-    expect(res.status).toBe(200);
+    await fresh.worker.start();
+    try {
+      const copy = await fresh.inbox.insert({
+        source: 'webhook',
+        endpoint: '/webhook/gitea',
+        deliveryId: 'durable-2',
+        event: 'issues',
+        eventType: 'issues',
+        headers: { 'x-gitea-event': 'issues', 'x-gitea-event-type': 'issues' },
+        body: body.toString('utf8'),
+        repository: 'acme/app',
+        number: 7,
+      });
+      const done = await until(async () => {
+        const d = await fresh.inbox.get(copy.id);
+        return d?.status === 'processed' ? d : undefined;
+      }, 'the copy processed');
+      expect(done.outcome).toBe('duplicate');
+    } finally {
+      await fresh.worker.stop();
+    }
   });
 
   it('lets only senders with write permission trigger, caching the answer', async () => {
@@ -416,13 +481,18 @@ describe('POST /webhook/gitea: security', () => {
       },
     });
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(res.body).toEqual({ ok: true, queued: false, reason: 'sender alice lacks write permission' });
-    const again = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(again.body.reason).toBe('sender alice lacks write permission');
+    expect(res.delivery).toMatchObject({ outcome: 'not_permitted', verdict: 'not permitted: sender alice lacks write permission' });
+    const comment = readFixture('issue_comment-created.json');
+    const again = await post(
+      '/webhook/gitea',
+      comment,
+      giteaHeaders(comment, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
+    );
+    expect(again.delivery!.verdict).toBe('not permitted: sender alice lacks write permission');
     expect(calls).toEqual(['acme/app:alice']);
     const pr = readFixture('pull_request-opened.json');
     const byBob = await post('/webhook/gitea', pr, giteaHeaders(pr, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }));
-    expect(byBob.body).toMatchObject({ queued: true, stage: 'review-code' });
+    expect(byBob.delivery).toMatchObject({ outcome: 'started', stages: ['review-code'] });
   });
 
   it('refuses to start with requireWritePermission but no permission lookup', async () => {
@@ -430,47 +500,62 @@ describe('POST /webhook/gitea: security', () => {
   });
 });
 
-describe('when acting on a delivery fails', () => {
-  it('answers 503 and forgets the delivery, so a redelivery is acted on', async () => {
+describe('when processing a delivery fails for a while', () => {
+  it('keeps the delivery and retries it: a failing enqueue does not lose the event nor remember its labels', async () => {
     const { t, engine } = await harness();
-    const { createGiteaIngress } = await import('../../src/ingress/index.js');
+    await h!.processing.worker.stop();
+    const { createGiteaIngress, createInboxProcessing, parseWebhooksConfig } = await import('../../src/ingress/index.js');
     const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
-    let failures = 1;
-    const app = createGiteaIngress({
+    let failures = 2;
+    const processing = createInboxProcessing({
+      store: t.store,
       engine: {
-        enqueue: async (request) => {
+        enqueueIn: async (scope, request) => {
           if (failures-- > 0) throw new Error('database is locked');
-          return engine.enqueue(request);
+          return engine.enqueueIn(scope, request);
         },
       },
-      store: t.store,
       pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
-      secret: SECRET,
+      webhooks: parseWebhooksConfig(undefined).webhooks,
+      logger: { warn: () => {}, error: () => {} },
+      retryBaseMs: 10,
     });
-    const body = readFixture('issues-label_updated.json');
-    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issue_label', secret: SECRET, delivery: 'retry-me' });
-    const send = () => app.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
-    const first = await send();
-    expect(first.status).toBe(503);
-    expect(await first.json()).toEqual({
-      error: { code: 'unavailable', message: 'temporarily unable to act on the delivery; redeliver it later' },
-    });
-    // The label was not remembered either: the redelivery still sees it as newly added.
-    const second = await send();
-    expect(second.status).toBe(202);
-    expect(await second.json()).toMatchObject({ queued: true, stage: 'develop' });
+    const app = createGiteaIngress({ inbox: processing.inbox, secret: SECRET });
+    await processing.worker.start();
+    try {
+      const body = labelled(['ready-for-development']);
+      const headers = giteaHeaders(body, { event: 'issues', eventType: 'issue_label', secret: SECRET, delivery: 'retry-me' });
+      const res = await app.request('/webhook/gitea', { method: 'POST', body: new Uint8Array(body), headers });
+      expect(res.status).toBe(202);
+      const { id } = (await res.json()) as { id: number };
+      const done = await until(async () => {
+        const d = await processing.inbox.get(id);
+        return d?.status === 'processed' ? d : undefined;
+      }, 'the delivery processed after its retries');
+      // Attempts 1 and 2 rolled back (no run, no label memory); the third saw the label as new.
+      expect(done).toMatchObject({ outcome: 'started', stages: ['develop'], attempts: 3 });
+      expect(await engine.list()).toHaveLength(1);
+    } finally {
+      await processing.worker.stop();
+    }
   });
 
-  it('answers 503 when the permission lookup fails', async () => {
-    const { post } = await harness({
+  it('retries while the permission lookup fails transiently, honouring Retry-After', async () => {
+    let down = 3;
+    const { post, processed } = await harness({
       webhooks: { requireWritePermission: true },
       permissionOf: async () => {
-        throw new Error('forge unreachable');
+        if (down-- > 0)
+          throw Object.assign(new Error('Gitea GET …/permission answered 429'), { status: 429, retryable: true, retryAfterMs: 5 });
+        return 'write';
       },
     });
     const body = readFixture('issues-opened.json');
-    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(res.status).toBe(503);
+    const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }), {
+      wait: false,
+    });
+    expect(res.status).toBe(202);
+    expect(await processed(res.body.id as number)).toMatchObject({ outcome: 'started', stages: ['analyse'], attempts: 4 });
   });
 });
 
@@ -512,10 +597,13 @@ describe('logging', () => {
     await post('/webhook/gitea', body, good);
     const bad = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'wrong', delivery: 'log-2' });
     await post('/webhook/gitea', body, bad);
-    expect(lines.map((l) => [l.level, l.details.delivery, l.details.event, l.details.status, l.details.outcome])).toEqual([
-      ['info', 'log-1', 'issues', 202, 'issue #7 opened by alice'],
+    const http = lines.filter((l) => l.message !== 'webhook delivery processed');
+    expect(http.map((l) => [l.level, l.details.delivery, l.details.event, l.details.status, l.details.outcome])).toEqual([
+      ['info', 'log-1', 'issues', 202, undefined],
       ['warn', 'log-2', 'issues', 401, 'invalid signature'],
     ]);
+    const processedLine = lines.find((l) => l.message === 'webhook delivery processed');
+    expect(processedLine?.details).toMatchObject({ deliveryId: 'log-1', outcome: 'started', verdict: 'issue #7 opened by alice' });
     const text = JSON.stringify(lines);
     for (const secret of [SECRET, 'repo-only-secret', good['X-Gitea-Signature']!, bad['X-Gitea-Signature']!])
       expect(text).not.toContain(secret);
@@ -529,9 +617,20 @@ describe('POST /webhook/gitea: bad input', () => {
     ['{"action": "opened",', /^invalid JSON: /],
     ['[1, 2]', /^payload must be a JSON object$/],
     ['"text"', /^payload must be a JSON object$/],
-    ['{"action":"opened"}', /^missing repository$/],
     ['{"action":"opened","repository":{"name":"app"}}', /^missing repository\.owner$/],
     ['{"action":"opened","repository":{"name":"app","owner":{}}}', /^missing repository\.owner\.login$/],
+  ])('answers 400 naming the problem for %s, storing nothing', async (text, error) => {
+    const { post, processing } = await harness();
+    const res = await post('/webhook/gitea', text, headers(text));
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      error: { code: expect.stringMatching(/^(bad_request|invalid_json)$/), message: expect.stringMatching(error) },
+    });
+    expect((await processing.inbox.list()).deliveries).toEqual([]);
+  });
+
+  it.each([
+    ['{"action":"opened"}', /^missing repository$/],
     ['{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"}}', /^missing issue$/],
     [
       '{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"},"issue":{"number":"7","state":"open"}}',
@@ -541,13 +640,13 @@ describe('POST /webhook/gitea: bad input', () => {
       '{"action":"opened","repository":{"name":"app","owner":{"login":"acme"}},"sender":{"login":"a"},"issue":{"number":7}}',
       /^missing issue\.state$/,
     ],
-  ])('answers 400 naming the problem for %s', async (text, error) => {
-    const { post } = await harness();
+  ])('keeps a signed JSON object it cannot use (%s) with an invalid-payload verdict naming the problem', async (text, error) => {
+    const { post, engine } = await harness();
     const res = await post('/webhook/gitea', text, headers(text));
-    expect(res.status).toBe(400);
-    expect(res.body).toEqual({
-      error: { code: expect.stringMatching(/^(bad_request|invalid_json)$/), message: expect.stringMatching(error) },
-    });
+    expect(res.status).toBe(202);
+    expect(res.delivery).toMatchObject({ outcome: 'invalid', body: text });
+    expect(res.delivery!.verdict!.replace(/^invalid payload: /, '')).toMatch(error);
+    expect(await engine.list()).toEqual([]);
   });
 
   it('answers 400 for an empty body, binary garbage and a missing event header', async () => {
@@ -595,48 +694,49 @@ describe('legacy paths', () => {
 
   it('gitea-issue-triage acts on opened issues only', async () => {
     await harness();
-    expect((await send('/webhook/gitea-issue-triage', 'issues-opened.json', 'issues', 'issues')).body).toMatchObject({
-      queued: true,
-      stage: 'analyse',
+    expect((await send('/webhook/gitea-issue-triage', 'issues-opened.json', 'issues', 'issues')).delivery).toMatchObject({
+      outcome: 'started',
+      stages: ['analyse'],
     });
-    expect((await send('/webhook/gitea-issue-triage', 'pull_request-opened.json', 'pull_request', 'pull_request')).body).toEqual({
-      ok: true,
-      queued: false,
-      reason: 'pr_opened events are not handled by /webhook/gitea-issue-triage',
+    expect((await send('/webhook/gitea-issue-triage', 'pull_request-opened.json', 'pull_request', 'pull_request')).delivery).toMatchObject({
+      outcome: 'ignored',
+      verdict: 'ignored: pr_opened events are not handled by /webhook/gitea-issue-triage',
     });
   });
 
-  it('gitea-issue-label starts label stages but leaves release to gitea-release; each keeps its own label memory', async () => {
-    await harness();
+  it('gitea-issue-label starts label stages but leaves release to gitea-release, which acts on the same event', async () => {
+    const { engine } = await harness();
     const both = labelled(['ready-for-development', 'release']);
     const label = await send('/webhook/gitea-issue-label', both, 'issues', 'issue_label');
-    expect(label.body).toMatchObject({ queued: true, stage: 'develop' });
-    expect(label.body.runs).toBeUndefined();
+    expect(label.delivery).toMatchObject({ outcome: 'started', stages: ['develop'] });
+    // The same body on the release path: one label memory, but the copy diffs against what the
+    // first copy saw, and starts only what no copy has started yet.
     const release = await send('/webhook/gitea-release', both, 'issues', 'issue_label');
-    expect(release.body).toMatchObject({ queued: true, stage: 'release' });
+    expect(release.delivery).toMatchObject({ outcome: 'started', stages: ['release'] });
+    // And once more on either path: nothing left to start.
+    expect((await send('/webhook/gitea-release', both, 'issues', 'issue_label')).delivery).toMatchObject({ outcome: 'duplicate' });
+    expect((await engine.list()).map((r) => r.stage).sort()).toEqual(['develop', 'release']);
   });
 
   it('gitea-issue-comment acts on comments', async () => {
     await harness();
-    expect((await send('/webhook/gitea-issue-comment', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body).toMatchObject(
-      {
-        stage: 'analyse',
-      },
-    );
-    expect((await send('/webhook/gitea-issue-comment', 'issues-opened.json', 'issues', 'issues')).body.reason).toBe(
-      'issue_opened events are not handled by /webhook/gitea-issue-comment',
+    expect(
+      (await send('/webhook/gitea-issue-comment', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).delivery,
+    ).toMatchObject({ stages: ['analyse'] });
+    expect((await send('/webhook/gitea-issue-comment', 'issues-opened.json', 'issues', 'issues')).delivery?.verdict).toBe(
+      'ignored: issue_opened events are not handled by /webhook/gitea-issue-comment',
     );
   });
 
   it('gitea-pr-review starts review-code; gitea-pr-review-rework acts on submitted reviews', async () => {
     await harness();
-    expect((await send('/webhook/gitea-pr-review', 'pull_request-opened.json', 'pull_request', 'pull_request')).body).toMatchObject({
-      stage: 'review-code',
+    expect((await send('/webhook/gitea-pr-review', 'pull_request-opened.json', 'pull_request', 'pull_request')).delivery).toMatchObject({
+      stages: ['review-code'],
     });
     expect(
       (await send('/webhook/gitea-pr-review', 'pull_request_review-rejected.json', 'pull_request_rejected', 'pull_request_review_rejected'))
-        .body.reason,
-    ).toBe('review events are not handled by /webhook/gitea-pr-review');
+        .delivery?.verdict,
+    ).toBe('ignored: review events are not handled by /webhook/gitea-pr-review');
     expect(
       (
         await send(
@@ -645,15 +745,17 @@ describe('legacy paths', () => {
           'pull_request_rejected',
           'pull_request_review_rejected',
         )
-      ).body,
-    ).toMatchObject({ stage: 'rework-pr' });
+      ).delivery,
+    ).toMatchObject({ stages: ['rework-pr'] });
   });
 
   it('gitea-release ignores a release-published event with no trigger and other events with the reason', async () => {
     await harness();
-    expect((await send('/webhook/gitea-release', 'release-published.json', 'release', 'release')).body.reason).toBe('no trigger matches');
-    expect((await send('/webhook/gitea-release', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).body.reason).toBe(
-      'issue_comment events are not handled by /webhook/gitea-release',
+    expect((await send('/webhook/gitea-release', 'release-published.json', 'release', 'release')).delivery?.verdict).toBe(
+      'ignored: no trigger matches',
+    );
+    expect((await send('/webhook/gitea-release', 'issue_comment-created.json', 'issue_comment', 'issue_comment')).delivery?.verdict).toBe(
+      'ignored: issue_comment events are not handled by /webhook/gitea-release',
     );
   });
 });

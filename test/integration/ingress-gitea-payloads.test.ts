@@ -107,17 +107,19 @@ describeWithReference('gitea/payloads', 'Gitea reference payloads', (payloadsDir
       const res = await h.post('/webhook/gitea', body, headers);
       expect(res.status).toBe(202);
       if ('ignored' in expected) {
-        expect(res.body).toEqual({ ok: true, queued: false, reason: expected.ignored });
+        expect(res.delivery).toMatchObject({ outcome: 'ignored', verdict: `ignored: ${expected.ignored}` });
         expect(await h.engine.list()).toEqual([]);
       } else {
-        expect(res.body).toMatchObject({ ok: true, queued: true, stage: expected.stage });
-        const run = await h.engine.get(res.body.runId as number);
+        expect(res.delivery).toMatchObject({ outcome: 'started', stages: [expected.stage] });
+        const run = await h.engine.get(res.delivery!.runIds[0]!);
         expect(run).toMatchObject({ ...expected, status: 'queued' });
         expect(run?.payload.forge).toBe(forgejo ? 'forgejo' : 'gitea');
       }
-      // Redelivery of the same hook task has no second effect.
+      // Redelivery of the same hook task, or Gitea's manual "Redeliver" (a new id), has no second effect.
       const again = await h.post('/webhook/gitea', body, headers);
-      expect(again).toEqual({ status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } });
+      expect(again.delivery).toMatchObject({ outcome: 'duplicate', runIds: [] });
+      const redelivered = { ...headers, 'X-Gitea-Delivery': 'manual-redelivery', 'X-Forgejo-Delivery': 'manual-redelivery' };
+      expect((await h.post('/webhook/gitea', body, redelivered)).delivery).toMatchObject({ outcome: 'duplicate' });
       expect(await h.engine.list()).toHaveLength('ignored' in expected ? 0 : 1);
     });
   });
@@ -136,11 +138,14 @@ describeWithReference('gitea/payloads', 'Gitea reference payloads', (payloadsDir
     const send = async (file: string) => {
       const [event, eventType] = CASES[file]!;
       const body = read(file);
-      return (await h!.post('/webhook/gitea', body, giteaHeaders(body, { event, eventType, secret: VECTOR_SECRET }))).body;
+      return (await h!.post('/webhook/gitea', body, giteaHeaders(body, { event, eventType, secret: VECTOR_SECRET }))).delivery;
     };
-    expect(await send('gitea-pull_request_review-comment.json')).toMatchObject({ queued: true, stage: 'answer-review' });
-    expect(await send('gitea-pull_request_review-comment-legacy-pre1.19.json')).toMatchObject({ queued: true, stage: 'answer-review' });
-    expect(await send('gitea-issue_comment-created-on-pull.json')).toMatchObject({ queued: true, stage: 'answer-comment' });
+    expect(await send('gitea-pull_request_review-comment.json')).toMatchObject({ outcome: 'started', stages: ['answer-review'] });
+    expect(await send('gitea-pull_request_review-comment-legacy-pre1.19.json')).toMatchObject({
+      outcome: 'started',
+      stages: ['answer-review'],
+    });
+    expect(await send('gitea-issue_comment-created-on-pull.json')).toMatchObject({ outcome: 'started', stages: ['answer-comment'] });
   });
 
   it('refuses every payload with a wrong signature, and accepts the sha256= header alone', async () => {

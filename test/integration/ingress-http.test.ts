@@ -56,7 +56,8 @@ describe('ingress behind a real HTTP server', () => {
       headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
     });
     expect(res.status).toBe(202);
-    expect(await res.json()).toMatchObject({ ok: true, queued: true, stage: 'analyse' });
+    const { id } = (await res.json()) as { id: number };
+    expect(await h!.processed(id)).toMatchObject({ outcome: 'started', stages: ['analyse'] });
   });
 
   it('answers 413 to a chunked body over the limit (no Content-Length to trust) and keeps serving', async () => {
@@ -127,18 +128,20 @@ describe.each(STORE_KINDS)('ingress tables on $kind', ({ kind, create }) => {
     expect(await state.claimDelivery('d-2', { event: 'issues' })).toBe(false);
   });
 
-  it('acts on a delivery once and starts a stage only for a newly present label, end to end', async (ctx) => {
+  it('acts on an event once and starts a stage only for a newly present label, end to end', async (ctx) => {
     if (!available[kind]) ctx.skip();
     const h = await createIngressHarness({ secret: SECRET, store: create });
     try {
       const opened = readFixture('issues-opened.json');
       const headers = giteaHeaders(opened, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'e2e-1' });
-      expect((await h.post('/webhook/gitea', opened, headers)).body).toMatchObject({ queued: true, stage: 'analyse' });
-      expect((await h.post('/webhook/gitea', opened, headers)).status).toBe(200);
+      expect((await h.post('/webhook/gitea', opened, headers)).delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
+      expect((await h.post('/webhook/gitea', opened, headers)).delivery).toMatchObject({ outcome: 'duplicate' });
       const labelled = readFixture('issues-label_updated.json');
       const label = () => giteaHeaders(labelled, { event: 'issues', eventType: 'issue_label', secret: SECRET });
-      expect((await h.post('/webhook/gitea', labelled, label())).body).toMatchObject({ queued: true, stage: 'develop' });
-      expect((await h.post('/webhook/gitea', labelled, label())).body).toMatchObject({ queued: false, reason: 'no trigger matches' });
+      expect((await h.post('/webhook/gitea', labelled, label())).delivery).toMatchObject({ outcome: 'started', stages: ['develop'] });
+      // The same label event again: a redelivery (new id) of the same body, then to a legacy path.
+      expect((await h.post('/webhook/gitea', labelled, label())).delivery).toMatchObject({ outcome: 'duplicate' });
+      expect((await h.post('/webhook/gitea-issue-label', labelled, label())).delivery).toMatchObject({ outcome: 'duplicate' });
       expect((await h.engine.list()).map((r) => r.stage).sort()).toEqual(['analyse', 'develop']);
     } finally {
       await h.cleanup();

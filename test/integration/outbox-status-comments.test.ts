@@ -37,6 +37,7 @@ function makeRun(overrides: Partial<Run> = {}): Run {
     startedAt: null,
     finishedAt: null,
     limits: { tokenCap: null, maxDurationMs: null },
+    heldReason: null,
     ...overrides,
   };
 }

@@ -265,6 +265,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
       startedAt: null,
       finishedAt: null,
       limits: { tokenCap: null, maxDurationMs: null },
+      heldReason: null,
     };
     gitea.failNext(1, { method: 'POST' });
     const events = [RUN_EVENT.queued, RUN_EVENT.started, RUN_EVENT.succeeded];

@@ -231,8 +231,8 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     const paused = (await (await call('GET', '/api/queue/stats')).json()) as Record<string, unknown>;
     expect(paused).toMatchObject({ paused: true, queued: 3, running: 0, dead: 0 });
     expect(paused.stages).toEqual({
-      develop: { queued: 1, provisioning: 0, running: 0, dead: 0, failed: 0 },
-      analyse: { queued: 2, provisioning: 0, running: 0, dead: 0, failed: 0 },
+      develop: { queued: 1, held: 0, provisioning: 0, running: 0, dead: 0, failed: 0 },
+      analyse: { queued: 2, held: 0, provisioning: 0, running: 0, dead: 0, failed: 0 },
     });
     expect(await server.app.engine.claim()).toEqual([]);
     expect(await (await call('POST', '/api/queue/resume')).json()).toEqual({ paused: false });

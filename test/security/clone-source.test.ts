@@ -12,6 +12,7 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
+import { processedDelivery } from '../helpers/deliveries.js';
 
 /**
  * Issue #10 item 5 through the real `baton serve` (built CLI, SQLite, local workspaces in
@@ -173,8 +174,10 @@ describe('baton serve: a payload cannot choose where a run clones from', () => {
       });
       const answer = (await res.json()) as Record<string, unknown>;
       expect(res.status, JSON.stringify(answer)).toBe(202);
-      expect(answer).toMatchObject({ queued: true, stage: 'analyse' });
-      runIds.push(answer.runId as number);
+      // Accepting only stores the delivery; the inbox worker starts the run.
+      const delivery = await processedDelivery(store, answer.id as number);
+      expect(delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
+      runIds.push(delivery.runIds[0]!);
     }
     expect(new Set(runIds).size).toBe(2);
 

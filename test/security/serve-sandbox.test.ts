@@ -12,6 +12,7 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
+import { processedDelivery } from '../helpers/deliveries.js';
 
 /**
  * Issue #11 against the real `baton serve` (built CLI, SQLite, local workspaces in bubblewrap):
@@ -156,9 +157,10 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
       headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
       body,
     });
-    const answer = (await res.json()) as { runId?: number };
+    const answer = (await res.json()) as { id?: number };
     expect(res.status, JSON.stringify(answer)).toBe(202);
-    return answer.runId!;
+    // Accepting only stores the delivery; the inbox worker starts the run.
+    return (await processedDelivery(store, answer.id!)).runIds[0]!;
   };
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -255,7 +257,14 @@ describe('baton serve when runs cannot be sandboxed', () => {
         headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
         body,
       });
-      const { runId } = (await res.json()) as { runId: number };
+      expect(res.status).toBe(202);
+      // The inbox worker starts the run after the 202: find it by its issue.
+      const runId = await until(async () => {
+        const list = (await (
+          await fetch(`${s.url}/api/runs?repo=acme/app&number=7`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })
+        ).json()) as { runs: Array<{ id: number }> };
+        return list.runs[0]?.id;
+      }, 'the run the delivery started');
       const dead = await until(async () => {
         const r = (await (await fetch(`${s.url}/api/runs/${runId}`, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } })).json()) as {
           run: { status: string; lastError: string | null };

@@ -29,7 +29,7 @@ afterEach(async () => {
 
 async function stored(harness: IngressHarness): Promise<{ runs: number; deliveries: number }> {
   const runs = await harness.t.store.db.selectFrom('runs').select('id').execute();
-  const deliveries = await harness.t.store.db.selectFrom('webhook_deliveries').selectAll().execute();
+  const deliveries = await harness.t.store.db.selectFrom('inbox_deliveries').selectAll().execute();
   return { runs: runs.length, deliveries: deliveries.length };
 }
 
@@ -127,7 +127,7 @@ describe('repository names from a delivery', () => {
     const body = openedIn('Acme_Corp.eu', 'web-api.v2_x');
     const res = await h.post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
     expect(res.status).toBe(202);
-    const run = await h.engine.get(res.body.runId as number);
+    const run = await h.engine.get(res.delivery!.runIds[0]!);
     expect(run).toMatchObject({ owner: 'Acme_Corp.eu', repo: 'web-api.v2_x', key: 'analyse:Acme_Corp.eu/web-api.v2_x#7' });
   });
 });

@@ -1,16 +1,12 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../http/index.js';
-import { LABEL_COMPARING_KINDS, route as routeEvent, type ForgeEvent, type Pipeline, type RouteResult } from '../../pipeline/index.js';
-import type { EnqueueResult, RunEngine, TaskRequest } from '../../runs/index.js';
-import type { Store } from '../../store/index.js';
-import { canWrite, createPermissionCache, type PermissionLookup } from '../permissions.js';
+import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
 import { verifySignature } from '../signature.js';
-import { createIngressState, type IssueRef } from '../state.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { readDeliveryHeaders, type DeliveryHeaders } from './headers.js';
-import { classify, readRepository, toForgeEvent } from './normalize.js';
-import { allowsStage, WEBHOOK_ROUTES, type WebhookRoute } from './routes.js';
+import { readRepository } from './normalize.js';
+import { WEBHOOK_ROUTES, type WebhookRoute } from './routes.js';
 
 /** pino-compatible; only these three levels are used. Messages never carry secrets or signatures. */
 export interface IngressLogger {
@@ -20,11 +16,8 @@ export interface IngressLogger {
 }
 
 export interface GiteaIngressDeps {
-  /** Only `enqueue` is used. */
-  engine: Pick<RunEngine, 'enqueue'>;
-  /** Holds the delivery and label tables of migration 0010-ingress. */
-  store: Pick<Store, 'db'>;
-  pipeline: Pipeline;
+  /** Where accepted deliveries are stored; the inbox worker processes them afterwards. */
+  inbox: Pick<InboxStore, 'insert'>;
   /** The parsed `webhooks:` section (parseWebhooksConfig). @default no allowlist, no permission rule, 5 MiB */
   webhooks?: WebhooksConfig;
   /**
@@ -32,28 +25,14 @@ export interface GiteaIngressDeps {
    * to is refused with 401 unless `webhooks.allowUnsigned` is on.
    */
   secret?: string;
-  /** Required when `webhooks.requireWritePermission` is true; the forge client provides it. */
-  permissionOf?: PermissionLookup;
   logger?: IngressLogger;
   now?: () => number;
 }
 
-export interface RunAnswer {
-  stage: string;
-  runId: number;
-  outcome: EnqueueResult['outcome'];
-  reason: string;
-}
-
-/** The 2xx body. `reason` says why nothing was queued, or what queued it. */
+/** The 202 body: the stored delivery's id (its verdict comes later, see the inbox). */
 export interface WebhookAnswer {
   ok: true;
-  queued: boolean;
-  runId?: number;
-  stage?: string;
-  reason: string;
-  /** Present when the delivery started more than one stage. */
-  runs?: RunAnswer[];
+  id: number;
 }
 
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
@@ -66,23 +45,19 @@ const NO_SECRET =
 /**
  * The Gitea/Forgejo webhook endpoints (`POST /webhook/gitea` and the legacy per-workflow paths).
  *
- * Order matters and is the point of this module: size limit → signature over the raw bytes →
- * parse → repository-bound signature and allowlist → normalise → dedup by delivery id → route →
- * permission rule → enqueue. Nothing is parsed for an unsigned request when a global secret is set.
- * Refusals are `HttpError`s, answered in the app's one envelope `{ error: { code, message } }`.
+ * Accepting is verifying and storing, nothing else: size limit → signature over the raw bytes →
+ * parse → repository-bound signature and allowlist → one durable insert into the inbox → 202 with
+ * the delivery's id. Gitea makes exactly one attempt per event and waits at most DELIVER_TIMEOUT
+ * (5 s) (reference/gitea/WEBHOOKS.md §Delivery), so nothing that can be slow or fail for a while
+ * (routing, the permission lookup, the label diff, the enqueue) happens here: the inbox worker
+ * does it, retrying what may pass. Only a failure to store answers 5xx.
+ * Nothing is parsed for an unsigned request when a global secret is set. Refusals are
+ * `HttpError`s, answered in the app's one envelope `{ error: { code, message } }`.
  */
 export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silent;
   const webhooks = deps.webhooks ?? parseWebhooksConfig(undefined).webhooks;
-  if (webhooks.requireWritePermission && !deps.permissionOf) {
-    throw new Error('webhooks.requireWritePermission is true but no permission lookup (forge client) was given to the ingress');
-  }
-  const permissionOf =
-    webhooks.requireWritePermission && deps.permissionOf
-      ? createPermissionCache(deps.permissionOf, webhooks.permissionCacheMs, now)
-      : undefined;
-  const state = createIngressState(deps.store, now);
   const secrets = secretTable(deps.secret, webhooks);
 
   const app = new Hono();
@@ -115,15 +90,11 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const headers = readDeliveryHeaders((name) => c.req.header(name));
     const log = { delivery: headers.delivery, event: headers.eventType ?? headers.event, path: webhookRoute.path };
     const answer = await receive(c, webhookRoute, headers);
-    logger.info({ ...log, status: answer.status, outcome: answer.body.reason, runIds: runIdsOf(answer.body) }, 'webhook delivery');
-    return c.json(answer.body, answer.status);
+    logger.info({ ...log, status: 202, id: answer.id }, 'webhook delivery accepted');
+    return c.json(answer, 202);
   }
 
-  async function receive(
-    c: Context,
-    webhookRoute: WebhookRoute,
-    headers: DeliveryHeaders,
-  ): Promise<{ status: 200 | 202; body: WebhookAnswer }> {
+  async function receive(c: Context, webhookRoute: WebhookRoute, headers: DeliveryHeaders): Promise<WebhookAnswer> {
     const contentType = (c.req.header('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
     const isForm = contentType === FORM_TYPE;
     if (!isForm && !JSON_TYPES.test(contentType)) {
@@ -157,118 +128,83 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     }
 
     const payload = parseJson(signed);
-    const classified = classify(headers, payload);
-    let repository: { owner: string; repo: string };
+    // A repository-less event (org or package events) is stored when no per-repository secret
+    // could apply: the global check above already vouched for it, and the worker ignores it. A
+    // repository that is there must be well-formed with names Gitea allows (they become part of
+    // URLs and run keys): anything else is refused here and not kept.
+    const repository = payload.repository === undefined && secrets.byRepo.size === 0 ? null : readRepository(payload);
+    if (repository) {
+      const { owner, repo } = repository;
+      const full = `${owner}/${repo}`.toLowerCase();
+      const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
+      if (required === undefined && !webhooks.allowUnsigned) {
+        throw new HttpError(401, 'unauthorized', `no webhook secret applies to ${owner}/${repo}: ${NO_SECRET}`);
+      }
+      if (required !== undefined && !matched.has(required)) {
+        throw new HttpError(
+          401,
+          'unauthorized',
+          headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`,
+        );
+      }
+      if (!isAllowed(webhooks.allow, owner, repo)) {
+        throw new HttpError(403, 'forbidden', `repository ${owner}/${repo} is not in webhooks.allow`);
+      }
+    }
+
     try {
-      repository = readRepository(payload);
+      const stored = await deps.inbox.insert({
+        source: DELIVERY_SOURCE.webhook,
+        endpoint: webhookRoute.path,
+        deliveryId: headers.delivery ?? null,
+        event: headers.event ?? null,
+        eventType: headers.eventType ?? null,
+        headers: storedHeaders(c),
+        body: decode(signed),
+        repository: repository ? `${repository.owner}/${repository.repo}` : null,
+        number: numberOf(payload),
+        receivedAt: now(),
+      });
+      return { ok: true, id: stored.id };
     } catch (err) {
-      // An event baton does not handle may be repository-less (org or package events); when no
-      // per-repository secret could apply, the global check above already vouched for it.
-      if ('unsupported' in classified && secrets.byRepo.size === 0)
-        return ignored(`unsupported event "${classified.unsupported.slice(0, 80)}"`);
-      throw err;
+      logger.error({ delivery: headers.delivery, err: errorMessage(err) }, 'webhook delivery could not be stored');
+      // The cause stays in the log: database error text is not for the sender.
+      throw new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
     }
-    const { owner, repo } = repository;
-    const full = `${owner}/${repo}`.toLowerCase();
-    const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
-    if (required === undefined && !webhooks.allowUnsigned) {
-      throw new HttpError(401, 'unauthorized', `no webhook secret applies to ${owner}/${repo}: ${NO_SECRET}`);
-    }
-    if (required !== undefined && !matched.has(required)) {
-      throw new HttpError(
-        401,
-        'unauthorized',
-        headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`,
-      );
-    }
-    if (!isAllowed(webhooks.allow, owner, repo)) {
-      throw new HttpError(403, 'forbidden', `repository ${owner}/${repo} is not in webhooks.allow`);
-    }
-
-    if ('unsupported' in classified) return ignored(`unsupported event "${classified.unsupported.slice(0, 80)}"`);
-    const { event, labelsKnown } = toForgeEvent(classified, payload, headers.forge);
-    if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
-      return ignored(`${event.kind} events are not handled by ${webhookRoute.path}`);
-    }
-
-    const delivery = headers.delivery;
-    if (delivery !== undefined && !(await state.claimDelivery(delivery, { event: classified.event, repository: full }))) {
-      return { status: 200, body: { ok: true, queued: false, reason: 'duplicate delivery' } };
-    }
-    try {
-      return { status: 202, body: await act(event, labelsKnown, webhookRoute, delivery) };
-    } catch (err) {
-      // The delivery had no effect we can vouch for: forget it so Gitea's redelivery is acted on.
-      if (delivery !== undefined) await state.releaseDelivery(delivery).catch(() => {});
-      logger.error({ delivery, err: errorMessage(err) }, 'webhook could not be acted on');
-      // The cause stays in the log: database or forge error text is not for the sender.
-      throw new HttpError(503, 'unavailable', 'temporarily unable to act on the delivery; redeliver it later', { cause: err });
-    }
-  }
-
-  async function act(event: ForgeEvent, labelsKnown: boolean, webhookRoute: WebhookRoute, delivery?: string): Promise<WebhookAnswer> {
-    // Only events whose rules compare labels read or write the label memory: it keeps the other
-    // deliveries (comments, pushes to a PR, reviews) to the dedup row and the enqueue.
-    const issue: IssueRef | undefined =
-      event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
-        ? { owner: event.owner, repo: event.repo, number: event.number }
-        : undefined;
-    const previous = issue ? await state.labelsSeen(webhookRoute.scope, issue) : null;
-    let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
-    if (Array.isArray(result)) {
-      const kept = result.filter((r) => allowsStage(webhookRoute, r.stage));
-      result = kept.length > 0 ? kept : { ignored: 'no trigger matches' };
-    }
-    if (Array.isArray(result) && permissionOf) {
-      const permission = await permissionOf(event.owner, event.repo, event.sender);
-      if (!canWrite(permission)) result = { ignored: `sender ${event.sender} lacks write permission` };
-    }
-    const answers: RunAnswer[] = [];
-    if (Array.isArray(result)) {
-      for (const request of result) answers.push(await enqueue(request, event, delivery));
-    }
-    // Remembered after the enqueue: if that failed, a redelivery must still see the labels as new.
-    if (issue && labelsKnown && !sameLabels(previous, event.labels)) await state.rememberLabels(webhookRoute.scope, issue, event.labels);
-    if (!Array.isArray(result)) return { ok: true, queued: false, reason: result.ignored };
-    return summarise(answers);
-  }
-
-  async function enqueue(request: TaskRequest, event: ForgeEvent, delivery?: string): Promise<RunAnswer> {
-    const payload = { ...request.payload, forge: event.forge, ...(delivery !== undefined ? { delivery } : {}) };
-    const result = await deps.engine.enqueue({ ...request, payload });
-    const id = result.run.id;
-    const reasons: Record<EnqueueResult['outcome'], string> = {
-      queued: String(request.payload?.trigger ?? 'queued'),
-      coalesced: `coalesced into run ${id}`,
-      followup: `follow-up recorded on run ${id}`,
-      dropped: `dropped: run ${id} is already in progress`,
-    };
-    return { stage: request.stage, runId: id, outcome: result.outcome, reason: reasons[result.outcome] };
   }
 
   return app;
 }
 
-function ignored(reason: string): { status: 202; body: WebhookAnswer } {
-  return { status: 202, body: { ok: true, queued: false, reason } };
+/**
+ * The delivery headers worth keeping (names lower-cased): what the worker reads to classify the
+ * event, and what an operator inspecting it wants to see. Never a signature nor `Authorization`
+ * (a webhook's "Authorization Header" is a secret of its own).
+ */
+const KEPT_HEADERS = [
+  'content-type',
+  'user-agent',
+  ...['x-forgejo-', 'x-gitea-', 'x-gogs-', 'x-github-'].flatMap((prefix) => ['delivery', 'event', 'event-type'].map((s) => prefix + s)),
+];
+
+function storedHeaders(c: Context): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const name of KEPT_HEADERS) {
+    const value = c.req.header(name);
+    if (value !== undefined) kept[name] = value.slice(0, 500);
+  }
+  return kept;
 }
 
-function summarise(answers: RunAnswer[]): WebhookAnswer {
-  const lead = answers.find((a) => a.outcome === 'queued') ?? answers[0]!;
-  const body: WebhookAnswer = {
-    ok: true,
-    queued: answers.some((a) => a.outcome === 'queued'),
-    runId: lead.runId,
-    stage: lead.stage,
-    reason: answers.map((a) => (answers.length > 1 ? `${a.stage}: ${a.reason}` : a.reason)).join('; '),
-  };
-  if (answers.length > 1) body.runs = answers;
-  return body;
+/** The issue or pull request a payload is about, for ordering (label memory depends on order). */
+function numberOf(payload: Record<string, unknown>): number | null {
+  const candidates = [payload.number, objectField(payload.issue, 'number'), objectField(payload.pull_request, 'number')];
+  const found = candidates.find((n): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n > 0);
+  return found ?? null;
 }
 
-function runIdsOf(body: WebhookAnswer): number[] | undefined {
-  if (body.runs) return body.runs.map((r) => r.runId);
-  return body.runId !== undefined ? [body.runId] : undefined;
+function objectField(value: unknown, key: string): unknown {
+  return typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined;
 }
 
 interface SecretTable {
@@ -333,12 +269,4 @@ function parseJson(bytes: Uint8Array): Record<string, unknown> {
     throw new HttpError(400, 'bad_request', 'payload must be a JSON object');
   }
   return value as Record<string, unknown>;
-}
-
-/** Never seen and seen without labels mean the same to the rules: every label that appears is new. */
-function sameLabels(previous: readonly string[] | null, current: readonly string[]): boolean {
-  if (previous === null) return current.length === 0;
-  if (previous.length !== current.length) return false;
-  const set = new Set(previous.map((l) => l.toLowerCase()));
-  return current.every((l) => set.has(l.toLowerCase()));
 }

@@ -2,11 +2,14 @@ import { core } from './0001-core.js';
 import { slotIndex } from './0002-slot-index.js';
 import { ingress } from './0010-ingress.js';
 import { outbox } from './0015-outbox.js';
+import { inbox } from './0045-inbox.js';
 import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
 import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
+import { callbackTokenHistory } from './0060-callback-token-history.js';
 import { runLimits } from './0065-run-limits.js';
+import { budgets } from './0066-budgets.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -14,7 +17,8 @@ export type { Migration } from './types.js';
 /**
  * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
- * 0030–0039 agent/callbacks, 0040–0049 operator surfaces, 0055–0059 trust boundary (run keys), 0065–0074 limits, budgets and retries.
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox),
+ * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -24,6 +28,9 @@ export const migrations: readonly Migration[] = [
   apiTokens,
   tokenScopes,
   dashboardSessions,
+  inbox,
   unambiguousRunKeys,
+  callbackTokenHistory,
   runLimits,
+  budgets,
 ].sort((a, b) => a.name.localeCompare(b.name));

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { until } from '../../helpers/until.js';
 import { createFakeGitea, type FakeGitea } from './index.js';
 
 /** The fake must answer like Gitea itself (reference/gitea/API.md): these pin the wire contract. */
@@ -325,5 +326,23 @@ describe('fake Gitea HTTP contract', () => {
     gitea.clearFaults();
     expect(gitea.requests.map((r) => r.status)).toContain('dropped');
     expect(gitea.requests.every((r) => !JSON.stringify(r).includes(token))).toBe(true);
+  });
+
+  it('sends the headers a failure is armed with, such as Retry-After on a 429', async () => {
+    gitea.failNext(1, { path: '/user', status: 429, headers: { 'retry-after': '3' } });
+    const limited = await api('/user');
+    expect(limited.status).toBe(429);
+    expect(limited.headers.get('retry-after')).toBe('3');
+    expect((await api('/user')).status).toBe(200);
+  });
+
+  it('loses the answer of a request it carried out: the comment exists, the client got no answer', async () => {
+    gitea.loseAnswerNext(1, { method: 'POST' });
+    const post = () => api(`/repos/acme/app/issues/${issueNumber}/comments`, { method: 'POST', body: JSON.stringify({ body: 'once' }) });
+    await expect(post()).rejects.toThrow();
+    await until(() => gitea.comments('acme', 'app', issueNumber).length === 1, 'the comment whose answer was lost');
+    expect(gitea.comments('acme', 'app', issueNumber).map((c) => c.body)).toEqual(['once']);
+    expect(gitea.requests.at(-1)?.status).toBe('dropped');
+    expect((await post()).status).toBe(201);
   });
 });

@@ -62,8 +62,9 @@ export interface PostedComment {
 }
 
 type Fault =
-  | { kind: 'status'; remaining: number; status: number; body: unknown; match: FaultMatch }
+  | { kind: 'status'; remaining: number; status: number; body: unknown; headers: Record<string, string>; match: FaultMatch }
   | { kind: 'drop'; remaining: number; match: FaultMatch }
+  | { kind: 'lose-answer'; remaining: number; match: FaultMatch }
   | { kind: 'delay'; remaining: number; ms: number; match: FaultMatch };
 
 export interface FakeGitea {
@@ -113,10 +114,19 @@ export interface FakeGitea {
   hooks(owner: string, name: string): StoredHook[];
   /** The repository's label names, as many times as they exist. */
   labelNames(owner: string, name: string): string[];
-  /** The next `count` matching requests answer `status` (default 500) with a Gitea error body. */
-  failNext(count: number, options?: FaultMatch & { status?: number; body?: unknown }): void;
+  /**
+   * The next `count` matching requests answer `status` (default 500) with a Gitea error body and
+   * `headers` (e.g. `{ 'retry-after': '2' }` on a 429).
+   */
+  failNext(count: number, options?: FaultMatch & { status?: number; body?: unknown; headers?: Record<string, string> }): void;
   /** The next `count` matching requests have their connection destroyed without an answer. */
   dropNext(count: number, match?: FaultMatch): void;
+  /**
+   * The next `count` matching requests are carried out (a comment is posted), but the answer is
+   * lost: the connection is destroyed instead of answering, as when a proxy or the network drops
+   * it on the way back. The client cannot tell whether its request took effect.
+   */
+  loseAnswerNext(count: number, match?: FaultMatch): void;
   /** The next `count` matching requests wait `ms` before being handled. */
   delayNext(count: number, ms: number, match?: FaultMatch): void;
   /** Every request waits `ms` before being handled, until set back to 0. */
@@ -163,9 +173,19 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       }
       if (fault?.kind === 'status') {
         const body = fault.body ?? { message: `injected failure (${fault.status})`, url: `${url}/api/swagger` };
-        res.writeHead(fault.status, { 'content-type': 'application/json;charset=utf-8' });
+        res.writeHead(fault.status, { 'content-type': 'application/json;charset=utf-8', ...fault.headers });
         res.end(JSON.stringify(body));
         return;
+      }
+      if (fault?.kind === 'lose-answer') {
+        // Let the API do its work, then throw its answer away: the socket dies before a byte of it.
+        record.status = 'dropped';
+        res.write = () => true;
+        res.end = ((..._args: unknown[]) => {
+          req.socket.destroy();
+          return res;
+        }) as typeof res.end;
+        res.writeHead = (() => res) as typeof res.writeHead;
       }
       const wait = (fault?.kind === 'delay' ? fault.ms : 0) + latencyMs;
       if (wait > 0) {
@@ -367,11 +387,14 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       return state.repoLabels(repoOf(owner, name).id).map((l) => l.name);
     },
     failNext(count, opts = {}) {
-      const { status = 500, body, ...match } = opts;
-      faults.push({ kind: 'status', remaining: count, status, body, match });
+      const { status = 500, body, headers = {}, ...match } = opts;
+      faults.push({ kind: 'status', remaining: count, status, body, headers, match });
     },
     dropNext(count, match = {}) {
       faults.push({ kind: 'drop', remaining: count, match });
+    },
+    loseAnswerNext(count, match = {}) {
+      faults.push({ kind: 'lose-answer', remaining: count, match });
     },
     delayNext(count, ms, match = {}) {
       faults.push({ kind: 'delay', remaining: count, ms, match });

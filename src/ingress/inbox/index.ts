@@ -1,0 +1,6 @@
+export { createInboxStore, INBOX_CHANNEL, sha256Hex, subjectOf, type EarlierCopy, type InboxStore } from './store.js';
+export { createDeliveryProcessor, LABEL_MEMORY_SCOPE, type DeliveryProcessor, type ProcessOptions, type RunAnswer } from './process.js';
+export { createInboxWorker, type InboxWorker, type InboxWorkerOptions } from './worker.js';
+export { createInboxProcessing, type InboxProcessing, type InboxProcessingDeps } from './processing.js';
+export { RetryDeliveryError, DeliveryLeaseLostError } from './errors.js';
+export * from './types.js';

@@ -1,0 +1,255 @@
+import type { Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
+import { LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
+import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
+import type { Store, TransactionScope } from '../../store/index.js';
+import {
+  allowsStage,
+  classify,
+  readDeliveryHeaders,
+  readRepository,
+  toForgeEvent,
+  WEBHOOK_ROUTES,
+  type WebhookRoute,
+} from '../gitea/index.js';
+import { canWrite, type PermissionLookup } from '../permissions.js';
+import { createIngressState, type IssueRef } from '../state.js';
+import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
+import { readPermissionFailure } from './permission-answer.js';
+import type { InboxStore } from './store.js';
+import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './types.js';
+
+/**
+ * The one label memory every endpoint shares (migration 0010's `scope` column keeps its old
+ * per-path rows, unused): the same label change delivered to two paths is one change.
+ */
+export const LABEL_MEMORY_SCOPE = 'gitea';
+
+/** What a run request came to, in the verdict. */
+export interface RunAnswer {
+  stage: string;
+  runId: number;
+  outcome: EnqueueResult['outcome'];
+  reason: string;
+}
+
+export interface DeliveryProcessorDeps {
+  inbox: InboxStore;
+  store: Pick<Store, 'transaction' | 'db'>;
+  /** `enqueueIn` enqueues inside the transaction that records the verdict. */
+  engine: { enqueueIn(scope: TransactionScope, request: TaskRequest): Promise<EnqueueResult> };
+  pipeline: Pipeline;
+  /** Present when `webhooks.requireWritePermission` is on (already cached by the caller). */
+  permissionOf?: PermissionLookup;
+  /** Earlier copies received longer ago than this do not count as duplicates. */
+  retentionMs: number;
+  /** Told after every permission lookup: the configuration problem it revealed, or null when it worked. */
+  onPermissionProblem?: (problem: string | null) => void;
+  now?: () => number;
+}
+
+export interface ProcessOptions {
+  /** Process even when an earlier copy already had the effect (the inspector's replay). @default false */
+  force?: boolean;
+}
+
+export type DeliveryProcessor = (claimed: ClaimedDelivery, options?: ProcessOptions) => Promise<DeliveryVerdict & { runs: RunAnswer[] }>;
+
+/**
+ * Turns one stored delivery into its effect and verdict: parse → normalise → endpoint filter →
+ * dedup against earlier copies → label diff → route → permission → enqueue + verdict in one
+ * transaction. Throws `RetryDeliveryError` for what may pass (forge API down, database trouble):
+ * the worker puts the delivery off; everything permanent ends as a verdict.
+ *
+ * Dedup is per stage, not per delivery: a copy of the body (a manual redelivery under a new id,
+ * or the same body sent to another path by a second webhook) routes against the label memory its
+ * first copy saw and starts only the stages no copy has acted on yet. A redelivery therefore has
+ * no second effect, while two legacy paths that each start their own stages still both work.
+ */
+export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryProcessor {
+  const now = deps.now ?? Date.now;
+  const routes = new Map(WEBHOOK_ROUTES.map((r) => [r.path, r]));
+  const everything = routes.get('/webhook/gitea')!;
+
+  return async function processDelivery(claimed, options = {}) {
+    const { delivery } = claimed;
+    const finish = (verdict: DeliveryVerdict & { runs?: RunAnswer[] }, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
+      record(claimed, verdict, write);
+
+    const headers = readDeliveryHeaders((name) => delivery.headers[name.toLowerCase()]);
+    let payload: Record<string, unknown>;
+    try {
+      const value: unknown = JSON.parse(delivery.body);
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('payload must be a JSON object');
+      payload = value as Record<string, unknown>;
+    } catch (err) {
+      return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
+    }
+    const classified = classify(headers, payload);
+    if ('unsupported' in classified) {
+      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: unsupported event "${classified.unsupported.slice(0, 80)}"` });
+    }
+    let event: ForgeEvent;
+    let labelsKnown: boolean;
+    try {
+      readRepository(payload);
+      ({ event, labelsKnown } = toForgeEvent(classified, payload, headers.forge));
+    } catch (err) {
+      return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
+    }
+    const webhookRoute: WebhookRoute = routes.get(delivery.endpoint) ?? everything;
+    if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
+      return finish({
+        outcome: DELIVERY_OUTCOME.ignored,
+        verdict: `ignored: ${event.kind} events are not handled by ${webhookRoute.path}`,
+      });
+    }
+
+    // Earlier copies of this body (or delivery id): what they acted on, and the labels they saw.
+    const copies = options.force ? [] : await deps.inbox.earlierCopies(delivery, delivery.receivedAt - deps.retentionMs);
+    const pendingCopy = copies.find((c) => c.status !== 'processed');
+    if (pendingCopy) {
+      // Only a copy with the same delivery id can be of another subject (and so not yet done):
+      // it will have the effect.
+      return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${pendingCopy.id}` });
+    }
+    const actedOn = new Set(copies.flatMap((c) => c.stages));
+
+    const issue: IssueRef | undefined =
+      event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
+        ? { owner: event.owner, repo: event.repo, number: event.number }
+        : undefined;
+    const state = createIngressState(deps.store, now);
+    const snapshot = copies.find((c) => c.labelsBefore !== null)?.labelsBefore ?? (options.force ? delivery.labelsBefore : null);
+    const previous = issue ? (snapshot ?? (await state.labelsSeen(LABEL_MEMORY_SCOPE, issue))) : null;
+    const labelsBefore = issue ? [...(previous ?? [])] : null;
+    // Only the first copy moves the label memory, and only forward: a copy carries old labels.
+    const rememberLabels =
+      copies.length === 0 && issue && labelsKnown && !sameLabels(previous, event.labels)
+        ? (scope: TransactionScope) => createIngressState({ db: scope.trx }, now).rememberLabels(LABEL_MEMORY_SCOPE, issue, event.labels)
+        : undefined;
+
+    let result: RouteResult = routeEvent(event, deps.pipeline, { previousLabels: previous });
+    if (Array.isArray(result)) {
+      const kept = result.filter((r) => allowsStage(webhookRoute, r.stage));
+      result = kept.length > 0 ? kept : { ignored: 'no trigger matches' };
+    }
+    if (Array.isArray(result) && actedOn.size > 0) {
+      const fresh = result.filter((r) => !actedOn.has(r.stage));
+      if (fresh.length === 0) {
+        return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
+      }
+      result = fresh;
+    } else if (!Array.isArray(result) && copies.length > 0) {
+      return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
+    }
+    if (!Array.isArray(result)) {
+      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: ${result.ignored}`, labelsBefore }, async (scope) => {
+        await rememberLabels?.(scope);
+        return [];
+      });
+    }
+
+    if (deps.permissionOf) {
+      let permitted: boolean;
+      try {
+        permitted = canWrite(await deps.permissionOf(event.owner, event.repo, event.sender));
+        deps.onPermissionProblem?.(null);
+      } catch (err) {
+        const failure = readPermissionFailure(err);
+        if (failure.kind === 'transient') {
+          throw new RetryDeliveryError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+        }
+        if (failure.kind === 'misconfigured') {
+          const problem =
+            `the forge refused baton's permission lookup on ${event.owner}/${event.repo} (${failure.message}): ` +
+            'the dev bot token must belong to a site admin or a repository admin to read other users’ permission ' +
+            '(or turn webhooks.requireWritePermission off); replay the delivery once fixed';
+          deps.onPermissionProblem?.(problem);
+          // The label memory stays where it was, so a replay after the fix sees the same labels as new.
+          return finish({ outcome: DELIVERY_OUTCOME.misconfigured, verdict: `misconfigured: ${problem}`, labelsBefore });
+        }
+        // 404: Gitea does not know the sender (a deleted account, gitea-actions).
+        return finish(
+          {
+            outcome: DELIVERY_OUTCOME.notPermitted,
+            verdict: `not permitted: sender ${event.sender} is unknown to the forge`,
+            labelsBefore,
+          },
+          async (scope) => {
+            await rememberLabels?.(scope);
+            return [];
+          },
+        );
+      }
+      if (!permitted) {
+        return finish(
+          { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} lacks write permission`, labelsBefore },
+          async (scope) => {
+            await rememberLabels?.(scope);
+            return [];
+          },
+        );
+      }
+    }
+
+    const requests = result;
+    return finish({ outcome: DELIVERY_OUTCOME.started, verdict: '', labelsBefore, stages: requests.map((r) => r.stage) }, async (scope) => {
+      const answers: RunAnswer[] = [];
+      for (const request of requests) answers.push(await enqueue(scope, request, event, headers.delivery));
+      await rememberLabels?.(scope);
+      return answers;
+    });
+  };
+
+  async function enqueue(scope: TransactionScope, request: TaskRequest, event: ForgeEvent, deliveryId?: string): Promise<RunAnswer> {
+    const payload = { ...request.payload, forge: event.forge, ...(deliveryId !== undefined ? { delivery: deliveryId } : {}) };
+    const result = await deps.engine.enqueueIn(scope, { ...request, payload });
+    const id = result.run.id;
+    const reasons: Record<EnqueueResult['outcome'], string> = {
+      queued: String(request.payload?.trigger ?? 'queued'),
+      coalesced: `coalesced into run ${id}`,
+      followup: `follow-up recorded on run ${id}`,
+      dropped: `dropped: run ${id} is already in progress`,
+    };
+    return { stage: request.stage, runId: id, outcome: result.outcome, reason: reasons[result.outcome] };
+  }
+
+  /** Writes (runs, label memory) and the verdict in one transaction; a lost lease rolls it all back. */
+  async function record(
+    claimed: ClaimedDelivery,
+    verdict: DeliveryVerdict & { runs?: RunAnswer[] },
+    write?: (scope: TransactionScope) => Promise<RunAnswer[]>,
+  ): Promise<DeliveryVerdict & { runs: RunAnswer[] }> {
+    try {
+      return await deps.store.transaction(async (_trx, scope) => {
+        const runs = write ? await write(scope) : [];
+        const final: DeliveryVerdict & { runs: RunAnswer[] } = {
+          ...verdict,
+          runs,
+          ...(runs.length > 0 ? { verdict: summarise(runs), runIds: runs.map((r) => r.runId) } : {}),
+        };
+        if (!(await deps.inbox.markProcessed(scope, claimed, final))) throw new DeliveryLeaseLostError(claimed.delivery.id);
+        return final;
+      });
+    } catch (err) {
+      if (err instanceof DeliveryLeaseLostError) throw err;
+      throw new RetryDeliveryError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
+    }
+  }
+}
+
+function summarise(answers: readonly RunAnswer[]): string {
+  return answers.map((a) => (answers.length > 1 ? `${a.stage}: ${a.reason}` : a.reason)).join('; ');
+}
+
+function messageOf(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 300);
+}
+
+/** Never seen and seen without labels mean the same to the rules: every label that appears is new. */
+function sameLabels(previous: readonly string[] | null, current: readonly string[]): boolean {
+  if (previous === null) return current.length === 0;
+  if (previous.length !== current.length) return false;
+  const set = new Set(previous.map((l) => l.toLowerCase()));
+  return current.every((l) => set.has(l.toLowerCase()));
+}

@@ -1,0 +1,375 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { sql, type Selectable } from 'kysely';
+import type { InboxDeliveriesTable, Store, TransactionScope } from '../../store/index.js';
+import {
+  DELIVERY_STATUS,
+  type ClaimedDelivery,
+  type Delivery,
+  type DeliveryFilter,
+  type DeliveryOutcome,
+  type DeliveryPage,
+  type DeliverySource,
+  type DeliveryStatus,
+  type DeliveryVerdict,
+  type NewDelivery,
+} from './types.js';
+
+/** The PostgreSQL channel an insert NOTIFYs, so the workers of other replicas look at once. */
+export const INBOX_CHANNEL = 'baton_inbox';
+
+type Row = Selectable<InboxDeliveriesTable>;
+
+/**
+ * The inbox table's one door (migration 0045-inbox). Everything that stores or reads deliveries
+ * goes through here: the accept path, the worker, catch-up (source `sync`) and the inspector.
+ */
+export interface InboxStore {
+  /**
+   * Stores a delivery; resolves once it has committed (then the forge may be answered). With
+   * `scope`, inside that transaction (catch-up recording its sync mark alongside). Wakes the
+   * worker after commit (here: `onInsert` listeners; other replicas: NOTIFY).
+   */
+  insert(delivery: NewDelivery, scope?: TransactionScope): Promise<Delivery>;
+  /**
+   * Takes the oldest due delivery that is first of its subject (`owner/repo#n`): pending and due,
+   * or processing with an expired lease. Null when none is takeable.
+   */
+  claimNext(leaseMs: number): Promise<ClaimedDelivery | null>;
+  /**
+   * Records the verdict, in `scope`'s transaction (the one that enqueued its runs). False when the
+   * lease was lost (another worker re-took it): the caller must roll back.
+   */
+  markProcessed(scope: TransactionScope, claimed: ClaimedDelivery, verdict: DeliveryVerdict): Promise<boolean>;
+  /** Back to pending, due at `now + delayMs`, with the error that put it off. False when the lease was lost. */
+  retryLater(claimed: ClaimedDelivery, delayMs: number, error: string): Promise<boolean>;
+  get(id: number): Promise<Delivery | null>;
+  /** Newest first, filtered, paged by id cursor. */
+  list(filter?: DeliveryFilter): Promise<DeliveryPage>;
+  /**
+   * The earlier copies of a delivery: same body hash or same delivery id, received at or after
+   * `since`, id below `id`. The worker dedups against them.
+   */
+  earlierCopies(delivery: Pick<Delivery, 'id' | 'bodySha256' | 'deliveryId'>, since: number): Promise<EarlierCopy[]>;
+  /** When the next delivery becomes due or its lease expires (epoch ms); null when none is open. */
+  nextDueAt(): Promise<number | null>;
+  /** Deletes processed deliveries received before `before`. Returns how many. */
+  prune(before: number): Promise<number>;
+  /** Counts by status (gauges, readiness). */
+  counts(): Promise<Record<DeliveryStatus, number>>;
+  /** Calls `listener` after the commit of every insert in this process; returns the unsubscribe. */
+  onInsert(listener: () => void): () => void;
+}
+
+export interface EarlierCopy {
+  id: number;
+  status: DeliveryStatus;
+  outcome: DeliveryOutcome | null;
+  stages: string[];
+  labelsBefore: string[] | null;
+  endpoint: string;
+}
+
+export function sha256Hex(text: string): string {
+  return createHash('sha256').update(text, 'utf8').digest('hex');
+}
+
+/** `owner/repo#n`, `owner/repo` or '' — lower-cased, as Gitea names are case-insensitive. */
+export function subjectOf(repository: string | null, number: number | null): string {
+  if (!repository) return '';
+  return number === null ? repository.toLowerCase() : `${repository.toLowerCase()}#${number}`;
+}
+
+export function createInboxStore(
+  store: Pick<Store, 'db' | 'dialect' | 'transaction' | 'notify'>,
+  now: () => number = Date.now,
+): InboxStore {
+  const listeners = new Set<() => void>();
+  const announce = () => {
+    for (const listener of listeners) {
+      try {
+        listener();
+      } catch {
+        // A wake-up is a hint; the worker's poll finds the row anyway.
+      }
+    }
+  };
+
+  async function insertIn(scope: TransactionScope, delivery: NewDelivery): Promise<Delivery> {
+    const at = delivery.receivedAt ?? now();
+    const repository = delivery.repository?.toLowerCase() ?? null;
+    const row = await scope.trx
+      .insertInto('inbox_deliveries')
+      .values({
+        source: delivery.source,
+        endpoint: delivery.endpoint,
+        delivery_id: delivery.deliveryId,
+        event: delivery.event,
+        event_type: delivery.eventType,
+        headers: JSON.stringify(delivery.headers),
+        body: delivery.body,
+        body_sha256: sha256Hex(delivery.body),
+        repository,
+        number: delivery.number,
+        subject: subjectOf(repository, delivery.number),
+        received_at: at,
+        status: DELIVERY_STATUS.pending,
+        attempts: 0,
+        next_attempt_at: at,
+      })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    // One NOTIFY per transaction at most (store.notify): an insert is its own transaction, or the
+    // caller's scope that inserts a batch notifies once per row, which PostgreSQL folds into one.
+    await store.notify(scope.trx, INBOX_CHANNEL);
+    scope.afterCommit(announce);
+    return toDelivery(row);
+  }
+
+  return {
+    insert(delivery, scope) {
+      if (scope) return insertIn(scope, delivery);
+      return store.transaction((_trx, own) => insertIn(own, delivery));
+    },
+
+    claimNext(leaseMs) {
+      return store.transaction(async (trx) => {
+        const t = now();
+        let query = trx
+          .selectFrom('inbox_deliveries as d')
+          .select('d.id')
+          .where((eb) =>
+            eb.or([
+              eb.and([eb('d.status', '=', DELIVERY_STATUS.pending), eb('d.next_attempt_at', '<=', t)]),
+              eb.and([eb('d.status', '=', DELIVERY_STATUS.processing), eb('d.lease_expires_at', '<=', t)]),
+            ]),
+          )
+          // Order per subject: an earlier unprocessed row (pending, in backoff, or leased) holds the rest back.
+          .where(({ not, exists, selectFrom }) =>
+            not(
+              exists(
+                selectFrom('inbox_deliveries as e')
+                  .select(sql.lit(1).as('one'))
+                  .whereRef('e.subject', '=', 'd.subject')
+                  .where('e.status', '<>', DELIVERY_STATUS.processed)
+                  .whereRef('e.id', '<', 'd.id'),
+              ),
+            ),
+          )
+          .orderBy('d.id')
+          .limit(1);
+        // Replicas claim side by side: a row another claimer has locked is skipped, not waited for.
+        // On SQLite BEGIN IMMEDIATE already serialises claimers.
+        if (store.dialect === 'postgres') query = query.forUpdate().skipLocked();
+        const picked = await query.executeTakeFirst();
+        if (!picked) return null;
+        const leaseToken = randomUUID();
+        const row = await trx
+          .updateTable('inbox_deliveries')
+          .set((eb) => ({
+            status: DELIVERY_STATUS.processing,
+            lease_token: leaseToken,
+            lease_expires_at: t + leaseMs,
+            attempts: eb('attempts', '+', 1),
+          }))
+          .where('id', '=', picked.id)
+          .returningAll()
+          .executeTakeFirstOrThrow();
+        return { delivery: toDelivery(row), leaseToken };
+      });
+    },
+
+    async markProcessed(scope, claimed, verdict) {
+      const result = await scope.trx
+        .updateTable('inbox_deliveries')
+        .set({
+          status: DELIVERY_STATUS.processed,
+          outcome: verdict.outcome,
+          verdict: verdict.verdict,
+          run_ids: JSON.stringify([...(verdict.runIds ?? [])]),
+          stages: JSON.stringify([...(verdict.stages ?? [])]),
+          labels_before: verdict.labelsBefore ? JSON.stringify([...verdict.labelsBefore]) : null,
+          lease_token: null,
+          lease_expires_at: null,
+          last_error: null,
+          processed_at: now(),
+        })
+        .where('id', '=', claimed.delivery.id)
+        .where('status', '=', DELIVERY_STATUS.processing)
+        .where('lease_token', '=', claimed.leaseToken)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    },
+
+    async retryLater(claimed, delayMs, error) {
+      const t = now();
+      const result = await store.db
+        .updateTable('inbox_deliveries')
+        .set({
+          status: DELIVERY_STATUS.pending,
+          next_attempt_at: t + Math.max(0, delayMs),
+          last_error: error.slice(0, 2000),
+          lease_token: null,
+          lease_expires_at: null,
+        })
+        .where('id', '=', claimed.delivery.id)
+        .where('status', '=', DELIVERY_STATUS.processing)
+        .where('lease_token', '=', claimed.leaseToken)
+        .executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    },
+
+    async get(id) {
+      const row = await store.db.selectFrom('inbox_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+      return row ? toDelivery(row) : null;
+    },
+
+    async list(filter = {}) {
+      const limit = Math.min(500, Math.max(1, filter.limit ?? 50));
+      let query = store.db.selectFrom('inbox_deliveries').selectAll();
+      if (filter.repository) query = query.where('repository', '=', filter.repository.toLowerCase());
+      if (filter.event) {
+        const event = filter.event;
+        query = query.where((eb) => eb.or([eb('event', '=', event), eb('event_type', '=', event)]));
+      }
+      if (filter.outcome) query = query.where('outcome', '=', filter.outcome);
+      if (filter.source) query = query.where('source', '=', filter.source);
+      if (filter.status) query = query.where('status', '=', filter.status);
+      if (filter.before !== undefined) query = query.where('id', '<', filter.before);
+      const rows = await query
+        .orderBy('id', 'desc')
+        .limit(limit + 1)
+        .execute();
+      const page = rows.slice(0, limit).map(toDelivery);
+      return { deliveries: page, nextCursor: rows.length > limit ? page[page.length - 1]!.id : null };
+    },
+
+    async earlierCopies(delivery, since) {
+      const rows = await store.db
+        .selectFrom('inbox_deliveries')
+        .select(['id', 'status', 'outcome', 'stages', 'labels_before', 'endpoint'])
+        .where('id', '<', delivery.id)
+        .where('received_at', '>=', since)
+        .where((eb) =>
+          delivery.deliveryId === null
+            ? eb('body_sha256', '=', delivery.bodySha256)
+            : eb.or([eb('body_sha256', '=', delivery.bodySha256), eb('delivery_id', '=', delivery.deliveryId)]),
+        )
+        .orderBy('id')
+        .execute();
+      return rows.map((r) => ({
+        id: r.id,
+        status: r.status as DeliveryStatus,
+        outcome: r.outcome as DeliveryOutcome | null,
+        stages: parseStrings(r.stages) ?? [],
+        labelsBefore: parseStrings(r.labels_before),
+        endpoint: r.endpoint,
+      }));
+    },
+
+    async nextDueAt() {
+      const row = await store.db
+        .selectFrom('inbox_deliveries')
+        .select((eb) =>
+          eb.fn.min(sql<number>`CASE WHEN status = ${DELIVERY_STATUS.processing} THEN lease_expires_at ELSE next_attempt_at END`).as('due'),
+        )
+        .where('status', '<>', DELIVERY_STATUS.processed)
+        // Rows queued behind an earlier one of their subject wait for it, not for the clock.
+        .where(({ not, exists, selectFrom }) =>
+          not(
+            exists(
+              selectFrom('inbox_deliveries as e')
+                .select(sql.lit(1).as('one'))
+                .whereRef('e.subject', '=', 'inbox_deliveries.subject')
+                .where('e.status', '<>', DELIVERY_STATUS.processed)
+                .whereRef('e.id', '<', 'inbox_deliveries.id'),
+            ),
+          ),
+        )
+        .executeTakeFirst();
+      const due = row?.due;
+      return due === null || due === undefined ? null : Number(due);
+    },
+
+    async prune(before) {
+      const result = await store.db
+        .deleteFrom('inbox_deliveries')
+        .where('status', '=', DELIVERY_STATUS.processed)
+        .where('received_at', '<', before)
+        .executeTakeFirst();
+      return Number(result.numDeletedRows ?? 0n);
+    },
+
+    async counts() {
+      const rows = await store.db
+        .selectFrom('inbox_deliveries')
+        .select(['status', (eb) => eb.fn.countAll<number>().as('n')])
+        .groupBy('status')
+        .execute();
+      const counts: Record<DeliveryStatus, number> = { pending: 0, processing: 0, processed: 0 };
+      for (const r of rows) counts[r.status as DeliveryStatus] = Number(r.n);
+      return counts;
+    },
+
+    onInsert(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+  };
+}
+
+function parseStrings(text: string | null): string[] | null {
+  if (text === null) return null;
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : null;
+  } catch {
+    return null;
+  }
+}
+
+function parseNumbers(text: string | null): number[] {
+  if (text === null) return [];
+  try {
+    const value: unknown = JSON.parse(text);
+    return Array.isArray(value) ? value.filter((v): v is number => typeof v === 'number') : [];
+  } catch {
+    return [];
+  }
+}
+
+function parseHeaders(text: string): Record<string, string> {
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return {};
+    return Object.fromEntries(Object.entries(value).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch {
+    return {};
+  }
+}
+
+export function toDelivery(row: Row): Delivery {
+  return {
+    id: row.id,
+    source: row.source as DeliverySource,
+    endpoint: row.endpoint,
+    deliveryId: row.delivery_id,
+    event: row.event,
+    eventType: row.event_type,
+    headers: parseHeaders(row.headers),
+    body: row.body,
+    bodySha256: row.body_sha256,
+    repository: row.repository,
+    number: row.number,
+    receivedAt: row.received_at,
+    status: row.status as DeliveryStatus,
+    attempts: row.attempts,
+    nextAttemptAt: row.next_attempt_at,
+    lastError: row.last_error,
+    outcome: row.outcome as DeliveryOutcome | null,
+    verdict: row.verdict,
+    runIds: parseNumbers(row.run_ids),
+    stages: parseStrings(row.stages) ?? [],
+    labelsBefore: parseStrings(row.labels_before),
+    processedAt: row.processed_at,
+  };
+}

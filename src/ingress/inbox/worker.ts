@@ -1,0 +1,158 @@
+import { backoffDelay, createLoop, errorMessage, type BackgroundLogger, type BackoffPolicy, type Loop } from '../../background/index.js';
+import type { Store } from '../../store/index.js';
+import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
+import type { DeliveryProcessor } from './process.js';
+import { INBOX_CHANNEL, type InboxStore } from './store.js';
+import type { ClaimedDelivery } from './types.js';
+
+export interface InboxWorkerOptions {
+  inbox: InboxStore;
+  process: DeliveryProcessor;
+  /** For the PostgreSQL wake-up channel (inserts by other replicas). */
+  store: Pick<Store, 'dialect' | 'listen'>;
+  /** `info` (when present) gets one line per verdict. */
+  logger: BackgroundLogger & { info?(details: object, message: string): void };
+  /**
+   * How long a taken delivery is held before another worker may take it again (its worker died).
+   * Longer than the slowest processing (a permission lookup's timeout plus the enqueue).
+   * @default 60_000
+   */
+  leaseMs?: number;
+  /** Fallback poll; wake-ups normally come from the commit of an insert. @default 5_000 */
+  pollMs?: number;
+  /** Backoff of a delivery that failed transiently; retried for ever, never dropped. @default BACKOFF.inbox */
+  retry: BackoffPolicy;
+  /** Deliveries processed at once (of different issues: one issue's are strictly in order). @default 4 */
+  concurrency?: number;
+  now?: () => number;
+  random?: () => number;
+}
+
+export interface InboxWorker {
+  start(): Promise<void>;
+  /** Stops taking deliveries and waits for those in progress. */
+  stop(): Promise<void>;
+  wake(): void;
+}
+
+/**
+ * The inbox worker: takes stored deliveries (oldest first, in order per issue, see
+ * InboxStore.claimNext), processes each (process.ts) and records its verdict; a transient failure
+ * puts the delivery off with backoff (`Retry-After` when the forge sent one). A worker killed at
+ * any point leaves at most a leased row, taken again once the lease expires: the verdict and the
+ * runs it started commit together, so a re-take never starts a run twice.
+ */
+export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
+  const { inbox, logger } = options;
+  const now = options.now ?? Date.now;
+  const leaseMs = options.leaseMs ?? 60_000;
+  const pollMs = options.pollMs ?? 5_000;
+  const concurrency = Math.max(1, options.concurrency ?? 4);
+  const inFlight = new Set<Promise<void>>();
+  let loop: Loop | undefined;
+  let startPromise: Promise<void> | undefined;
+  let stopPromise: Promise<void> | undefined;
+  let stopping = false;
+  const unsubscribe: Array<() => unknown> = [];
+
+  const wake = () => loop?.wake();
+
+  async function handle(claimed: ClaimedDelivery): Promise<void> {
+    const { delivery } = claimed;
+    const log = { delivery: delivery.id, deliveryId: delivery.deliveryId, endpoint: delivery.endpoint, attempt: delivery.attempts };
+    try {
+      // A replay (the inspector's, a new row naming the original) bypasses dedup on purpose.
+      const verdict = await options.process(claimed, { force: delivery.source === 'replay' });
+      logger.info?.({ ...log, outcome: verdict.outcome, verdict: verdict.verdict, runIds: verdict.runIds }, 'webhook delivery processed');
+    } catch (err) {
+      if (err instanceof DeliveryLeaseLostError) {
+        logger.warn({ ...log }, 'webhook delivery taken over by another worker; its result here is discarded');
+        return;
+      }
+      const delayMs =
+        err instanceof RetryDeliveryError && err.delayMs !== undefined
+          ? err.delayMs
+          : backoffDelay(options.retry, delivery.attempts, options.random);
+      const error = errorMessage(err);
+      if (!(err instanceof RetryDeliveryError)) logger.error({ ...log, err }, 'webhook delivery failed unexpectedly; retrying');
+      else logger.warn({ ...log, error, retryInMs: delayMs }, 'webhook delivery put off');
+      // When even this fails (the database is away), the lease runs out and the delivery is taken again.
+      await inbox
+        .retryLater(claimed, delayMs, error)
+        .catch((retryErr: unknown) =>
+          logger.warn(
+            { ...log, error: errorMessage(retryErr) },
+            'could not put the webhook delivery off; it is taken again after its lease',
+          ),
+        );
+    }
+  }
+
+  function track(claimed: ClaimedDelivery): Promise<void> {
+    const work = handle(claimed).finally(() => {
+      inFlight.delete(work);
+      wake();
+    });
+    inFlight.add(work);
+    return work;
+  }
+
+  const createWorkerLoop = (): Loop =>
+    createLoop({
+      name: 'inbox worker',
+      logger,
+      pollMs,
+      async step() {
+        const free = concurrency - inFlight.size;
+        if (free <= 0) return pollMs;
+        // A plain read first: on SQLite a claim takes the single write lock (the accept path's
+        // inserts need it too), so it is only taken when something is due.
+        const due = await inbox.nextDueAt();
+        if (due === null) return pollMs;
+        if (due > now()) return Math.max(10, due - now());
+        let taken = 0;
+        while (taken < free && !stopping) {
+          const claimed = await inbox.claimNext(leaseMs);
+          if (!claimed) break;
+          taken += 1;
+          void track(claimed);
+        }
+        // Due but nothing taken: another replica is taking it right now, or its issue is busy here.
+        return taken > 0 ? 0 : pollMs;
+      },
+    });
+
+  return {
+    start() {
+      if (startPromise) return startPromise;
+      stopping = false;
+      stopPromise = undefined;
+      loop = createWorkerLoop();
+      startPromise = (async () => {
+        unsubscribe.push(inbox.onInsert(wake));
+        if (options.store.dialect === 'postgres') {
+          try {
+            unsubscribe.push(await options.store.listen(INBOX_CHANNEL, wake));
+          } catch (err) {
+            logger.warn({ error: errorMessage(err) }, 'inbox worker could not listen for wake-ups; polling only');
+          }
+        }
+        if (!stopping) loop?.start();
+      })();
+      return startPromise;
+    },
+    stop() {
+      if (stopPromise) return stopPromise;
+      stopping = true;
+      stopPromise = (async () => {
+        await startPromise;
+        await Promise.all(unsubscribe.splice(0).map((stop) => stop()));
+        await loop?.stop();
+        await Promise.all([...inFlight]);
+        startPromise = undefined;
+      })();
+      return stopPromise;
+    },
+    wake,
+  };
+}

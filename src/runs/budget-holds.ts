@@ -1,0 +1,160 @@
+import {
+  addUsage,
+  blockingBudget,
+  dayKey,
+  hasBudgets,
+  holdReason,
+  parseScope,
+  readBudgetDay,
+  scopesOf,
+  type BudgetsConfig,
+  type BudgetStatus,
+} from '../budgets/index.js';
+import type { TransactionScope } from '../store/index.js';
+import { toRun } from './rows.js';
+import { RUN_EVENT, RUN_STATUS, type RunStatus } from './states.js';
+import { recordTransitions, type TransitionContext } from './transition.js';
+import type { TransitionHook } from './types.js';
+import { totalTokens } from './usage.js';
+
+/** Events that carry what an agent reported at the end of an attempt (the callback's usage and cost). */
+const REPORTED = new Set<string>([RUN_EVENT.succeeded, RUN_EVENT.failed, RUN_EVENT.timedOut]);
+const FROM_WORKSPACE = new Set<RunStatus | null>([RUN_STATUS.provisioning, RUN_STATUS.running]);
+
+export interface BudgetGate {
+  /** Adds each completion's reported usage to today's budget rows, in the completion's transaction. */
+  usageHook: TransitionHook;
+  /**
+   * Inside the claim's transaction, after its lock (so replicas take turns): releases held runs
+   * whose budgets have room again, then holds the due queued runs whose budget is spent, before
+   * the claim picks from what is still queued.
+   */
+  applyInClaim(scope: TransactionScope, ctx: TransitionContext): Promise<void>;
+}
+
+/**
+ * Daily budgets at the two points where they matter: usage is counted when agents report it
+ * (durably, per day and scope, added in SQL so replicas never lose an increment), and the budget
+ * is checked where runs start (the claim transaction), never earlier: a run held at enqueue time
+ * would miss a raise that comes before its turn. Runs already provisioning or running are never
+ * stopped by a budget; they finish and their usage counts.
+ */
+export function createBudgetGate(config: BudgetsConfig): BudgetGate {
+  const active = hasBudgets(config);
+  let leftovers = !active;
+
+  return {
+    async usageHook(scope, { run, event }) {
+      if (!REPORTED.has(event.type) || !FROM_WORKSPACE.has(event.fromStatus)) return;
+      const tokens = totalTokens(run.usage) ?? 0;
+      const costUsd = run.costUsd ?? 0;
+      if (tokens <= 0 && costUsd <= 0) return;
+      await addUsage(scope.trx, {
+        day: dayKey(event.createdAt, config.timezone),
+        scopes: scopesOf(run),
+        tokens,
+        costUsd,
+        now: event.createdAt,
+      });
+    },
+
+    async applyInClaim(scope, ctx) {
+      const { trx } = scope;
+      const now = ctx.now();
+      if (!active) {
+        // No budget configured (any more): runs held under an earlier configuration go back to
+        // the queue, once per process.
+        if (leftovers) {
+          leftovers = false;
+          await release(scope, ctx, () => true);
+        }
+        return;
+      }
+      const day = await readBudgetDay(trx, config, now);
+      await release(scope, ctx, (run) => !blockingBudget(day.budgets, run));
+
+      const spent = [...day.budgets.values()].filter((b) => b.exhausted);
+      if (spent.length === 0) return;
+      let due = trx
+        .selectFrom('runs')
+        .select(['id', 'owner', 'repo', 'stage'])
+        .where('status', '=', RUN_STATUS.queued)
+        .where('run_at', '<=', now);
+      if (!day.budgets.get('global')?.exhausted) {
+        due = due.where((eb) =>
+          eb.or(
+            spent.map((b) => {
+              const parsed = parseScope(b.scope)!;
+              if (parsed.kind === 'stage') return eb('stage', '=', parsed.name!);
+              const [owner, repo] = parsed.name!.split('/') as [string, string];
+              return eb.and([eb('owner', '=', owner), eb('repo', '=', repo)]);
+            }),
+          ),
+        );
+      }
+      const candidates = await due.orderBy('run_at').orderBy('id').execute();
+      const resetsAt = `${dayKey(day.resetsAt, config.timezone)} 00:00 ${config.timezone}`;
+      const byBudget = new Map<BudgetStatus, number[]>();
+      for (const run of candidates) {
+        const budget = blockingBudget(day.budgets, run);
+        if (budget) byBudget.set(budget, [...(byBudget.get(budget) ?? []), run.id]);
+      }
+      for (const [budget, all] of byBudget) {
+        const reason = holdReason(budget, resetsAt);
+        for (const ids of chunks(all)) {
+          const rows = await trx
+            .updateTable('runs')
+            .set({ status: RUN_STATUS.held, held_reason: reason, updated_at: now })
+            .where('id', 'in', ids)
+            // A run cancelled meanwhile (its row lock waited for us) is left alone.
+            .where('status', '=', RUN_STATUS.queued)
+            .returningAll()
+            .execute();
+          rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+          await recordTransitions(
+            scope,
+            ctx,
+            rows.map((row) => ({ run: toRun(row), from: RUN_STATUS.queued, type: RUN_EVENT.held, data: { scope: budget.scope, reason } })),
+          );
+        }
+      }
+    },
+  };
+}
+
+/** held → queued for the held runs `free` lets go, keeping their `run_at`: they start in their original order. */
+async function release(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  free: (run: { owner: string; repo: string; stage: string }) => boolean,
+): Promise<void> {
+  const { trx } = scope;
+  const held = await trx.selectFrom('runs').select(['id', 'owner', 'repo', 'stage']).where('status', '=', RUN_STATUS.held).execute();
+  for (const ids of chunks(held.filter(free).map((r) => r.id))) {
+    const rows = await trx
+      .updateTable('runs')
+      .set({ status: RUN_STATUS.queued, held_reason: null, updated_at: ctx.now() })
+      .where('id', 'in', ids)
+      .where('status', '=', RUN_STATUS.held)
+      .returningAll()
+      .execute();
+    rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
+    await recordTransitions(
+      scope,
+      ctx,
+      rows.map((row) => ({
+        run: toRun(row),
+        from: RUN_STATUS.held,
+        type: RUN_EVENT.released,
+        data: { reason: 'its daily budgets have room' },
+      })),
+    );
+  }
+}
+
+/** Id lists short enough for one statement's parameters on either database. */
+function chunks(ids: readonly number[], size = 500): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < ids.length; i += size) out.push(ids.slice(i, i + size));
+  return out;
+}

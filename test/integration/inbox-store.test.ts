@@ -1,0 +1,92 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
+
+const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
+
+const delivery = (overrides: Partial<NewDelivery> = {}): NewDelivery => ({
+  source: DELIVERY_SOURCE.webhook,
+  endpoint: '/webhook/gitea',
+  deliveryId: null,
+  event: 'issues',
+  eventType: 'issues',
+  headers: { 'x-gitea-event': 'issues' },
+  body: '{"action":"opened"}',
+  repository: 'Acme/App',
+  number: 1,
+  ...overrides,
+});
+
+describe.each(STORE_KINDS)('inbox store on $kind', ({ kind, create }) => {
+  let t: TestStore;
+  let clock = 1_000_000;
+  let inbox: InboxStore;
+
+  beforeEach(async (ctx) => {
+    if (!available[kind]) ctx.skip();
+    t = await create();
+    await t.store.migrate();
+    clock = 1_000_000;
+    inbox = createInboxStore(t.store, () => clock);
+  });
+  afterEach(async () => {
+    await t?.cleanup();
+  });
+
+  it('takes deliveries oldest first, one at a time per issue, and re-takes one whose lease expired', async () => {
+    const first = await inbox.insert(delivery({ body: '{"n":1}' }));
+    const second = await inbox.insert(delivery({ body: '{"n":2}' }));
+    const other = await inbox.insert(delivery({ body: '{"n":3}', number: 2 }));
+    expect(first.repository).toBe('acme/app');
+
+    const a = await inbox.claimNext(10_000);
+    expect(a?.delivery.id).toBe(first.id);
+    // The second of issue #1 waits for the first; issue #2 does not.
+    const b = await inbox.claimNext(10_000);
+    expect(b?.delivery.id).toBe(other.id);
+    expect(await inbox.claimNext(10_000)).toBeNull();
+
+    // The first one's worker died: after its lease it is taken again, not the second.
+    clock += 10_001;
+    const again = await inbox.claimNext(10_000);
+    expect(again?.delivery.id).toBe(first.id);
+    expect(again?.delivery.attempts).toBe(2);
+    // The stale worker cannot record a verdict any more.
+    const stale = await t.store.transaction((_trx, scope) => inbox.markProcessed(scope, a!, { outcome: 'ignored', verdict: 'x' }));
+    expect(stale).toBe(false);
+    const done = await t.store.transaction((_trx, scope) =>
+      inbox.markProcessed(scope, again!, { outcome: 'started', verdict: 'analyse queued', runIds: [7], stages: ['analyse'] }),
+    );
+    expect(done).toBe(true);
+    expect(await inbox.get(first.id)).toMatchObject({ status: 'processed', outcome: 'started', runIds: [7], stages: ['analyse'] });
+    expect((await inbox.claimNext(10_000))?.delivery.id).toBe(second.id);
+  });
+
+  it('puts a delivery off with backoff, and finds earlier copies by body hash or delivery id', async () => {
+    const first = await inbox.insert(delivery({ deliveryId: 'd-1' }));
+    const claimed = await inbox.claimNext(10_000);
+    expect(await inbox.retryLater(claimed!, 5_000, 'forge API: 503')).toBe(true);
+    expect(await inbox.claimNext(10_000)).toBeNull();
+    expect(await inbox.nextDueAt()).toBe(clock + 5_000);
+    clock += 5_000;
+    expect((await inbox.claimNext(10_000))?.delivery).toMatchObject({ id: first.id, lastError: 'forge API: 503' });
+
+    const copy = await inbox.insert(delivery({ deliveryId: 'd-2', endpoint: '/webhook/gitea-issue-label' }));
+    const sameId = await inbox.insert(delivery({ deliveryId: 'd-1', body: '{"other":true}' }));
+    expect((await inbox.earlierCopies(copy, 0)).map((c) => c.id)).toEqual([first.id]);
+    expect((await inbox.earlierCopies(sameId, 0)).map((c) => c.id)).toEqual([first.id]);
+    // Outside the retention window nothing counts.
+    expect(await inbox.earlierCopies(copy, clock + 1)).toEqual([]);
+  });
+
+  it('lists newest first with filters and a cursor', async () => {
+    for (let i = 0; i < 5; i++) await inbox.insert(delivery({ body: `{"i":${i}}`, source: i === 4 ? 'sync' : 'webhook' }));
+    const page = await inbox.list({ limit: 2 });
+    expect(page.deliveries).toHaveLength(2);
+    const next = await inbox.list({ limit: 2, before: page.nextCursor! });
+    expect(next.deliveries[0]!.id).toBeLessThan(page.deliveries[1]!.id);
+    expect((await inbox.list({ source: 'sync' })).deliveries).toHaveLength(1);
+    expect((await inbox.list({ repository: 'ACME/app' })).deliveries).toHaveLength(5);
+    expect(await inbox.counts()).toEqual({ pending: 5, processing: 0, processed: 0 });
+  });
+});
