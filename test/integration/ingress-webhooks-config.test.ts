@@ -16,6 +16,8 @@ describe('parseWebhooksConfig', () => {
         permissionCacheMs: 60_000,
         maxBodyBytes: 5 * 1024 * 1024,
         deliveryRetentionDays: 7,
+        leaseMs: 60_000,
+        retryMaxMs: 300_000,
         repositories: {},
         allowUnsigned: false,
       },
@@ -41,6 +43,8 @@ describe('parseWebhooksConfig', () => {
       permissionCacheMs: 30_000,
       maxBodyBytes: 1024,
       deliveryRetentionDays: 2,
+      leaseMs: 60_000,
+      retryMaxMs: 300_000,
       repositories: { 'acme/app': { secret: 's3cret' } },
       allowUnsigned: true,
     });
@@ -55,7 +59,7 @@ describe('parseWebhooksConfig', () => {
       extra: 1,
     });
     expect(problems).toEqual([
-      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, repositories, allowUnsigned)',
+      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, leaseSeconds, retryMaxSeconds, repositories, allowUnsigned)',
       'webhooks.allow[0] must look like owner/repo or owner/*, got "acme"',
       'webhooks.requireWritePermission must be true or false, got "maybe"',
       'webhooks.maxBodyBytes must be a whole number >= 1, got "-1"',
