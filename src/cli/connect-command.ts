@@ -117,7 +117,7 @@ export async function connectCommand(argv: string[], io: CommandIo, config: Conf
     say(
       'FAIL',
       'webhook',
-      'WEBHOOK_SECRET is not set: a webhook without a secret lets anyone who can reach baton forge deliveries; set it (e.g. openssl rand -hex 32) for baton serve and here',
+      'no webhook secret: start baton serve once (it generates one in its data directory, which connect then uses) or set WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
     );
   } else if (events.length === 0) {
     say('warn', 'webhook', 'the pipeline has no stage a forge event starts: no webhook needed');

@@ -1,5 +1,6 @@
 import { httpUrl, mapping, secret, section, text, type ResolveContext } from '../config-schema/index.js';
 import type { BotAccount } from '../config/index.js';
+import { generatedWebhookSecretPath, readGeneratedWebhookSecret } from './webhook-secret.js';
 
 export interface GiteaSettings {
   /** Gitea or Forgejo base URL; without it baton posts nothing to the forge. */
@@ -11,8 +12,10 @@ export interface GiteaSettings {
    * @example "http://gitea.internal:3000" (when workspaces reach the forge by another name)
    */
   cloneUrl?: string;
-  /** HMAC secret of the forge's webhooks. */
+  /** HMAC secret of the forge's webhooks: WEBHOOK_SECRET, else the one `baton serve` generated. */
   webhookSecret?: string;
+  /** Set when `webhookSecret` is the generated one: the file in the data directory that holds it. */
+  webhookSecretFile?: string;
   /** Token of a repository admin, for `baton connect` only (hooks need repository admin). */
   adminToken?: string;
 }
@@ -26,13 +29,19 @@ export const giteaSection = section(
       sensitive: 'credentials',
       doc: 'base URL workspaces clone forge repositories from (<base>/<owner>/<repo>.git); GITEA_URL when not set',
     }),
-    webhookSecret: secret({ env: 'WEBHOOK_SECRET', doc: 'HMAC secret of the forge webhooks; when set, unsigned deliveries get 401' }),
+    webhookSecret: secret({
+      env: 'WEBHOOK_SECRET',
+      doc: 'HMAC secret of the forge webhooks; when not set, baton serve generates one in the data directory (webhook-secret)',
+    }),
     adminToken: secret({
       env: 'GITEA_ADMIN_TOKEN',
       doc: 'token of a repository admin, used by baton connect only (webhooks need repository admin); the dev bot token when not set',
     }),
   }),
-  (v, ctx): GiteaSettings => {
+  (v, ctx: ResolveContext<{ dataDir: string }>): GiteaSettings => {
+    // The generated secret (src/forge/webhook-secret.ts) is part of the configuration, so that
+    // serve, connect and doctor all sign and verify with the same one.
+    const generated = v.webhookSecret ? undefined : readGeneratedWebhookSecret(ctx.deps.dataDir);
     if (!v.url) {
       ctx.warn(
         'GITEA_URL is not set: baton will never post a status comment or check a permission on the forge. ' +
@@ -42,7 +51,8 @@ export const giteaSection = section(
     return {
       url: v.url,
       ...(v.cloneUrl ? { cloneUrl: v.cloneUrl } : {}),
-      webhookSecret: v.webhookSecret,
+      webhookSecret: v.webhookSecret ?? generated,
+      ...(generated ? { webhookSecretFile: generatedWebhookSecretPath(ctx.deps.dataDir) } : {}),
       ...(v.adminToken ? { adminToken: v.adminToken } : {}),
     };
   },

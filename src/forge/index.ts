@@ -4,3 +4,9 @@ export { createGiteaClient, normalizeLabelColor, type GiteaClientOptions } from 
 export { createForgeAccounts, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
 export { giteaSection, botsSection, type GiteaSettings } from './config-section.js';
 export { planHook, missingLabels, type HookPlan } from './onboarding.js';
+export {
+  ensureGeneratedWebhookSecret,
+  generatedWebhookSecretPath,
+  readGeneratedWebhookSecret,
+  GENERATED_WEBHOOK_SECRET_FILE,
+} from './webhook-secret.js';

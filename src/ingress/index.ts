@@ -7,7 +7,14 @@ export {
   type WebhookRoute,
 } from './gitea/index.js';
 export { createIngressState, DEFAULT_DELIVERY_RETENTION_MS, type IngressState, type IssueRef } from './state.js';
-export { parseWebhooksConfig, webhooksSection, isAllowed, WEBHOOK_DEFAULTS, type WebhooksConfig } from './webhooks-config.js';
+export {
+  parseWebhooksConfig,
+  webhooksSection,
+  isAllowed,
+  ALLOW_UNSIGNED_WARNING,
+  WEBHOOK_DEFAULTS,
+  type WebhooksConfig,
+} from './webhooks-config.js';
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
 export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';

@@ -32,7 +32,17 @@ export interface WebhooksConfig {
   retryMaxMs: number;
   /** Per-repository secrets, keyed by lower-cased `owner/repo`; each replaces WEBHOOK_SECRET for its repository. */
   repositories: Record<string, { secret?: string }>;
+  /**
+   * Accept deliveries for repositories no secret applies to, unsigned. Off, such deliveries get
+   * 401 and are not kept. A secret that applies is always required. Warned about at every start.
+   * @default false
+   */
+  allowUnsigned: boolean;
 }
+
+/** Logged at every start while `webhooks.allowUnsigned` is on. */
+export const ALLOW_UNSIGNED_WARNING =
+  'webhooks.allowUnsigned is true: deliveries for repositories without a webhook secret are accepted unsigned, so anyone who can reach baton can forge them. Set WEBHOOK_SECRET (or let baton serve generate one) and turn it off.';
 
 const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
 
@@ -50,6 +60,7 @@ const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
  *   retryMaxSeconds: 300
  *   repositories:
  *     acme/app: { secretFile: /run/secrets/acme-app-webhook }
+ *   allowUnsigned: false
  * ```
  */
 export const webhooksSection = section(
@@ -87,22 +98,30 @@ export const webhooksSection = section(
       doc: 'owner/repo to { secretFile }',
       key: (name) => (OWNER_REPO.test(name) && !name.includes('*') ? undefined : invalid('must be an owner/repo name')),
     }),
+    allowUnsigned: bool({
+      default: false,
+      doc: 'accept unsigned deliveries for repositories no webhook secret applies to (a warning at every start)',
+    }),
   }),
-  (v): WebhooksConfig => ({
-    allow: (v.allow ?? []).map((pattern) => pattern.toLowerCase()),
-    requireWritePermission: v.requireWritePermission,
-    permissionCacheMs: Math.round(v.permissionCacheSeconds * 1000),
-    maxBodyBytes: v.maxBodyBytes,
-    deliveryRetentionDays: v.deliveryRetentionDays,
-    leaseMs: Math.round(v.leaseSeconds * 1000),
-    retryMaxMs: Math.round(v.retryMaxSeconds * 1000),
-    repositories: Object.fromEntries(
-      Object.entries(v.repositories).map(([name, entry]) => [
-        name.toLowerCase(),
-        entry.secret === undefined ? {} : { secret: entry.secret },
-      ]),
-    ),
-  }),
+  (v, ctx): WebhooksConfig => {
+    if (v.allowUnsigned) ctx.warn(ALLOW_UNSIGNED_WARNING);
+    return {
+      allow: (v.allow ?? []).map((pattern) => pattern.toLowerCase()),
+      requireWritePermission: v.requireWritePermission,
+      permissionCacheMs: Math.round(v.permissionCacheSeconds * 1000),
+      maxBodyBytes: v.maxBodyBytes,
+      deliveryRetentionDays: v.deliveryRetentionDays,
+      leaseMs: Math.round(v.leaseSeconds * 1000),
+      retryMaxMs: Math.round(v.retryMaxSeconds * 1000),
+      repositories: Object.fromEntries(
+        Object.entries(v.repositories).map(([name, entry]) => [
+          name.toLowerCase(),
+          entry.secret === undefined ? {} : { secret: entry.secret },
+        ]),
+      ),
+      allowUnsigned: v.allowUnsigned,
+    };
+  },
 );
 
 /** The `webhooks:` settings from a raw section on its own (tests, benchmarks). */

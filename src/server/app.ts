@@ -45,6 +45,7 @@ import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
 import { createRunSubmission } from './run-submission.js';
+import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
 
 export interface AppDeps {
@@ -57,6 +58,11 @@ export interface AppDeps {
    * @default the terminal when stderr is one, else a 0600 file in the data directory whose path is logged
    */
   announceToken?: (token: string) => void;
+  /**
+   * Hands over the webhook secret generated when WEBHOOK_SECRET is not set, never through the log.
+   * @default like `announceToken`: the terminal, else the log names the 0600 file that holds it
+   */
+  announceWebhookSecret?: AnnounceWebhookSecret;
   /** Outbox tuning (tests shorten retry backoff and polling). */
   outbox?: { backoffBaseMs?: number; backoffMaxMs?: number; pollMs?: number };
   /** Event stream tuning (tests shorten the heartbeat and the poll). */
@@ -102,8 +108,10 @@ export function createApp(config: Config, deps: AppDeps): App {
   // 2. Metrics, which every later part may count into.
   const metrics = createMetricsRegistry();
 
-  // 3. The forge: one client per bot account (none without GITEA_URL).
+  // 3. The forge: one client per bot account (none without GITEA_URL), and the secret its
+  // webhooks are signed with (generated into the data directory on a first start without one).
   const accounts = createForgeAccounts(config);
+  const webhookSecret = webhookSecretFor(config, { logger, announce: deps.announceWebhookSecret });
 
   // 4. The outbox: status comments and event webhooks are written in each transition's own
   // transaction and delivered with retries, so the forge or a receiver being down never blocks or
@@ -139,7 +147,7 @@ export function createApp(config: Config, deps: AppDeps): App {
       secrets: [
         config.bots.dev.token,
         config.bots.review.token,
-        config.gitea.webhookSecret,
+        webhookSecret,
         config.gitea.adminToken,
         config.coder.token,
         config.claude.oauthToken,
@@ -265,7 +273,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.gitea.webhookSecret, logger, now }),
+    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: webhookSecret, logger, now }),
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,

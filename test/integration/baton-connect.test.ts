@@ -1,3 +1,6 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { connectCommand } from '../../src/cli/connect-command.js';
 import type { CommandIo } from '../../src/cli/index.js';
@@ -191,7 +194,27 @@ describe('baton connect refusals', () => {
       WEBHOOK_SECRET: '',
     });
     expect(code).toBe(1);
-    expect(out).toMatch(/^FAIL\s+webhook\s+WEBHOOK_SECRET is not set/m);
+    expect(out).toMatch(/^FAIL\s+webhook\s+no webhook secret: start baton serve once/m);
+  });
+
+  it('signs the webhook with the secret baton serve generated in its data directory', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-connect-data-'));
+    try {
+      fs.writeFileSync(path.join(dataDir, 'webhook-secret'), 'generated-secret-0123456789abcdef\n', { mode: 0o600 });
+      gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+      const { out } = await run(['acme/app'], {
+        GITEA_DEV_TOKEN: tokens.dev!,
+        GITEA_REVIEW_TOKEN: tokens.review!,
+        WEBHOOK_SECRET: '',
+        BATON_DATA_DIR: dataDir,
+      });
+      expect(gitea.hooks('acme', 'app')).toMatchObject([
+        { url: 'http://192.168.1.20:3000/webhook/gitea', secret: 'generated-secret-0123456789abcdef' },
+      ]);
+      expect(out).not.toContain('generated-secret');
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('says a repository it cannot see does not exist for its token', async () => {

@@ -313,8 +313,8 @@ describe('POST /webhook/gitea: security', () => {
     expect((await post('/webhook/gitea', body, headers)).status).toBe(401);
   });
 
-  it('accepts unsigned deliveries when no secret is configured, whatever empty signature headers say', async () => {
-    const { post } = await harness({ secret: undefined });
+  it('accepts unsigned deliveries only with webhooks.allowUnsigned, whatever empty signature headers say', async () => {
+    const { post } = await harness({ secret: undefined, webhooks: { allowUnsigned: true } });
     const res = await post('/webhook/gitea', body, base());
     expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
   });
@@ -331,8 +331,19 @@ describe('POST /webhook/gitea: security', () => {
     expect((await post('/webhook/gitea', body, base())).status).toBe(401);
     const signed = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: 'repo-secret' });
     expect((await post('/webhook/gitea', body, signed)).status).toBe(202);
-    // Another repository has no secret configured (and no global one): unsigned is accepted.
-    expect((await post('/webhook/gitea', otherBody, giteaHeaders(otherBody, { event: 'issues', eventType: 'issues' }))).status).toBe(202);
+    // Another repository has no secret configured (and no global one): unsigned is refused, and
+    // so is its body signed with acme/app's secret.
+    expect((await post('/webhook/gitea', otherBody, giteaHeaders(otherBody, { event: 'issues', eventType: 'issues' }))).status).toBe(401);
+    const borrowed = giteaHeaders(otherBody, { event: 'issues', eventType: 'issues', secret: 'repo-secret' });
+    expect(await post('/webhook/gitea', otherBody, borrowed)).toMatchObject({
+      status: 401,
+      body: {
+        error: {
+          code: 'unauthorized',
+          message: expect.stringMatching(/^no webhook secret applies to acme\/other: unsigned deliveries are refused/),
+        },
+      },
+    });
   });
 
   it('does not accept the global secret for a repository with its own, nor its secret for another', async () => {

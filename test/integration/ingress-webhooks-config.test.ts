@@ -16,7 +16,10 @@ describe('parseWebhooksConfig', () => {
         permissionCacheMs: 60_000,
         maxBodyBytes: 5 * 1024 * 1024,
         deliveryRetentionDays: 7,
+        leaseMs: 60_000,
+        retryMaxMs: 300_000,
         repositories: {},
+        allowUnsigned: false,
       },
       problems: [],
     });
@@ -31,6 +34,7 @@ describe('parseWebhooksConfig', () => {
       maxBodyBytes: 1024,
       deliveryRetentionDays: 2,
       repositories: { 'Acme/App': { secretFile: path.join(dir, 'acme-app') } },
+      allowUnsigned: true,
     });
     expect(problems).toEqual([]);
     expect(webhooks).toEqual({
@@ -39,7 +43,10 @@ describe('parseWebhooksConfig', () => {
       permissionCacheMs: 30_000,
       maxBodyBytes: 1024,
       deliveryRetentionDays: 2,
+      leaseMs: 60_000,
+      retryMaxMs: 300_000,
       repositories: { 'acme/app': { secret: 's3cret' } },
+      allowUnsigned: true,
     });
   });
 
@@ -52,7 +59,7 @@ describe('parseWebhooksConfig', () => {
       extra: 1,
     });
     expect(problems).toEqual([
-      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, repositories)',
+      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, leaseSeconds, retryMaxSeconds, repositories, allowUnsigned)',
       'webhooks.allow[0] must look like owner/repo or owner/*, got "acme"',
       'webhooks.requireWritePermission must be true or false, got "maybe"',
       'webhooks.maxBodyBytes must be a whole number >= 1, got "-1"',

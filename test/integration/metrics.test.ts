@@ -1,10 +1,13 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { signBody } from '../../src/ingress/signature.js';
 import { bearer, startTestApp, type TestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
+
+const SECRET = 'metrics-webhook-secret';
 
 describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
   let t: TestStore;
@@ -13,7 +16,7 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
     t = await create();
-    server = await startTestApp(t);
+    server = await startTestApp(t, { env: { WEBHOOK_SECRET: SECRET } });
   });
   afterEach(async () => {
     await server?.close();
@@ -40,12 +43,18 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
 
   it('counts incoming forge webhook deliveries by result', async () => {
     const post = (body: string, headers: Record<string, string> = {}) =>
-      fetch(`${server.url}/webhook/gitea`, { method: 'POST', body, headers: { 'content-type': 'application/json', ...headers } });
+      fetch(`${server.url}/webhook/gitea`, {
+        method: 'POST',
+        body,
+        headers: { 'content-type': 'application/json', 'x-gitea-signature': signBody(body, SECRET), ...headers },
+      });
     expect((await post('{"not":"an event"}', { 'x-gitea-event': 'star', 'x-gitea-delivery': 'd-1' })).status).toBe(202);
     expect((await post('{broken', { 'x-gitea-event': 'issues', 'x-gitea-delivery': 'd-2' })).status).toBe(400);
+    expect((await post('{}', { 'x-gitea-event': 'issues', 'x-gitea-delivery': 'd-3', 'x-gitea-signature': '' })).status).toBe(401);
     const m = await scrape();
     expect(m.value('baton_webhook_received_total', { result: 'accepted' })).toBe(1);
     expect(m.value('baton_webhook_received_total', { result: 'rejected' })).toBe(1);
+    expect(m.value('baton_webhook_received_total', { result: 'unauthorized' })).toBe(1);
   });
 
   it('reports runs by stage and status, queue depth, live workspaces, histograms, usage and module counters', async () => {

@@ -40,9 +40,9 @@ describe('migrating from the original orchestrator, at run time', () => {
   };
 
   it('fails /ready once a forge webhook arrives without GITEA_URL, saying what to set', async () => {
-    server = await startTestApp(t);
+    server = await startTestApp(t, { env: { WEBHOOK_SECRET: 'the-real-secret' } });
     expect((await ready()).status).toBe(200);
-    expect((await deliver()).status).toBe(202);
+    expect((await deliver('the-real-secret')).status).toBe(202);
     const after = await ready();
     expect(after.status).toBe(503);
     expect(after.body.failing).toEqual(['forge']);
@@ -61,9 +61,11 @@ describe('migrating from the original orchestrator, at run time', () => {
   });
 
   it('has no forge check with GITEA_URL set', async () => {
-    server = await startTestApp(t, { env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'd', GITEA_REVIEW_TOKEN: 'r' } });
+    server = await startTestApp(t, {
+      env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'd', GITEA_REVIEW_TOKEN: 'r', WEBHOOK_SECRET: 'the-real-secret' },
+    });
     await server.app.engine.pause();
-    expect((await deliver()).status).toBe(202);
+    expect((await deliver('the-real-secret')).status).toBe(202);
     const after = await ready();
     expect(after.status).toBe(200);
     expect(after.body.checks.map((c) => c.name)).not.toContain('forge');

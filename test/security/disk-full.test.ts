@@ -57,6 +57,8 @@ function fill(dir: string): string {
 
 const mount = mountTmpfs();
 
+const SECRET = 'disk-full-webhook-secret';
+
 describe.skipIf(mount === null)('a full disk (issue #12)', () => {
   const root = mount!;
   let t: TestStore | undefined;
@@ -81,7 +83,9 @@ describe.skipIf(mount === null)('a full disk (issue #12)', () => {
     const url = `sqlite:${path.join(root, 'baton.db')}`;
     const store = createStore({ url });
     t = { store, url, cleanup: () => store.close() };
-    server = await startTestApp(t, { env: { BATON_DATA_DIR: path.join(root, 'data'), DATABASE_URL: url, BATON_MIN_FREE_SPACE_MB: '2' } });
+    server = await startTestApp(t, {
+      env: { BATON_DATA_DIR: path.join(root, 'data'), DATABASE_URL: url, BATON_MIN_FREE_SPACE_MB: '2', WEBHOOK_SECRET: SECRET },
+    });
     expect((await fetch(`${server.url}/ready`)).status).toBe(200);
 
     const filler = fill(root);
@@ -99,7 +103,7 @@ describe.skipIf(mount === null)('a full disk (issue #12)', () => {
       const payload = fixtureJson('issues-opened.json') as { issue: { number: number; title: string } };
       payload.issue.number = number;
       const body = toBody(payload);
-      return { number, body, headers: giteaHeaders(body, { event: 'issues', eventType: 'issues' }) };
+      return { number, body, headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }) };
     });
     const send = async (d: (typeof deliveries)[number]) =>
       (await fetch(`${server!.url}/webhook/gitea`, { method: 'POST', headers: d.headers, body: d.body })).status;

@@ -232,6 +232,7 @@ describe('baton serve when runs cannot be sandboxed', () => {
         BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
         DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
         BATON_DATA_DIR: path.join(root, 'data'),
+        WEBHOOK_SECRET: SECRET,
         ...env,
       },
       root,
@@ -253,7 +254,7 @@ describe('baton serve when runs cannot be sandboxed', () => {
       const body = toBody(fixtureJson('issues-opened.json'));
       const res = await fetch(`${s.url}/webhook/gitea`, {
         method: 'POST',
-        headers: giteaHeaders(body, { event: 'issues', eventType: 'issues' }),
+        headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
         body,
       });
       expect(res.status).toBe(202);

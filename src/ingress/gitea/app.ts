@@ -20,7 +20,10 @@ export interface GiteaIngressDeps {
   inbox: Pick<InboxStore, 'insert'>;
   /** The parsed `webhooks:` section (parseWebhooksConfig). @default no allowlist, no permission rule, 5 MiB */
   webhooks?: WebhooksConfig;
-  /** WEBHOOK_SECRET (config.gitea.webhookSecret). When set, every delivery must be signed. */
+  /**
+   * WEBHOOK_SECRET, or the generated one (config.gitea.webhookSecret). A delivery no secret applies
+   * to is refused with 401 unless `webhooks.allowUnsigned` is on.
+   */
   secret?: string;
   logger?: IngressLogger;
   now?: () => number;
@@ -36,6 +39,8 @@ const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
 const DELIVERY_ID = /^[\x21-\x7e]{1,200}$/;
 const silent: IngressLogger = { info: () => {}, warn: () => {}, error: () => {} };
+const NO_SECRET =
+  "unsigned deliveries are refused: give the Gitea webhook baton's secret (WEBHOOK_SECRET, or the one baton serve generated in its data directory)";
 
 /**
  * The Gitea/Forgejo webhook endpoints (`POST /webhook/gitea` and the legacy per-workflow paths).
@@ -113,7 +118,11 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const signed = isForm ? formPayload(raw) : raw;
 
     const matched = matchingSecrets(signed, headers.signature, secrets);
-    if (secrets.global !== undefined) {
+    // Signatures are required: before anything is parsed, a delivery must be signed with one of
+    // the secrets, unless the operator accepts unsigned ones (then only a secret that applies to
+    // the repository, known after parsing, is required).
+    if (secrets.global !== undefined || !webhooks.allowUnsigned) {
+      if (secrets.global === undefined && secrets.byRepo.size === 0) throw new HttpError(401, 'unauthorized', NO_SECRET);
       if (headers.signature === undefined) throw new HttpError(401, 'unauthorized', 'missing signature: X-Gitea-Signature is required');
       if (matched.size === 0) throw new HttpError(401, 'unauthorized', 'invalid signature');
     }
@@ -128,6 +137,9 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       const { owner, repo } = repository;
       const full = `${owner}/${repo}`.toLowerCase();
       const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
+      if (required === undefined && !webhooks.allowUnsigned) {
+        throw new HttpError(401, 'unauthorized', `no webhook secret applies to ${owner}/${repo}: ${NO_SECRET}`);
+      }
       if (required !== undefined && !matched.has(required)) {
         throw new HttpError(
           401,
