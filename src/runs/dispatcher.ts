@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { createLoop, errorMessage, settleWithin } from '../background/index.js';
 import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
-import { PermanentWorkspaceError, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { PermanentWorkspaceError, transientErrorCode, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
 import { hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
 import { LeaseLostError } from './errors.js';
 import { isLive } from './states.js';
@@ -108,8 +108,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         return;
       }
       const permanent = err instanceof PermanentWorkspaceError;
-      log.warn({ err, permanent }, 'provisioning failed');
-      await engine.failAttempt(run.id, leaseToken, errorMessage(err), { permanent }).catch((failErr: unknown) => {
+      const transient = permanent ? null : transientErrorCode(err);
+      log.warn({ err, permanent, transient }, transient ? 'provisioning failed for a while; the run waits' : 'provisioning failed');
+      const options = permanent ? { permanent } : transient ? { transient } : {};
+      await engine.failAttempt(run.id, leaseToken, errorMessage(err), options).catch((failErr: unknown) => {
         if (!(failErr instanceof LeaseLostError)) log.error({ err: failErr }, 'could not record the provisioning failure');
       });
     } finally {

@@ -402,12 +402,19 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       return write(async (scope) => {
         const run = await requireLease(scope, runId, leaseToken);
         if (opts.permanent) return finish(scope, run, RUN_STATUS.failed, { last_error: error }, { error });
-        if (run.attempts >= run.maxAttempts) {
+        // A full disk or a lack of descriptors passes: the run waits it out (backing off up to
+        // backoffMaxMs) instead of dying of it; its timeline says why it waits.
+        if (run.attempts >= run.maxAttempts && !opts.transient) {
           return finish(scope, run, RUN_STATUS.dead, { last_error: error }, { error, attempts: run.attempts });
         }
         const delayMs = backoffDelay({ baseMs: queue.backoffBaseMs, maxMs: queue.backoffMaxMs }, run.attempts, random);
         const queued = await requeue(scope, run, now() + delayMs, error);
-        await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.retrying, { error, attempt: run.attempts, delayMs });
+        await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.retrying, {
+          error,
+          attempt: run.attempts,
+          delayMs,
+          ...(opts.transient ? { transient: opts.transient } : {}),
+        });
         return queued;
       });
     },

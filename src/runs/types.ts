@@ -224,8 +224,12 @@ export interface RunEngine extends RunQueries {
   ): Promise<void>;
   /** provisioning → running: the workspace is up; the lease is released, the slot kept. */
   markRunning(runId: number, leaseToken: string, details: { workspaceId: string }): Promise<Run>;
-  /** A provisioning attempt failed: back to queued with backoff, or `dead` when attempts run out, or `failed` when permanent. */
-  failAttempt(runId: number, leaseToken: string, error: string, options?: { permanent?: boolean }): Promise<Run>;
+  /**
+   * A provisioning attempt failed: back to queued with backoff, or `dead` when attempts run out, or
+   * `failed` when permanent. A `transient` failure (the errno code of a resource that ran out for
+   * a while: a full disk, no descriptors left) goes back to the queue even past the attempts.
+   */
+  failAttempt(runId: number, leaseToken: string, error: string, options?: { permanent?: boolean; transient?: string }): Promise<Run>;
   /** provisioning | running → succeeded | failed | timed_out. Idempotent: a finished run is returned unchanged. */
   complete(runId: number, outcome: RunOutcome): Promise<{ run: Run; changed: boolean }>;
   cancel(runId: number, reason?: string): Promise<Run>;

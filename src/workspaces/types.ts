@@ -104,3 +104,23 @@ export class PermanentWorkspaceError extends Error {
     this.name = 'PermanentWorkspaceError';
   }
 }
+
+/**
+ * errno codes of a resource that runs out for a while (disk space, quota, descriptors, processes,
+ * memory) or a filesystem remounted read-only: the attempt fails, but the run waits and tries
+ * again instead of counting it against its attempts. (Node.js sets `code` on fs and
+ * child_process errors; providers keep them as the `cause` of their own errors.)
+ */
+const TRANSIENT_CODES = new Set(['ENOSPC', 'EDQUOT', 'EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM', 'EROFS', 'EBUSY']);
+
+/** The transient errno code in `error` or its causes (e.g. `ENOSPC`), or null. */
+export function transientErrorCode(error: unknown): string | null {
+  const seen = new Set<unknown>();
+  for (let e = error; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
+    seen.add(e);
+    if (e instanceof PermanentWorkspaceError) return null;
+    const code = (e as { code?: unknown }).code;
+    if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return code;
+  }
+  return null;
+}

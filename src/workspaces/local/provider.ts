@@ -3,7 +3,14 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../agent/index.js';
-import { PermanentWorkspaceError, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
+import {
+  PermanentWorkspaceError,
+  transientErrorCode,
+  type Workspace,
+  type WorkspaceProvider,
+  type WorkspaceSpec,
+  type WorkspaceStatus,
+} from '../types.js';
 import { isRunnerAlive, readProcStat, readRunnerRecord, signalRunner, type RunnerRecord } from './runner-process.js';
 import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
 
@@ -146,6 +153,8 @@ export function runnerSecrets(spec: WorkspaceSpec): RunnerSecrets {
 interface Health {
   ok: boolean;
   reason?: string;
+  /** What made the check fail, kept as the cause of the runs' errors: a full disk is transient. */
+  cause?: unknown;
   at: number;
 }
 
@@ -345,7 +354,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         `exit code ${exit.code}`;
       return { ok: false, reason: `local provider: ${describeCheckFailure(last, sandbox.kind, runAs)}`, at };
     } catch (err) {
-      return { ok: false, reason: `local provider: ${describeCheckFailure((err as Error).message, sandbox.kind, runAs)}`, at };
+      return { ok: false, reason: `local provider: ${describeCheckFailure((err as Error).message, sandbox.kind, runAs)}`, cause: err, at };
     } finally {
       await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
     }
@@ -366,7 +375,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const start = async (spec: WorkspaceSpec): Promise<Workspace> => {
     // A run is never started where the check says it cannot work: the reason is the run's error.
     const ready = health?.ok ? health : await refreshHealth();
-    if (!ready.ok) throw new Error(ready.reason ?? 'local provider: not ready');
+    if (!ready.ok) throw new Error(ready.reason ?? 'local provider: not ready', { cause: ready.cause });
 
     const dir = dirOf(spec.name);
     if (fs.existsSync(path.join(dir, DELETE_MARKER))) {
@@ -428,6 +437,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     });
     if (spawnError || child.pid === undefined) {
       fs.rmSync(dir, { recursive: true, force: true });
+      const message = `the local runner could not be started: ${spawnError?.message ?? 'no pid'}`;
+      // Out of processes or descriptors for a while (EAGAIN, EMFILE): the run waits and retries.
+      if (transientErrorCode(spawnError)) throw new Error(message, { cause: spawnError });
       throw new PermanentWorkspaceError(
         `the local runner command ${JSON.stringify(sandbox.kind === 'bwrap' ? (bwrapPath() ?? 'bwrap') : options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
         { cause: spawnError },
@@ -559,8 +571,8 @@ const UNWRITABLE: Record<string, string> = {
 
 /**
  * Runs a step that writes the workspace. When the filesystem refuses (full, over quota, read-only)
- * the error says that the workspace cannot be written and why; the attempt is retried with
- * backoff like any provisioning failure, so a run waits out a disk that is being cleaned up.
+ * the error says that the workspace cannot be written and why, and keeps the errno as its cause:
+ * the run waits with backoff, past its attempts, until the disk has room again (transientErrorCode).
  */
 function writing<T>(name: string, step: () => T): T {
   try {
