@@ -4,6 +4,13 @@ import type { BotAccount } from '../config/index.js';
 export interface GiteaSettings {
   /** Gitea or Forgejo base URL; without it baton posts nothing to the forge. */
   url?: string;
+  /**
+   * Where workspaces clone forge repositories from: `<cloneUrl>/<owner>/<repo>.git`. Never a
+   * payload's `clone_url`: that is the sender's to write.
+   * @default url
+   * @example "http://gitea.internal:3000" (when workspaces reach the forge by another name)
+   */
+  cloneUrl?: string;
   /** HMAC secret of the forge's webhooks. */
   webhookSecret?: string;
   /** Token of a repository admin, for `baton connect` only (hooks need repository admin). */
@@ -14,6 +21,11 @@ export interface GiteaSettings {
 export const giteaSection = section(
   mapping({
     url: httpUrl({ env: 'GITEA_URL', sensitive: 'credentials', doc: 'Gitea or Forgejo base URL' }),
+    cloneUrl: httpUrl({
+      env: 'GITEA_CLONE_URL',
+      sensitive: 'credentials',
+      doc: 'base URL workspaces clone forge repositories from (<base>/<owner>/<repo>.git); GITEA_URL when not set',
+    }),
     webhookSecret: secret({ env: 'WEBHOOK_SECRET', doc: 'HMAC secret of the forge webhooks; when set, unsigned deliveries get 401' }),
     adminToken: secret({
       env: 'GITEA_ADMIN_TOKEN',
@@ -27,7 +39,12 @@ export const giteaSection = section(
           'Set GITEA_URL (with GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN) to the Gitea or Forgejo base URL.',
       );
     }
-    return { url: v.url, webhookSecret: v.webhookSecret, ...(v.adminToken ? { adminToken: v.adminToken } : {}) };
+    return {
+      url: v.url,
+      ...(v.cloneUrl ? { cloneUrl: v.cloneUrl } : {}),
+      webhookSecret: v.webhookSecret,
+      ...(v.adminToken ? { adminToken: v.adminToken } : {}),
+    };
   },
 );
 

@@ -24,11 +24,11 @@ export function maintenanceRequests(repos: readonly MaintenanceRepo[], pipeline:
           build: stage.build,
           ...(stage.setupTokens?.length ? { setupTokens: stage.setupTokens } : {}),
           skipPermissions: stage.skipPermissions ?? DEFAULT_SKIP_PERMISSIONS,
-          cloneUrl: r.cloneUrl,
           trigger: options.slot ? `schedule ${options.slot}` : 'schedule',
         },
       };
-      if (options.slot) request.key = `${stage.name}-${r.owner}-${r.repo}-${options.slot}`;
+      // The same form as runs' slot keys (src/runs/keys.ts `slotKey`).
+      if (options.slot) request.key = `${stage.name}:${r.owner}/${r.repo}@${options.slot}`;
       return request;
     }),
   );

@@ -23,7 +23,6 @@ function issue(overrides: Partial<ForgeEvent> = {}): ForgeEvent {
     state: 'open',
     isPull: false,
     merged: false,
-    cloneUrl: 'https://git.example/acme/app.git',
     ...overrides,
   };
 }
@@ -52,8 +51,9 @@ describe('route: default SDLC table', () => {
       account: 'dev',
       accountUser: 'claude-dev',
       build: 'light',
-      cloneUrl: 'https://git.example/acme/app.git',
     });
+    // Where to clone from is the configuration's to say, never the event's.
+    expect(request.payload).not.toHaveProperty('cloneUrl');
     expect(request.payload?.trigger).toBe('issue #7 opened by alice');
   });
 
@@ -224,13 +224,12 @@ describe('route: default SDLC table', () => {
         owner: 'acme',
         repo: 'app',
         onDuplicate: 'followup',
-        key: 'maintenance-acme-app-2026-11-30T09:00Z',
+        key: 'maintenance:acme/app@2026-11-30T09:00Z',
         payload: {
           account: 'dev',
           accountUser: 'claude-dev',
           build: 'light',
           skipPermissions: true,
-          cloneUrl: 'https://git.example/acme/app.git',
           trigger: 'schedule 2026-11-30T09:00Z',
         },
       },

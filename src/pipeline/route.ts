@@ -139,7 +139,6 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
     event: event.kind,
     isPull: event.isPull,
   };
-  if (event.cloneUrl) payload.cloneUrl = event.cloneUrl;
   if (event.htmlUrl) payload.htmlUrl = event.htmlUrl;
   if (event.title !== undefined) payload.title = event.title;
   if (event.headRef) payload.headRef = event.headRef;

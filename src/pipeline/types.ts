@@ -60,7 +60,6 @@ export interface ForgeEvent {
   merged: boolean;
   title?: string;
   htmlUrl?: string;
-  cloneUrl?: string;
   /** PR head branch. */
   headRef?: string;
   /** Set for issue_comment / pr_comment. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isBranchName, parseRepositoryName } from './names.js';
+import { isBranchName, isForgeName, parseRepositoryName } from './names.js';
 
 describe('repository names', () => {
   it.each(['acme/app', 'Acme-Corp/my_app.v2', 'a/b', '0/x'])('takes %s', (name) => {
@@ -23,6 +23,19 @@ describe('repository names', () => {
   ])('refuses %s', (name) => {
     expect(parseRepositoryName(name)).toBeNull();
   });
+});
+
+describe('forge names (Gitea rule)', () => {
+  it.each(['acme', 'web-api', 'my_app.v2', '.hidden', '-', 'a..b', 'X'])('takes %s', (name) => {
+    expect(isForgeName(name)).toBe(true);
+  });
+
+  it.each(['', '.', '..', 'a/b', 'evil.example:8080', 'a b', 'a?b', 'a#b', 'a%2fb', 'a@b', 'é', 'a\\b', 'x'.repeat(256)])(
+    'refuses %j',
+    (name) => {
+      expect(isForgeName(name)).toBe(false);
+    },
+  );
 });
 
 describe('branch names', () => {

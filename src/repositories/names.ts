@@ -24,6 +24,19 @@ export function isNamePart(part: string): boolean {
   return PART.test(part) && !part.includes('..');
 }
 
+/**
+ * An owner or repository name as Gitea allows it, for names that arrive from the forge (a webhook
+ * payload, an API run of a forge repository): ASCII letters, digits, `_`, `.` and `-`, and not
+ * `.` or `..`. Gitea's own rule (go-gitea/gitea models/repo/repo.go `IsUsableRepoName`:
+ * `[-.\w]+`, reserved `.`, `..`, `-`) is the model. Such a name is one URL path segment that no
+ * URL parser resolves away, so `<GITEA_URL>/<owner>/<repo>.git` stays on the forge.
+ */
+export function isForgeName(name: string): boolean {
+  return /^[A-Za-z0-9_.-]{1,255}$/.test(name) && name !== '.' && name !== '..';
+}
+
+export const FORGE_NAME_RULE = 'only letters, digits, "_", "." and "-" are allowed, and not "." or ".."';
+
 /** The one spelling of "what a repository name must look like", for error messages. */
 export const REPOSITORY_NAME_RULE =
   'must look like owner/repo: letters, digits, "-", "_" and "." in each part, starting with a letter or digit';

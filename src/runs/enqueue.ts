@@ -93,6 +93,14 @@ export async function enqueueInTransaction(
     return { outcome: 'coalesced', run: live };
   }
   if (request.onDuplicate === 'drop') return { outcome: 'dropped', run: live };
+  // A follow-up re-runs the live run's own repository and issue: its payload may come only from a
+  // request about the same one. Keys name the repository (keys.ts), so only a caller's own `key`
+  // could break this; refuse rather than let one repository's event steer another's run.
+  if (live.owner !== request.owner || live.repo !== request.repo || (live.number ?? undefined) !== request.number) {
+    throw new Error(
+      `run key ${key} belongs to ${live.owner}/${live.repo}${live.number != null ? `#${live.number}` : ''}, not to ${request.owner}/${request.repo}${request.number !== undefined ? `#${request.number}` : ''}`,
+    );
+  }
   if (!live.followup) {
     const updated = await trx
       .updateTable('runs')

@@ -1,7 +1,7 @@
 export * from './states.js';
 export * from './types.js';
 export { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
-export { runKey } from './keys.js';
+export { runKey, slotKey } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
 export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';

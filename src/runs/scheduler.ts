@@ -2,6 +2,7 @@ import { Cron } from 'croner';
 import { createLoop } from '../background/index.js';
 import type { Logger } from '../log/index.js';
 import type { FullRunEngine } from './engine.js';
+import { slotKey } from './keys.js';
 import type { TaskRequest } from './types.js';
 
 export interface Schedule {
@@ -60,7 +61,7 @@ export function createScheduler(options: SchedulerOptions): Scheduler {
       const slotId = new Date(slot).toISOString();
       const requests = schedule.tasks().map((task) => ({
         ...task,
-        key: `${task.key ?? [task.stage, task.owner, task.repo].join('-')}-${slotId}`,
+        key: slotKey(task, slotId),
         payload: { ...task.payload, schedule: schedule.name, slot: slotId },
       }));
       if (await options.engine.fireSchedule(schedule.name, slot, requests)) {

@@ -17,7 +17,7 @@ export interface TaskRequest {
   onDuplicate?: 'followup' | 'drop';
   /** Start no earlier than this many ms from now. */
   delayMs?: number;
-  /** Overrides the dedup key `{stage}-{owner}-{repo}-{number}` (cron slots use this). */
+  /** Overrides the dedup key `{stage}:{owner}/{repo}#{number}` (cron slots use this; see keys.ts). */
   key?: string;
   /** @default config queue.maxAttempts */
   maxAttempts?: number;
@@ -27,7 +27,6 @@ export interface TaskRequest {
 export interface RunPayload {
   /** Which bot account ('dev' | 'review' | custom) acts for this stage. */
   account?: string;
-  cloneUrl?: string;
   deployEnv?: string;
   /** The stage's `skipPermissions` when the run was queued (runs queued before it existed lack it). */
   skipPermissions?: boolean;

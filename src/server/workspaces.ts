@@ -2,12 +2,13 @@ import { fileURLToPath } from 'node:url';
 import { runLimits } from '../budgets/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
-import { cloneSourceOf, findDeclaredRepository, isBranchName } from '../repositories/index.js';
+import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
 import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
   NO_SANDBOX_WARNING,
+  PermanentWorkspaceError,
   reconcile,
   workspaceNameForKey,
   type WorkspaceProvider,
@@ -37,20 +38,27 @@ export function createConfiguredProvider(config: Config, logger: Logger, runs: P
 
 /**
  * Readable (`develop-acme-app-7-r42`) and deterministic per run, so a re-claim after a crash finds
- * the workspace the first claim made, while a follow-up run never adopts its predecessor's.
+ * the workspace the first claim made, while a follow-up run never adopts its predecessor's. Made
+ * from the run's parts, not its key (`develop:acme/app#7`), so names stay what they were before
+ * keys changed; the run id alone makes them unique.
  */
 export function workspaceName(run: Run): string {
-  return workspaceNameForKey(`${run.key}-r${run.id}`);
+  const parts = [run.stage, run.owner, run.repo, ...(run.number !== null ? [String(run.number)] : []), `r${run.id}`];
+  return workspaceNameForKey(parts.join('-'));
 }
 
 /**
- * Everything a workspace is created with; the token is the stage's own bot account's only. A
- * repository declared in baton.yaml is cloned from where the operator said, and its runs get no
- * forge token: it is not on the forge, and the token must not go to another host.
+ * Everything a workspace is created with; the token is the stage's own bot account's only. Where
+ * the workspace clones from comes from the configuration alone, never from the run's payload
+ * (which a webhook sender wrote): a repository declared in baton.yaml from where the operator
+ * said, with no forge token (it is not on the forge, and the token must not go to another host);
+ * a `MAINTENANCE_REPOS` entry from its configured URL; any other from the forge. The same spec
+ * goes to the local and the Coder provider.
  */
 export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
   const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
+  const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
   return {
     name,
@@ -59,7 +67,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: declared ? cloneSourceOf(declared) : (run.payload.cloneUrl ?? forgeCloneUrl(config, run)),
+    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo)),
     repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
     arguments: typeof args === 'string' && args !== '' ? args : undefined,
     ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
@@ -81,10 +89,25 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   };
 }
 
-/** The forge's clone URL of the run's repository (runs submitted through the API carry none). */
-function forgeCloneUrl(config: Config, run: Run): string | undefined {
-  if (!config.gitea.url) return undefined;
-  return `${config.gitea.url}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}.git`;
+/**
+ * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git`. The names are checked again here, at the
+ * last step before a URL is made of them, whatever path the run came in by (webhook, API, an
+ * older row): a name Gitea could not have made is refused for good rather than cloned.
+ */
+export function forgeCloneUrl(config: Pick<Config, 'gitea'>, owner: string, repo: string): string | undefined {
+  const base = config.gitea.cloneUrl ?? config.gitea.url;
+  if (!base) return undefined;
+  for (const [what, name] of [
+    ['owner', owner],
+    ['repository', repo],
+  ] as const) {
+    if (!isForgeName(name)) {
+      throw new PermanentWorkspaceError(
+        `${what} name ${JSON.stringify(name.slice(0, 100))} is not a Gitea name (${FORGE_NAME_RULE}): nothing is cloned`,
+      );
+    }
+  }
+  return `${base}/${owner}/${repo}.git`;
 }
 
 /**

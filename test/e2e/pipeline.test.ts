@@ -50,9 +50,10 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     createBareRepo(path.join(repos, 'example'), 'example');
     createBareRepo(path.join(repos, 'acme'), 'app');
 
-    // The payloads' clone URLs point at hosts that do not exist here; git in the workspace (whose
-    // ~/.gitconfig is local.gitConfig) is sent to the bare repositories instead, which the sandbox
-    // may read (local.readOnlyPaths), though they belong to another user (safe.directory).
+    // Workspaces clone from GITEA_CLONE_URL (http://gitea.test, never a payload's clone_url), a
+    // host that does not exist here; git in the workspace (whose ~/.gitconfig is local.gitConfig)
+    // is sent to the bare repositories instead, which the sandbox may read (local.readOnlyPaths),
+    // though they belong to another user (safe.directory).
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const gitConfig = path.join(home, '.gitconfig');
@@ -93,6 +94,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         HOME: home,
         HOST: '127.0.0.1',
         GITEA_URL: gitea.url,
+        GITEA_CLONE_URL: 'http://gitea.test',
         GITEA_DEV_TOKEN: DEV_TOKEN,
         GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
         WEBHOOK_SECRET: SECRET,

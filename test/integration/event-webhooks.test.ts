@@ -160,7 +160,7 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
       event: 'run.succeeded',
       run: {
         id: run.id,
-        key: 'develop-acme-app-7',
+        key: 'develop:acme/app#7',
         status: 'succeeded',
         summary: 'opened PR #12',
         costUsd: 0.01,

@@ -85,7 +85,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
       activeWorkspaces: Record<string, unknown>;
     };
     expect(queue).toMatchObject({ pending: 0, active: 1, failed: 0, dead: 0, concurrency: 1, paused: false });
-    expect(queue.activeWorkspaces['develop-acme-app-7']).toMatchObject({ workspaceName: running.workspaceName, runId: run.id });
+    expect(queue.activeWorkspaces['develop:acme/app#7']).toMatchObject({ workspaceName: running.workspaceName, runId: run.id });
 
     const body = {
       status: 'succeeded',

@@ -57,10 +57,11 @@ describe('POST /webhook/gitea: routing to stages', () => {
     expect(run?.payload).toMatchObject({
       account: 'dev',
       build: 'light',
-      cloneUrl: 'http://gitea.test/acme/app.git',
       forge: 'gitea',
       delivery: 'delivery-opened-1',
     });
+    // The payload's repository.clone_url is the sender's to write: nothing of it is kept.
+    expect(run?.payload).not.toHaveProperty('cloneUrl');
   });
 
   it('queues fix-bug for an issue opened with the bug label', async () => {

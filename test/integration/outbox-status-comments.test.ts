@@ -12,7 +12,7 @@ const TOKEN = 'a1b2c3d4e5f60718293a4b5c6d7e8f9012345678';
 function makeRun(overrides: Partial<Run> = {}): Run {
   return {
     id: 12,
-    key: 'develop-acme-app-42',
+    key: 'develop:acme/app#42',
     stage: 'develop',
     owner: 'acme',
     repo: 'app',

@@ -240,7 +240,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     const hook = createStatusCommentHook({ accounts, outbox });
     const run: Run = {
       id: 7,
-      key: 'review-code-acme-app-3',
+      key: 'review-code:acme/app#3',
       stage: 'review-code',
       owner: 'acme',
       repo: 'app',

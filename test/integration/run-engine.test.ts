@@ -41,10 +41,10 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await t?.cleanup();
   });
 
-  it('queues a run under the key {stage}-{owner}-{repo}-{number} and records the transition', async () => {
+  it('queues a run under the key {stage}:{owner}/{repo}#{number} and records the transition', async () => {
     const result = await engine.enqueue(task());
     expect(result.outcome).toBe('queued');
-    expect(result.run).toMatchObject({ key: 'develop-acme-app-7', status: 'queued', attempts: 0 });
+    expect(result.run).toMatchObject({ key: 'develop:acme/app#7', status: 'queued', attempts: 0 });
     const events = await engine.events(result.run.id);
     expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([['run:queued', null, 'queued']]);
   });
@@ -302,7 +302,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     expect(await schedulers[0]!.tick()).toEqual([]);
     const runs = await engine.list();
     expect(runs).toHaveLength(1);
-    expect(runs[0]).toMatchObject({ stage: 'maintenance', key: 'maintenance-acme-app-2026-11-30T09:00:00.000Z' });
+    expect(runs[0]).toMatchObject({ stage: 'maintenance', key: 'maintenance:acme/app@2026-11-30T09:00:00.000Z' });
     // Next week's slot fires in its own time zone-aware slot.
     clock = Date.parse('2026-12-07T09:00:01Z');
     expect(await schedulers[1]!.tick()).toEqual(['maintenance@2026-12-07T09:00:00.000Z']);

@@ -103,6 +103,8 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
       {
         HOST: '127.0.0.1',
         GITEA_URL: gitea.url,
+        // Where workspaces clone from; the gitconfig above sends it to the shared bare repositories.
+        GITEA_CLONE_URL: 'http://gitea.test',
         GITEA_DEV_TOKEN: DEV_TOKEN,
         GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
         CLAUDE_OAUTH_TOKEN: CLAUDE_TOKEN,

@@ -1,5 +1,6 @@
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
 import { HttpError } from '../../http/index.js';
+import { FORGE_NAME_RULE, isForgeName } from '../../repositories/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -79,14 +80,22 @@ function reviewStateOf(text: string): ReviewState | undefined {
   return undefined;
 }
 
-/** Owner and name of the repository a payload is about (needed before anything else). */
+/**
+ * Owner and name of the repository a payload is about (needed before anything else). Both must
+ * be names Gitea could have made (`isForgeName`): they become part of the URL baton clones from,
+ * of the forge API paths it calls and of the run's key, so anything else is refused here.
+ */
 export function readRepository(payload: Json): { owner: string; repo: string } {
   const repository = object(payload, 'repository', 'repository');
-  const owner = object(repository, 'owner', 'repository.owner');
-  return {
-    owner: login(owner, 'repository.owner.login'),
-    repo: string(repository, 'name', 'repository.name'),
-  };
+  const owner = login(object(repository, 'owner', 'repository.owner'), 'repository.owner.login');
+  const repo = string(repository, 'name', 'repository.name');
+  for (const [path, name] of [
+    ['repository.owner.login', owner],
+    ['repository.name', repo],
+  ] as const) {
+    if (!isForgeName(name)) throw new HttpError(400, 'bad_request', `${path} ${typeName(name)} is not a Gitea name: ${FORGE_NAME_RULE}`);
+  }
+  return { owner, repo };
 }
 
 /**
@@ -98,8 +107,9 @@ export function toForgeEvent(
   payload: Json,
   forge: 'gitea' | 'forgejo',
 ): { event: ForgeEvent; labelsKnown: boolean } {
+  // Nothing else of `repository` is read: its clone_url (or html_url) is the sender's to write,
+  // and baton clones only from GITEA_URL (src/server/workspaces.ts).
   const { owner, repo } = readRepository(payload);
-  const repository = payload.repository as Json;
   const sender = login(object(payload, 'sender', 'sender'), 'sender.login');
   const event: ForgeEvent = {
     kind: classified.kind,
@@ -113,8 +123,6 @@ export function toForgeEvent(
     isPull: false,
     merged: false,
   };
-  const cloneUrl = optionalString(repository.clone_url);
-  if (cloneUrl) event.cloneUrl = cloneUrl;
   let labelsKnown = false;
 
   const kind = classified.kind;

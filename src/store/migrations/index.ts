@@ -5,6 +5,7 @@ import { outbox } from './0015-outbox.js';
 import { apiTokens } from './0040-api-tokens.js';
 import { tokenScopes } from './0041-token-scopes.js';
 import { dashboardSessions } from './0042-dashboard-sessions.js';
+import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { runLimits } from './0065-run-limits.js';
 import type { Migration } from './types.js';
 
@@ -13,7 +14,7 @@ export type { Migration } from './types.js';
 /**
  * Every migration, in the order they apply. Numbering blocks keep parallel work apart:
  * 0001–0009 core, 0010–0019 forge/ingress/outbox, 0020–0029 workspaces,
- * 0030–0039 agent/callbacks, 0040–0049 operator surfaces, 0065–0074 limits, budgets and retries.
+ * 0030–0039 agent/callbacks, 0040–0049 operator surfaces, 0055–0059 trust boundary (run keys), 0065–0074 limits, budgets and retries.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -23,5 +24,6 @@ export const migrations: readonly Migration[] = [
   apiTokens,
   tokenScopes,
   dashboardSessions,
+  unambiguousRunKeys,
   runLimits,
 ].sort((a, b) => a.name.localeCompare(b.name));
