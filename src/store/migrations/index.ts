@@ -8,6 +8,7 @@ import { dashboardSessions } from './0042-dashboard-sessions.js';
 import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { runLimits } from './0065-run-limits.js';
 import { budgets } from './0066-budgets.js';
+import { agentAttempts } from './0067-agent-attempts.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -28,4 +29,5 @@ export const migrations: readonly Migration[] = [
   unambiguousRunKeys,
   runLimits,
   budgets,
+  agentAttempts,
 ].sort((a, b) => a.name.localeCompare(b.name));
