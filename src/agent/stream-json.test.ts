@@ -114,7 +114,7 @@ describe('judgeResult', () => {
     expect(judgeResult(result({ numTurns: undefined }))).toMatchObject({ status: 'succeeded' });
     expect(judgeResult(result({ isError: true, apiErrorStatus: 529, text: 'Overloaded' }))).toEqual({
       status: 'failed',
-      kind: 'agent_error',
+      kind: 'agent_overloaded',
       summary: 'agent reported an error (API status 529): Overloaded',
     });
     expect(judgeResult(result({ isError: null }))).toMatchObject({ status: 'failed', kind: 'agent_error' });
@@ -122,6 +122,28 @@ describe('judgeResult', () => {
       status: 'failed',
       summary: 'agent stopped with error_max_turns after 3 turns: x',
     });
+  });
+
+  it('tells the API’s passing trouble (overloaded, rate limit, network) from the agent’s own error', () => {
+    const kind = (over: Partial<ResultSummary>) => judgeResult(result({ isError: true, ...over })).kind;
+    expect(kind({ apiErrorStatus: 529, text: 'API Error: Repeated 529 Overloaded errors' })).toBe('agent_overloaded');
+    expect(kind({ apiErrorStatus: 500, text: 'API Error: 500 Internal server error' })).toBe('agent_overloaded');
+    expect(kind({ apiErrorStatus: 429, text: 'API Error: Request rejected (429)' })).toBe('agent_rate_limited');
+    // Older CLIs give only the text.
+    expect(kind({ text: 'API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}' })).toBe(
+      'agent_overloaded',
+    );
+    expect(kind({ text: 'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Rate limited"}}' })).toBe(
+      'agent_rate_limited',
+    );
+    expect(kind({ text: 'API Error: Connection error.' })).toBe('agent_unreachable');
+    expect(kind({ text: 'API Error: Connection to the API was lost (ECONNRESET). This is usually temporary — try again.' })).toBe(
+      'agent_unreachable',
+    );
+    // Not passing: no credentials, a bad request, the agent's own failure.
+    expect(kind({ text: 'Not logged in · Please run /login' })).toBe('agent_error');
+    expect(kind({ apiErrorStatus: 400, text: 'API Error: 400 prompt is too long' })).toBe('agent_error');
+    expect(kind({ apiErrorStatus: 401, text: 'API Error: Connection error.' })).toBe('agent_error');
   });
 
   it('fails the zero-turn "success" of an unknown slash command or skill', () => {

@@ -131,7 +131,11 @@ export function judgeResult(result: ResultSummary): ResultOutcome {
   }
   if (result.subtype === 'success' && result.isError === true) {
     const status = result.apiErrorStatus !== undefined ? ` (API status ${result.apiErrorStatus})` : '';
-    return { status: 'failed', kind: FAILURE_KIND.agentError, summary: `agent reported an error${status}: ${text || 'no error text'}` };
+    return {
+      status: 'failed',
+      kind: apiFailureKind(result.apiErrorStatus, text),
+      summary: `agent reported an error${status}: ${text || 'no error text'}`,
+    };
   }
   if (result.subtype === 'success') {
     return {
@@ -146,6 +150,26 @@ export function judgeResult(result: ResultSummary): ResultOutcome {
     kind: FAILURE_KIND.agentError,
     summary: `agent stopped with ${result.subtype}${turns}${result.errors.length > 0 ? `: ${result.errors.join('; ')}` : ''}`,
   };
+}
+
+/**
+ * Whether an error result is the API's passing trouble (baton retries those, runs/retries.ts) or
+ * the agent's own error. Newer CLIs (≥ 2.1.110) give `api_error_status`; older ones only the text,
+ * `API Error: 529 {"type":"error","error":{"type":"overloaded_error",…}}` (CLI 2.1.4 output in a
+ * public log, freeideas/vecsum reports/2026-01-14-…_RESPONSE.md). Without a connection the CLI
+ * ends with `API Error: Connection error.`, `API Error: Unable to connect to API…` or `API Error:
+ * Connection to the API was lost (ECONNRESET)…` (texts quoted in public tests of tools that drive
+ * the CLI); reference/claude-code/STREAM-JSON.md §5 says API failures are `is_error: true` results.
+ */
+export function apiFailureKind(status: number | undefined, text: string): string {
+  if (status === 429 || /API Error: 429\b|rate_limit_error/i.test(text)) return FAILURE_KIND.agentRateLimited;
+  if ((status !== undefined && status >= 500 && status <= 599) || /API Error: 5\d\d\b|overloaded_error/i.test(text)) {
+    return FAILURE_KIND.agentOverloaded;
+  }
+  if (status === undefined && /API Error: (Connection error|Unable to connect to API|Connection to the API was lost)/i.test(text)) {
+    return FAILURE_KIND.agentUnreachable;
+  }
+  return FAILURE_KIND.agentError;
 }
 
 function readResult(m: Record<string, unknown>): ResultSummary {

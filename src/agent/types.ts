@@ -21,6 +21,12 @@ export const FAILURE_KIND = {
   setupFailed: 'setup_failed',
   agentNotStarted: 'agent_not_started',
   agentError: 'agent_error',
+  /** The agent's API answered 529 (overloaded) or another 5xx: worth trying again later. */
+  agentOverloaded: 'agent_overloaded',
+  /** The agent's API answered 429 (rate limit): worth trying again later. */
+  agentRateLimited: 'agent_rate_limited',
+  /** The agent could not reach its API (connection refused, reset, DNS): worth trying again later. */
+  agentUnreachable: 'agent_unreachable',
   /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
   noTurns: 'no_turns',
   noResult: 'no_result',

@@ -24,6 +24,12 @@ export const BACKOFF = {
   listen: { baseMs: 250, maxMs: 10_000 },
   /** An operator's `baton logs --follow` reconnecting to the event stream: 500 ms doubling to 5 s. */
   follow: { baseMs: 500, maxMs: 5_000 },
+  /**
+   * An agent run that failed for a reason that passes (the API overloaded or rate-limited, the
+   * network, the workspace lost): 1 min doubling to 15 min. Rate limits reset within a minute or
+   * so; a real outage needs longer, and a run retried too eagerly only burns an attempt.
+   */
+  agentRun: { baseMs: 60_000, maxMs: 15 * 60_000 },
 } as const satisfies Record<string, BackoffPolicy>;
 
 export function backoffDelay(policy: BackoffPolicy, attempt: number, random: () => number = Math.random): number {

@@ -13,6 +13,7 @@ const minutes = (m: number) => Math.round(m * 60_000);
  * limits:
  *   tokenCap: 400000          # BATON_TOKEN_CAP
  *   maxDurationMinutes: 60    # RUN_MAX_DURATION_MINUTES
+ *   agentAttempts: 3          # AGENT_RUN_ATTEMPTS
  * ```
  */
 export const limitsSection = section(
@@ -23,6 +24,12 @@ export const limitsSection = section(
       default: 0,
       doc: 'tokens (input + output) an agent may use before its runner stops it and the run fails; 0 = no cap',
     }),
+    agentAttempts: int({
+      env: 'AGENT_RUN_ATTEMPTS',
+      min: 1,
+      default: 3,
+      doc: 'attempts of the agent per run (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
+    }),
     maxDurationMinutes: number({
       env: 'RUN_MAX_DURATION_MINUTES',
       min: 0.01,
@@ -31,6 +38,7 @@ export const limitsSection = section(
   }),
   (v): LimitsConfig => ({
     tokenCap: v.tokenCap,
+    agentAttempts: v.agentAttempts,
     ...(v.maxDurationMinutes !== undefined ? { maxDurationMs: minutes(v.maxDurationMinutes) } : {}),
   }),
 );

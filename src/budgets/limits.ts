@@ -9,6 +9,8 @@ export interface LimitsConfig {
   tokenCap: number;
   /** Longest a run may take; absent = `STALE_WORKSPACE_MINUTES`. */
   maxDurationMs?: number;
+  /** Attempts of the agent per run when it fails transiently (runs/retries.ts); 1 = no retries. @default 3 */
+  agentAttempts?: number;
 }
 
 /** A stage's own limits (`pipeline.stages.<name>.tokenCap`, `.maxDurationMinutes`). */

@@ -20,11 +20,19 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   max_duration: "The agent reached the run's time limit.",
   runner_terminated: 'The run was stopped before it finished.',
   runner_error: 'The run hit an internal error.',
+  agent_overloaded: 'The agent’s API was overloaded.',
+  agent_rate_limited: 'The agent’s API refused more requests for now (rate limit).',
+  agent_unreachable: 'The agent could not reach its API.',
+};
+
+/** Reasons baton itself records (not a runner): the workspace's reconcile. */
+const BATON_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
+  workspace_lost: 'The workspace was lost before the run finished.',
 };
 
 /** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
 export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {
-  const reported = RUNNER_FAILURE_SENTENCES[run.lastError ?? ''];
+  const reported = RUNNER_FAILURE_SENTENCES[run.lastError ?? ''] ?? BATON_FAILURE_SENTENCES[run.lastError ?? ''];
   switch (event.type) {
     case RUN_EVENT.cancelled:
       return 'It was cancelled.';

@@ -69,6 +69,8 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     // Re-queued from a final state is an operator's retry, worth saying on the issue; from
     // provisioning it is an expired lease, an internal detail.
     if (event.type === RUN_EVENT.requeued && !(event.fromStatus !== null && isFinal(event.fromStatus))) return;
+    // One comment per outcome, not per attempt: a retried agent attempt starts silently.
+    if (event.type === RUN_EVENT.started && run.agentAttempt > 1) return;
     if (Object.keys(options.accounts).length === 0) return;
     const template = templates[name];
     if (template.trim() === '') return;

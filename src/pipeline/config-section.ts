@@ -63,6 +63,10 @@ const stage = orFalse(
       doc: 'tokens the install and build commands (the repository’s own code) get; none by default',
     }),
     tokenCap: int({ min: 0, doc: 'the stage’s own token cap per run (overrides limits.tokenCap); 0 = no cap' }),
+    agentAttempts: int({
+      min: 1,
+      doc: 'the stage’s own attempts of the agent per run on transient failures (overrides limits.agentAttempts)',
+    }),
     maxDurationMinutes: number({ min: 0.01, doc: 'the stage’s own duration limit per run (overrides limits.maxDurationMinutes)' }),
     enabled: bool({ doc: 'false removes the stage' }),
   }),
@@ -139,6 +143,7 @@ export const pipelineSection = section(
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
       if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
       if (raw.tokenCap !== undefined) next.tokenCap = raw.tokenCap;
+      if (raw.agentAttempts !== undefined) next.agentAttempts = raw.agentAttempts;
       if (raw.maxDurationMinutes !== undefined) next.maxDurationMs = Math.round(raw.maxDurationMinutes * 60_000);
       if (raw.setupTokens?.length) next.setupTokens = [...new Set(raw.setupTokens)];
       if (raw.triggers !== undefined) next.triggers = raw.triggers.map(toTrigger);

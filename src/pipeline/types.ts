@@ -138,6 +138,8 @@ export interface StageDefinition {
   skipPermissions?: boolean;
   /** The stage's own token cap per run (over `limits.tokenCap`); 0 = none. */
   tokenCap?: number;
+  /** The stage's own attempts of the agent per run (over `limits.agentAttempts`). */
+  agentAttempts?: number;
   /** The stage's own duration limit per run (over `limits.maxDurationMinutes`). */
   maxDurationMs?: number;
 }

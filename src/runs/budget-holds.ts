@@ -14,7 +14,7 @@ import type { TransactionScope } from '../store/index.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, type RunStatus } from './states.js';
 import { recordTransitions, type TransitionContext } from './transition.js';
-import type { TransitionHook } from './types.js';
+import type { TransitionHook, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
 /** Events that carry what an agent reported at the end of an attempt (the callback's usage and cost). */
@@ -45,9 +45,18 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
 
   return {
     async usageHook(scope, { run, event }) {
-      if (!REPORTED.has(event.type) || !FROM_WORKSPACE.has(event.fromStatus)) return;
-      const tokens = totalTokens(run.usage) ?? 0;
-      const costUsd = run.costUsd ?? 0;
+      if (!FROM_WORKSPACE.has(event.fromStatus)) return;
+      let usage: Usage | null;
+      let cost: number | null;
+      if (REPORTED.has(event.type)) {
+        ({ usage, costUsd: cost } = run);
+      } else if (event.type === RUN_EVENT.retrying && event.data?.agent === true) {
+        // An attempt retried: what it used is on its timeline entry, not on the run.
+        usage = (event.data.usage as Usage | null) ?? null;
+        cost = typeof event.data.costUsd === 'number' ? event.data.costUsd : null;
+      } else return;
+      const tokens = totalTokens(usage) ?? 0;
+      const costUsd = cost ?? 0;
       if (tokens <= 0 && costUsd <= 0) return;
       await addUsage(scope.trx, {
         day: dayKey(event.createdAt, config.timezone),

@@ -1,7 +1,8 @@
 import { sql } from 'kysely';
 import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
 import { createBudgetGate } from './budget-holds.js';
-import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
+import { isTransientFailure, type RetryPolicy } from './retries.js';
+import { BACKOFF, backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
 import {
@@ -60,6 +61,11 @@ export interface RunEngineOptions {
    * (budget-holds.ts). Without it no usage is counted and nothing is held.
    */
   budgets?: BudgetsConfig;
+  /**
+   * Retries of agent runs that fail for a reason that passes (retries.ts): how many attempts a
+   * stage's runs get. Without it every failure is final.
+   */
+  retries?: RetryPolicy;
 }
 
 export interface FullRunEngine extends RunEngine {
@@ -257,6 +263,57 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     return toRun(row);
   }
 
+  /**
+   * A transient failure with attempts left: back to the queue after a backoff, as the next attempt
+   * of its agent, in a fresh workspace (the old one is torn down). The attempt's usage goes on its
+   * `run:retrying` entry (and into the day's budgets), not on the run, which shows its last
+   * attempt's; the issue hears nothing until the run's outcome.
+   */
+  async function retryAgent(scope: TransactionScope, run: Run, outcome: RunOutcome, of: number): Promise<Run> {
+    const t = now();
+    const delayMs = backoffDelay(BACKOFF.agentRun, run.agentAttempt, random);
+    const error = failureReason(outcome);
+    const row = await scope.trx
+      .updateTable('runs')
+      .set({
+        status: RUN_STATUS.queued,
+        agent_attempt: run.agentAttempt + 1,
+        // Provisioning attempts count per agent attempt.
+        attempts: 0,
+        run_at: t + delayMs,
+        last_error: error,
+        exit_code: outcome.exitCode ?? null,
+        summary: outcome.summary ?? null,
+        usage: null,
+        cost_usd: null,
+        duration_ms: null,
+        lease_token: null,
+        lease_expires_at: null,
+        workspace_name: null,
+        workspace_id: null,
+        callback_token_hash: null,
+        claimed_at: null,
+        started_at: null,
+        updated_at: t,
+      })
+      .where('id', '=', run.id)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    await scheduleTeardown(scope, ctx, run, t);
+    const queued = toRun(row);
+    await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.retrying, {
+      agent: true,
+      error,
+      ...(outcome.summary ? { summary: outcome.summary.slice(0, 2_000) } : {}),
+      attempt: run.agentAttempt,
+      attempts: of,
+      delayMs,
+      usage: outcome.usage ?? null,
+      costUsd: outcome.costUsd ?? null,
+    });
+    return queued;
+  }
+
   async function requireLease(scope: TransactionScope, runId: number, leaseToken: string): Promise<Run> {
     let query = scope.trx.selectFrom('runs').selectAll().where('id', '=', runId);
     if (store.dialect === 'postgres') query = query.forUpdate();
@@ -280,6 +337,11 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     if (isFinal(run.status)) return { run, changed: false };
     if (!canTransition(run.status, outcome.status)) {
       throw new TransitionError(`run ${runId} is ${run.status} and has no workspace to report from`, 'conflict');
+    }
+    const retries = options.retries;
+    if (retries && outcome.status === RUN_STATUS.failed && isTransientFailure(outcome.error)) {
+      const of = retries.attemptsFor(run.stage);
+      if (run.agentAttempt < of) return { run: await retryAgent(scope, run, outcome, of), changed: true };
     }
     const lastError = outcome.status === 'succeeded' ? run.lastError : failureReason(outcome);
     const patch: RunPatch = {
@@ -420,7 +482,9 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     complete(runId, outcome: RunOutcome) {
-      const statement = statements?.complete[outcome.status];
+      // A transient failure may be retried: decided step by step, knowing the run's stage and attempt.
+      const mayRetry = options.retries !== undefined && outcome.status === RUN_STATUS.failed && isTransientFailure(outcome.error);
+      const statement = mayRetry ? undefined : statements?.complete[outcome.status];
       if (!statement) return write((scope) => completeInTransaction(scope, runId, outcome));
       const lastError = outcome.status === 'succeeded' ? null : failureReason(outcome);
       const values = [
@@ -476,6 +540,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
             .set({
               status: RUN_STATUS.queued,
               attempts: 0,
+              agent_attempt: 1,
               run_at: t,
               finished_at: null,
               claimed_at: null,

@@ -31,4 +31,5 @@ export {
   type ProgressBatch,
   type ProgressAppended,
 } from './run-log.js';
+export { isTransientFailure, TRANSIENT_FAILURES, type RetryPolicy, type TransientFailure } from './retries.js';
 export { createBudgetService, type BudgetService, type BudgetsOverview } from './budget-service.js';

@@ -53,6 +53,7 @@ const RUN_COLUMN_NAMES = {
   token_cap: true,
   max_duration_ms: true,
   held_reason: true,
+  agent_attempt: true,
 } satisfies Record<keyof RunRow, true>;
 
 const RUN_COLUMNS = Object.keys(RUN_COLUMN_NAMES)

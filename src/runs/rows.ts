@@ -43,6 +43,7 @@ export function toRun(row: RunRow): Run {
     finishedAt: row.finished_at,
     limits: { tokenCap: row.token_cap, maxDurationMs: row.max_duration_ms },
     heldReason: row.held_reason,
+    agentAttempt: row.agent_attempt,
   };
 }
 

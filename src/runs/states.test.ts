@@ -31,6 +31,7 @@ const ENGINE_MAKES: ReadonlyArray<[RunStatus, RunStatus, string]> = [
   ['running', 'failed', 'complete, reconcile'],
   ['running', 'timed_out', 'complete, stale sweep'],
   ['running', 'cancelled', 'cancel'],
+  ['running', 'queued', 'complete, a transient agent failure with attempts left'],
   ['failed', 'queued', 'retry'],
   ['timed_out', 'queued', 'retry'],
   ['cancelled', 'queued', 'retry'],
@@ -56,8 +57,8 @@ describe('run states', () => {
     for (const from of FINAL_STATUSES) for (const to of TRANSITIONS[from]) expect(to).toBe('queued');
   });
 
-  it('never moves a live run back to queued except from provisioning, or from held', () => {
-    for (const from of LIVE_STATUSES) expect(canTransition(from, 'queued'), from).toBe(from === 'provisioning' || from === 'held');
+  it('moves every live run back to queued only through a retry or a release', () => {
+    for (const from of LIVE_STATUSES) expect(canTransition(from, 'queued'), from).toBe(from !== 'queued');
   });
 
   it('holds only queued runs, which keep their dedup key while held', () => {

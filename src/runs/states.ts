@@ -7,6 +7,7 @@
  *     │                    │   the workspace was seen   └──cancel──────► cancelled
  *     │                    │   up)──► succeeded | failed | timed_out
  *     ├──retry (backoff)───┤ provisioning failed, or its lease expired
+ *     ├──agent retry (backoff)── running | provisioning: the agent failed transiently (retries.ts)
  *     │                    ├──permanent failure──► failed
  *     │                    ├──attempts used up──► dead
  *     │                    └──cancel──► cancelled
@@ -65,7 +66,8 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   // succeeded, failed, timed_out: the workspace's callback can arrive before the dispatcher has
   // seen the workspace up (a fast agent, a slow provider answer).
   provisioning: ['running', 'queued', 'dead', 'succeeded', 'failed', 'timed_out', 'cancelled'],
-  running: ['succeeded', 'failed', 'timed_out', 'cancelled'],
+  // queued: a transient failure of the agent (retries.ts), tried again after a backoff.
+  running: ['succeeded', 'failed', 'timed_out', 'cancelled', 'queued'],
   succeeded: [],
   failed: ['queued'],
   timed_out: ['queued'],

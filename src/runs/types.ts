@@ -83,6 +83,8 @@ export interface Run {
   limits: { tokenCap: number | null; maxDurationMs: number | null };
   /** Why a `held` run waits: which daily budget is spent, and until when; null otherwise. */
   heldReason: string | null;
+  /** Which attempt of its agent this is (1 = the first); a transient failure queues the next. */
+  agentAttempt: number;
 }
 
 export interface RunEvent {
@@ -113,7 +115,7 @@ export interface RunOutcome {
   usage?: Usage | null;
   costUsd?: number | null;
   durationMs?: number | null;
-  /** Why it failed, in words a person can act on. */
+  /** Why it failed: a runner's machine-readable kind (`agent_overloaded`, …) or words a person can act on. */
   error?: string | null;
 }
 

@@ -155,7 +155,18 @@ export function createApp(config: Config, deps: AppDeps): App {
     }),
   ];
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  const engine = createRunEngine({ store, queue: config.queue, now, hooks, logger, runLog: config.runLog, budgets: config.budgets });
+  const engine = createRunEngine({
+    store,
+    queue: config.queue,
+    now,
+    hooks,
+    logger,
+    runLog: config.runLog,
+    budgets: config.budgets,
+    retries: {
+      attemptsFor: (stage) => config.pipeline.stages.find((s) => s.name === stage)?.agentAttempts ?? config.limits.agentAttempts ?? 3,
+    },
+  });
   const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
   const tokens = createTokenStore({ store, now });
   const sessions = createSessionStore({

@@ -43,7 +43,9 @@ export function createConfiguredProvider(config: Config, logger: Logger, runs: P
  * keys changed; the run id alone makes them unique.
  */
 export function workspaceName(run: Run): string {
-  const parts = [run.stage, run.owner, run.repo, ...(run.number !== null ? [String(run.number)] : []), `r${run.id}`];
+  // A retried agent attempt gets a workspace of its own: the last one's is being torn down.
+  const attempt = run.agentAttempt > 1 ? [`a${run.agentAttempt}`] : [];
+  const parts = [run.stage, run.owner, run.repo, ...(run.number !== null ? [String(run.number)] : []), `r${run.id}`, ...attempt];
   return workspaceNameForKey(parts.join('-'));
 }
 
@@ -122,7 +124,8 @@ export async function reconcileWorkspaces(engine: FullRunEngine, provider: Works
       listLive: async () => (await engine.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
       adopt: async () => {},
       failRun: async (runId, reason) => {
-        await engine.complete(runId, { status: RUN_STATUS.failed, error: reason });
+        // `workspace_lost` is a failure that passes: the run is tried again (runs/retries.ts).
+        await engine.complete(runId, { status: RUN_STATUS.failed, error: 'workspace_lost', summary: reason });
       },
     },
   });

@@ -45,6 +45,8 @@ export interface RunsTable {
   max_duration_ms: number | null;
   /** Why a held run waits (the budget that is spent); null unless held. */
   held_reason: string | null;
+  /** Which attempt of its agent the run is on (1 = the first; transient failures add one). */
+  agent_attempt: Generated<number>;
 }
 
 export interface RunEventsTable {

@@ -118,7 +118,18 @@ describe('runAgent with the fake Claude Code CLI', () => {
       exitCode: 1,
       summary: 'agent reported an error (API status 529): API Error: Repeated 529 Overloaded errors',
       costUsd: 0,
+      error: 'agent_overloaded',
     });
+  });
+
+  it.each([
+    ['rate-limited', 'agent_rate_limited'],
+    ['legacy-overloaded', 'agent_overloaded'],
+    ['connection-error', 'agent_unreachable'],
+    ['not-logged-in', 'agent_error'],
+  ])('reports the API failure of %s as the kind baton retries by (%s)', async (mode, kind) => {
+    await runAgent(options(mode));
+    expect(await receiver.accepted()).toMatchObject({ status: 'failed', exitCode: 1, error: kind });
   });
 
   it('tolerates garbage, unknown message types and api_retry lines, and keeps them in the log', async () => {

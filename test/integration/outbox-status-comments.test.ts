@@ -38,6 +38,7 @@ function makeRun(overrides: Partial<Run> = {}): Run {
     finishedAt: null,
     limits: { tokenCap: null, maxDurationMs: null },
     heldReason: null,
+    agentAttempt: 1,
     ...overrides,
   };
 }

@@ -266,6 +266,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
       finishedAt: null,
       limits: { tokenCap: null, maxDurationMs: null },
       heldReason: null,
+      agentAttempt: 1,
     };
     gitea.failNext(1, { method: 'POST' });
     const events = [RUN_EVENT.queued, RUN_EVENT.started, RUN_EVENT.succeeded];

@@ -12,6 +12,7 @@ import { unambiguousRunKeys } from './0055-unambiguous-run-keys.js';
 import { callbackTokenHistory } from './0060-callback-token-history.js';
 import { runLimits } from './0065-run-limits.js';
 import { budgets } from './0066-budgets.js';
+import { agentAttempts } from './0067-agent-attempts.js';
 import { issueIndex } from './0075-issue-index.js';
 import type { Migration } from './types.js';
 
@@ -40,5 +41,6 @@ export const migrations: readonly Migration[] = [
   callbackTokenHistory,
   runLimits,
   budgets,
+  agentAttempts,
   issueIndex,
 ].sort((a, b) => a.name.localeCompare(b.name));

@@ -39,6 +39,12 @@
 //   error_during_execution | error_max_turns | error_max_budget_usd | error_max_structured_output_retries
 //                       a result with that subtype, `errors`, and no `result` field (exit 1)
 //   api-error           subtype success with is_error true and api_error_status 529 (exit 1)
+//   rate-limited        the same with api_error_status 429 and a rate_limit_error text (exit 1)
+//   legacy-overloaded   an older CLI's 529 (before api_error_status, CLI < 2.1.110): only the
+//                       text `API Error: 529 {"type":"error","error":{"type":"overloaded_error",…}}`,
+//                       as CLI 2.1.4 printed it (freeideas/vecsum, a public log of its output)
+//   connection-error    no network after the CLI's own retries: `API Error: Connection error.`,
+//                       no api_error_status (the text public tests of CLI wrappers quote)
 //   not-logged-in       what the real CLI prints without credentials (exit 1)
 //   no-is-error         a result without is_error (cannot be told from a failure)
 //   unknown-skill       the zero-cost "success" of reference §4(b): num_turns 2, `Unknown skill: …`
@@ -431,6 +437,27 @@ switch (prompt.startsWith('/') ? 'unknown-slash-command' : mode) {
       is_error: true,
       api_error_status: 529,
       result: 'API Error: Repeated 529 Overloaded errors',
+      total_cost_usd: 0,
+      modelUsage: {},
+      stop_reason: null,
+    });
+    process.exitCode = 1;
+    break;
+  case 'rate-limited':
+  case 'legacy-overloaded':
+  case 'connection-error':
+    init();
+    result({
+      subtype: 'success',
+      is_error: true,
+      ...(mode === 'rate-limited' ? { api_error_status: 429 } : {}),
+      result: {
+        'rate-limited':
+          'API Error: 429 {"type":"error","error":{"type":"rate_limit_error","message":"Number of requests has exceeded your rate limit"}}',
+        'legacy-overloaded':
+          'API Error: 529 {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"},"request_id":"req_fake"}',
+        'connection-error': 'API Error: Connection error.',
+      }[mode],
       total_cost_usd: 0,
       modelUsage: {},
       stop_reason: null,
