@@ -29,6 +29,8 @@ function run(over: Partial<Run> & Pick<Run, 'id' | 'stage' | 'createdAt'>): Run 
     startedAt: null,
     finishedAt: null,
     limits: { tokenCap: null, maxDurationMs: null },
+    heldReason: null,
+    agentAttempt: 1,
     ...over,
   };
 }
