@@ -116,13 +116,18 @@ describe('README: try it in five minutes', { timeout: 180_000 }, () => {
   it('runs a stage on a declared local repository in the sandbox, shown by baton logs --follow and on the dashboard', async () => {
     terminal1 = shell(blocks[0]!, env);
     const t1 = terminal1;
-    await until(async () => {
-      if (t1.child.exitCode !== null) throw new Error(`terminal 1 ended with ${t1.child.exitCode}:\n${t1.output()}`);
-      return fetch(`http://127.0.0.1:${port}/health`).then(
-        (r) => r.ok,
-        () => false,
-      );
-    }, 'baton serve from the README to answer');
+    await until(
+      async () => {
+        if (t1.child.exitCode !== null) throw new Error(`terminal 1 ended with ${t1.child.exitCode}:\n${t1.output()}`);
+        return fetch(`http://127.0.0.1:${port}/health`).then(
+          (r) => r.ok,
+          () => false,
+        );
+        // npx runs the package's prepare script (a full tsc build) before baton starts.
+      },
+      'baton serve from the README to answer',
+      150_000,
+    );
     const head = git(path.join(DEMO, 'hello'), 'rev-parse', 'HEAD');
 
     const terminal2 = shell(blocks[1]!, env);

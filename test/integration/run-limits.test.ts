@@ -127,7 +127,7 @@ describe('per-run limits reach every workspace provider', () => {
 
   it('reads the global cap from BATON_TOKEN_CAP, as before, now for every provider', () => {
     const { config } = loadConfig({ BATON_DATA_DIR: dir, BATON_TOKEN_CAP: '7000', RUN_MAX_DURATION_MINUTES: '45' }, path.join(dir, 'none'));
-    expect(config.limits).toEqual({ tokenCap: 7000, maxDurationMs: 45 * 60_000 });
+    expect(config.limits).toEqual({ tokenCap: 7000, agentAttempts: 3, maxDurationMs: 45 * 60_000 });
     // No longer passed through as the runner's own environment: the spec carries it.
     expect(config.agentEnv.BATON_TOKEN_CAP).toBeUndefined();
   });
