@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -152,6 +153,39 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     await p.stop('stubborn');
     expect((await p.get('stubborn'))?.status).toBe('stopping');
     await until(async () => (await p.get('stubborn'))?.status === 'stopped', 'stubborn to be stopped');
+  });
+
+  it('finds a runner killed -9 while its agent works, and leaves no process of the run after teardown', async () => {
+    // Every process of the run inherits this variable: the runner, the agent and what it started.
+    const marker = `RUN_MARKER=killed-runner-${randomUUID()}`;
+    const ofTheRun = () =>
+      fs.readdirSync('/proc').filter((pid) => {
+        try {
+          return /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker);
+        } catch {
+          return false;
+        }
+      });
+    const p = provider({
+      command: [process.execPath, '--import', TSX, AGENT_CLI],
+      env: { RUN_MARKER: marker.slice('RUN_MARKER='.length), BATON_AGENT_COMMAND: JSON.stringify(['/bin/sh', '-c', 'sleep 1000 & wait']) },
+    });
+    await p.create({ ...defaultSpec('killed'), stage: 'analyse', cloneUrl: createBareRepo(fixture.shared, 'killed') });
+    const dir = path.join(dataDir, 'workspaces', 'killed');
+    await until(
+      () => ofTheRun().some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0')),
+      'the agent to be at work',
+    );
+    const record = JSON.parse(fs.readFileSync(path.join(dir, 'runner.json'), 'utf8')) as { pid: number; runner: { pid: number } | null };
+    const runner = record.runner?.pid ?? record.pid;
+    process.kill(runner, 'SIGKILL');
+    await until(async () => (await p.get('killed'))?.status === 'stopped', 'the workspace to read stopped');
+    // The agent outlived its runner (in its own group, and in a sandbox its own PID namespace)...
+    expect(ofTheRun().length).toBeGreaterThan(0);
+    // ...until teardown.
+    await p.delete('killed');
+    await until(() => !fs.existsSync(dir), 'the workspace to be deleted');
+    expect(ofTheRun()).toEqual([]);
   });
 
   it('rejects names that are not safe directory names', async () => {

@@ -11,7 +11,17 @@ import {
   type WorkspaceSpec,
   type WorkspaceStatus,
 } from '../types.js';
-import { isRunnerAlive, readProcStat, readRunnerRecord, signalRunner, type RunnerRecord } from './runner-process.js';
+import {
+  isProcessAlive,
+  isRunAlive,
+  isRunnerAlive,
+  processesWithEnv,
+  readProcStat,
+  readRunnerRecord,
+  sandboxRunner,
+  signalRunner,
+  type RunnerRecord,
+} from './runner-process.js';
 import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
 
 export interface LocalProviderOptions {
@@ -223,21 +233,51 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     timers.add(timer);
   };
 
-  /** SIGTERM now, SIGKILL after the grace period if the run is still the same live process. */
+  /**
+   * Without a sandbox, the agent and what it started live in groups of their own and outlive a
+   * runner that dies: they are found by the run's BATON_WORKDIR in their environment. (In a
+   * sandbox, the init's death ends them.)
+   */
+  const killLeftovers = (dir: string) => {
+    if (sandbox.kind !== 'none') return;
+    for (const pid of processesWithEnv(`BATON_WORKDIR=${path.join(dir, WORK)}`)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // Gone meanwhile.
+      }
+    }
+  };
+
+  /** Ends every process of the run at once. */
+  const kill = (dir: string, record: RunnerRecord) => {
+    signalRunner(record, 'SIGKILL');
+    killLeftovers(dir);
+  };
+
+  /**
+   * SIGTERM to a live runner (it stops its agent and still reports), and SIGKILL after the grace
+   * period if anything of the run is left. Without a runner nobody is left to report: what
+   * remains of the run is killed now.
+   */
   const terminate = (dir: string, record: RunnerRecord) => {
-    if (record.pid === null || !isRunnerAlive(record)) return false;
+    if (record.pid === null || !isRunAlive(record)) return false;
     fs.writeFileSync(path.join(dir, STOP_MARKER), `${new Date(now()).toISOString()}\n`);
+    if (!isRunnerAlive(record)) {
+      kill(dir, record);
+      return true;
+    }
     signalRunner(record, 'SIGTERM');
     later(graceMs, () => {
-      if (isRunnerAlive(record)) signalRunner(record, 'SIGKILL');
+      if (isRunAlive(record)) kill(dir, record);
     });
     return true;
   };
 
   const waitForExit = async (record: RunnerRecord, ms: number) => {
     const deadline = Date.now() + ms;
-    while (isRunnerAlive(record) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
-    return !isRunnerAlive(record);
+    while (isRunAlive(record) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    return !isRunAlive(record);
   };
 
   /** `dir` under `parent`, and in it the two directories a run sees, owned by the user it runs as. */
@@ -385,7 +425,15 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     const dirs = writing(spec.name, () => prepareDirs(root, dir));
     if (spec.repositoryPath && sandbox.kind === 'bwrap') trustRepository(dirs.homeDir, spec.repositoryPath, runAs);
     const recordFile = path.join(dir, RECORD);
-    const claim: RunnerRecord = { pid: null, pgid: null, startedAt: now(), startTicks: null, runId: spec.runId, stage: spec.stage };
+    const claim: RunnerRecord = {
+      pid: null,
+      pgid: null,
+      startedAt: now(),
+      startTicks: null,
+      runner: null,
+      runId: spec.runId,
+      stage: spec.stage,
+    };
     try {
       // 'wx' makes the claim atomic: a second baton creating the same name adopts this one.
       writing(spec.name, () => fs.writeFileSync(recordFile, JSON.stringify(claim), { flag: 'wx', mode: 0o600 }));
@@ -470,7 +518,13 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       }
       pid = init;
     }
-    const record: RunnerRecord = { ...claim, pid, pgid: monitor, startTicks: readProcStat(pid)?.startTicks ?? null };
+    const record: RunnerRecord = {
+      ...claim,
+      pid,
+      pgid: monitor,
+      startTicks: readProcStat(pid)?.startTicks ?? null,
+      runner: sandbox.kind === 'bwrap' ? await findSandboxRunner(pid) : null,
+    };
     fs.writeFileSync(recordFile, JSON.stringify(record), { mode: 0o600 });
     return { id: spec.name, name: spec.name, status: 'running', createdAt: claim.startedAt };
   };
@@ -478,12 +532,13 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const removeWorkspace = async (name: string): Promise<void> => {
     const dir = dirOf(name);
     const record = readRunnerRecord(path.join(dir, RECORD));
-    if (record && record.pid !== null && isRunnerAlive(record)) {
+    if (record && record.pid !== null && isRunAlive(record)) {
       terminate(dir, record);
       if (!(await waitForExit(record, graceMs + 5_000))) {
         throw new Error(`runner ${record.pid} of workspace ${name} did not exit after SIGKILL`);
       }
     }
+    killLeftovers(dir);
     // Retries ride out a file appearing while the tree is removed (ENOTEMPTY), e.g. a runner's
     // last write racing its own termination.
     await fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
@@ -611,6 +666,21 @@ function openSecrets(file: string, secrets: RunnerSecrets): number {
   } finally {
     fs.rmSync(file, { force: true });
   }
+}
+
+/**
+ * The runner of a sandbox whose init is `init`, once the init has forked it; `{ pid: 0 }` when the
+ * init is gone first (the runner has come and gone), or it does not appear within 10 s.
+ */
+async function findSandboxRunner(init: number): Promise<{ pid: number; startTicks: number | null }> {
+  const initTicks = readProcStat(init)?.startTicks ?? null;
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline && isProcessAlive(init, initTicks)) {
+    const runner = sandboxRunner(init);
+    if (runner) return runner;
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  return { pid: 0, startTicks: null };
 }
 
 /** The host pid of the sandbox's init, from `--info-fd`; null when bwrap failed before it. */

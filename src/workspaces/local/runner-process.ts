@@ -24,6 +24,13 @@ export interface RunnerRecord {
    * Lets a restarted baton tell our runner from an unrelated process that got the same pid.
    */
   startTicks: number | null;
+  /**
+   * In a sandbox, the runner itself: the init's first child. It can die while the namespace
+   * lives on (an agent or a background process it started keeps the init waiting), and then the
+   * run is over although `pid` is alive. null outside a sandbox and in older records: there
+   * `pid` is the runner. A pid of 0 means the runner was gone before it could be found.
+   */
+  runner: { pid: number; startTicks: number | null } | null;
   runId: number;
   stage: string;
 }
@@ -38,6 +45,10 @@ export function readRunnerRecord(file: string): RunnerRecord | null {
       pgid: typeof parsed.pgid === 'number' ? parsed.pgid : pid,
       startedAt: parsed.startedAt,
       startTicks: typeof parsed.startTicks === 'number' ? parsed.startTicks : null,
+      runner:
+        typeof parsed.runner?.pid === 'number'
+          ? { pid: parsed.runner.pid, startTicks: typeof parsed.runner.startTicks === 'number' ? parsed.runner.startTicks : null }
+          : null,
       runId: typeof parsed.runId === 'number' ? parsed.runId : 0,
       stage: typeof parsed.stage === 'string' ? parsed.stage : '',
     };
@@ -64,19 +75,72 @@ export function readProcStat(pid: number): ProcStat | null {
   }
 }
 
-/** Whether the recorded runner process is still alive (and is really ours). */
-export function isRunnerAlive(record: RunnerRecord): boolean {
-  if (record.pid === null) return false;
+/** Whether the process `pid` is alive and is the one that started at `startTicks` (when known). */
+export function isProcessAlive(pid: number, startTicks: number | null): boolean {
+  if (pid <= 0) return false;
   try {
-    process.kill(record.pid, 0);
+    process.kill(pid, 0);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
-  const stat = readProcStat(record.pid);
+  const stat = readProcStat(pid);
   if (stat === null) return !fs.existsSync('/proc/self/stat');
   // A zombie has exited; only its parent has not collected it yet.
   if (stat.state === 'Z' || stat.state === 'X') return false;
-  return record.startTicks === null || stat.startTicks === record.startTicks;
+  return startTicks === null || stat.startTicks === startTicks;
+}
+
+/** Whether the runner is still at work: while it lives, the run may still report. */
+export function isRunnerAlive(record: RunnerRecord): boolean {
+  if (record.runner) return isProcessAlive(record.runner.pid, record.runner.startTicks);
+  return record.pid !== null && isProcessAlive(record.pid, record.startTicks);
+}
+
+/** Whether any process of the run may be left: the runner, or the sandbox it leaves behind. */
+export function isRunAlive(record: RunnerRecord): boolean {
+  return isRunnerAlive(record) || (record.pid !== null && isProcessAlive(record.pid, record.startTicks));
+}
+
+/**
+ * The host pid of a sandbox's runner: the only child of the namespace's init, which forks it
+ * once the sandbox is set up (bubblewrap.c: the init forks the command just before it execs).
+ * null while it is not there yet.
+ */
+export function sandboxRunner(init: number): { pid: number; startTicks: number | null } | null {
+  let children: string;
+  try {
+    children = fs.readFileSync(`/proc/${init}/task/${init}/children`, 'utf8');
+  } catch {
+    return null;
+  }
+  const pid = Number(children.trim().split(' ')[0]);
+  if (!Number.isInteger(pid) || pid <= 0) return null;
+  return { pid, startTicks: readProcStat(pid)?.startTicks ?? null };
+}
+
+/**
+ * Processes that carry `marker` (NAME=value) in their environment. Without a sandbox this is how
+ * the processes of a run are found once their runner is gone: the agent and what it started run
+ * in groups of their own, but all inherit the run's BATON_WORKDIR. Processes of other users are
+ * unreadable and skipped; so is this process.
+ */
+export function processesWithEnv(marker: string): number[] {
+  const found: number[] = [];
+  let entries: string[];
+  try {
+    entries = fs.readdirSync('/proc');
+  } catch {
+    return found;
+  }
+  for (const entry of entries) {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) continue;
+    try {
+      if (fs.readFileSync(`/proc/${entry}/environ`, 'utf8').split('\0').includes(marker)) found.push(Number(entry));
+    } catch {
+      // Exited meanwhile, or not ours to read.
+    }
+  }
+  return found;
 }
 
 /**
