@@ -34,8 +34,29 @@ export function createSandboxFixture(): SandboxFixture {
     gitConfig,
     sandbox: { kind: 'bwrap', readOnlyPaths: [REPO_ROOT, shared], gitConfig },
     cleanup() {
+      // Runners outlive baton by design; a test that failed before its runs ended leaves them.
+      // Their sandboxes name this data directory in their arguments; killing those ends them.
+      for (const pid of processesNaming(dataDir)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
+      }
       fs.rmSync(dataDir, { recursive: true, force: true });
       fs.rmSync(shared, { recursive: true, force: true });
     },
   };
+}
+
+/** Processes whose command line mentions `text` (a sandbox's bwrap names its workspace there). */
+function processesNaming(text: string): number[] {
+  return fs.readdirSync('/proc').flatMap((entry) => {
+    if (!/^\d+$/.test(entry) || Number(entry) === process.pid) return [];
+    try {
+      return fs.readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(text) ? [Number(entry)] : [];
+    } catch {
+      return [];
+    }
+  });
 }
