@@ -97,7 +97,7 @@ export interface ApiConfig {
 }
 
 export type WebhookEventName =
-  'run.queued' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
+  'run.queued' | 'run.held' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
 
 export interface EventWebhook {
   url: string;

@@ -7,6 +7,7 @@ import type { EventsConfig } from '../config/index.js';
  */
 export const WEBHOOK_EVENTS = [
   'run.queued',
+  'run.held',
   'run.started',
   'run.progress',
   'run.retrying',

@@ -2,13 +2,15 @@ import type { WebhookEventName } from '../config/index.js';
 import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent, type RunEventType } from '../runs/index.js';
 
 /**
- * Which run_events become which outbound webhook event. Operator re-queues (`run:requeued`) are
- * announced as `run.queued`; a run that used up its provisioning attempts (`run:dead`) as
+ * Which run_events become which outbound webhook event. Operator re-queues (`run:requeued`) and
+ * held runs released by their budgets (`run:released`) are announced as `run.queued`; a run that used up its provisioning attempts (`run:dead`) as
  * `run.failed` with `run.status: "dead"`. Claims, coalesced duplicates and teardowns are internal.
  */
 export const WEBHOOK_EVENT_OF: Readonly<Partial<Record<RunEventType, WebhookEventName>>> = {
   [RUN_EVENT.queued]: 'run.queued',
   [RUN_EVENT.requeued]: 'run.queued',
+  [RUN_EVENT.held]: 'run.held',
+  [RUN_EVENT.released]: 'run.queued',
   [RUN_EVENT.started]: 'run.started',
   [RUN_EVENT.progress]: 'run.progress',
   [RUN_EVENT.retrying]: 'run.retrying',

@@ -145,6 +145,39 @@ describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }
     expect(JSON.stringify(entries)).not.toContain('secret-of-endpoint');
   });
 
+  it('announces a run held by a spent budget as run.held, and its release as run.queued', async () => {
+    let clock = Date.UTC(2026, 11, 1, 12, 0);
+    const hook = createWebhookHook({
+      webhooks: [{ url: receiverA.url, secret: 'secret-of-endpoint-a', events: ['run.queued', 'run.held'] }],
+      enqueue: async (_trx, entry) => void entries.push(entry as (typeof entries)[number]),
+    });
+    const budgeted = createRunEngine({
+      store: t.store,
+      queue: DEFAULTS.queue,
+      hooks: [hook],
+      now: () => clock,
+      budgets: { timezone: 'UTC', global: { tokens: 100 }, repositories: {}, stages: {} },
+    });
+    entries = [];
+    const { run: spender } = await budgeted.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
+    const [claim] = await budgeted.claim();
+    await budgeted.recordWorkspace(spender.id, claim!.leaseToken, { workspaceName: 'baton-1', callbackTokenHash: 'x' });
+    await budgeted.markRunning(spender.id, claim!.leaseToken, { workspaceId: 'w-1' });
+    await budgeted.complete(spender.id, { status: 'succeeded', usage: { inputTokens: 100, outputTokens: 50 } });
+    const { run: waiting } = await budgeted.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 });
+    expect(await budgeted.claim()).toEqual([]);
+    clock = Date.UTC(2026, 11, 2, 0, 0);
+    expect((await budgeted.claim()).map((c) => c.run.id)).toEqual([waiting.id]);
+
+    const ofWaiting = entries.filter((e) => e.runId === waiting.id).map((e) => JSON.parse(e.payload.body) as WebhookBody);
+    expect(ofWaiting.map((b) => [b.event, b.run.status])).toEqual([
+      ['run.queued', 'queued'],
+      ['run.held', 'held'],
+      ['run.queued', 'queued'],
+    ]);
+    expect(ofWaiting[1]!.data).toMatchObject({ scope: 'global' });
+  });
+
   it('delivers signed bodies that the receivers verify, in order, with stable delivery ids', async () => {
     const run = await runThrough();
     const registry = createMetricsRegistry();
