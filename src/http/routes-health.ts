@@ -6,20 +6,27 @@ export interface ReadinessCheck {
   name: string;
   /** Throws (with a reason a person can act on) when not ready. */
   check(): Promise<void>;
+  /**
+   * Whether taking webhooks and API calls depends on it (the database, the data directory), as
+   * opposed to doing the work (the forge, the workspace provider). `/ready/ingress` asks only these.
+   */
+  ingress?: boolean;
 }
 
 /**
- * `/health` says the process is alive (for restarts); `/ready` says it can do its job (for load
- * balancers): every check passes, or 503 naming each failing one. Why a check fails (a database
+ * `/health` says the process is alive (for restarts); `/ready` says it can do its job: every
+ * check passes, or 503 naming each failing one. `/ready/ingress` says it can take webhooks and API
+ * calls (the checks marked `ingress`): what a load balancer in front of baton should ask, since
+ * the forge delivers each webhook once and a replica that cannot run agents (a rejected provider
+ * token, a bot without rights) still stores deliveries for later. Why a check fails (a database
  * error, a path, a provider's answer) is for operators: only a caller with a valid token (any
  * scope) gets `checks` with the reasons; anyone else gets the names of the failing checks.
  */
 export function healthRoutes(checks: () => readonly ReadinessCheck[], isOperator: (c: Context) => Promise<boolean>): Hono {
   const app = new Hono();
-  app.get('/health', (c) => c.json({ ok: true }));
-  app.get('/ready', async (c) => {
+  const answer = async (c: Context, asked: readonly ReadinessCheck[]) => {
     const results = await Promise.all(
-      checks().map(async ({ name, check }) => {
+      asked.map(async ({ name, check }) => {
         try {
           await withTimeout(check(), 5_000);
           return { name, ok: true as const };
@@ -38,7 +45,15 @@ export function healthRoutes(checks: () => readonly ReadinessCheck[], isOperator
       },
       failing.length ? 503 : 200,
     );
-  });
+  };
+  app.get('/health', (c) => c.json({ ok: true }));
+  app.get('/ready', (c) => answer(c, checks()));
+  app.get('/ready/ingress', (c) =>
+    answer(
+      c,
+      checks().filter((check) => check.ingress),
+    ),
+  );
   return app;
 }
 

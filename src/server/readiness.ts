@@ -14,8 +14,9 @@ const freeSpace: FreeSpace = async (dir) => {
 };
 
 /**
- * What `GET /ready` asks, in the order it reports them. A new dependency that must answer before
- * this replica takes work is one more entry here.
+ * What `GET /ready` asks, in the order it reports them; `GET /ready/ingress` asks those marked
+ * `ingress`. A new dependency that must answer before this replica takes work is one more entry
+ * here.
  */
 export function readinessChecks(deps: {
   store: Store;
@@ -36,15 +37,16 @@ export function readinessChecks(deps: {
 }): ReadinessCheck[] {
   const { store, dataDir, provider } = deps;
   const checks: ReadinessCheck[] = [
-    { name: 'database', check: () => store.ping() },
+    { name: 'database', ingress: true, check: () => store.ping() },
     {
       name: 'migrations',
+      ingress: true,
       check: async () => {
         const pending = await store.pendingMigrations();
         if (pending.length > 0) throw new Error(`pending: ${pending.join(', ')} (run "baton migrate" or start baton serve)`);
       },
     },
-    { name: 'data directory', check: () => checkWritable(dataDir) },
+    { name: 'data directory', ingress: true, check: () => checkWritable(dataDir) },
   ];
   if (!deps.forgeUrl) {
     // Without GITEA_URL baton can run manual runs fine; a forge sending webhooks, though, expects
@@ -81,6 +83,7 @@ export function readinessChecks(deps: {
     if ('kind' in target && target.kind === 'sqlite' && target.file !== ':memory:') dirs.push(path.dirname(target.file));
     checks.push({
       name: 'disk space',
+      ingress: true,
       check: () => checkFreeSpace([...new Set(dirs)], deps.minFreeSpaceBytes, deps.freeSpace ?? freeSpace),
     });
   }

@@ -83,8 +83,8 @@ describe.skipIf(!haveKubectl).each(['sqlite', 'postgres'])('the %s overlay', (ov
     );
   });
 
-  it('probes readiness on /ready and liveness on /health', () => {
-    expect(container()?.readinessProbe?.httpGet).toMatchObject({ path: '/ready', port: 'http' });
+  it('probes readiness on /ready/ingress (storing webhooks) and liveness on /health', () => {
+    expect(container()?.readinessProbe?.httpGet).toMatchObject({ path: '/ready/ingress', port: 'http' });
     expect(container()?.livenessProbe?.httpGet).toMatchObject({ path: '/health', port: 'http' });
     expect(container()?.ports).toEqual([{ name: 'http', containerPort: 3000 }]);
   });

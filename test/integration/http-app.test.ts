@@ -41,9 +41,30 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const before = await app.hono.request('/ready');
     expect(before.status).toBe(503);
     expect(await before.json()).toMatchObject({ ready: false, failing: ['migrations'] });
+    expect((await app.hono.request('/ready/ingress')).status).toBe(503);
     await app.start();
     const after = await app.hono.request('/ready');
     expect(after.status).toBe(200);
+    expect((await app.hono.request('/ready/ingress')).status).toBe(200);
+  });
+
+  it('keeps taking webhooks while it cannot run agents: /ready fails, /ready/ingress passes', async () => {
+    const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: `sqlite:${dir}/baton.db`, BATON_BOOTSTRAP_TOKEN: ADMIN }, dir);
+    await app.stop();
+    app = createApp(config, {
+      logger: silentLogger,
+      provider: { ...provider, health: () => ({ ok: false, reason: 'Coder rejected the token' }) },
+    });
+    await app.start();
+    const all = await app.hono.request('/ready', { headers: { authorization: `Bearer ${ADMIN}` } });
+    expect(all.status).toBe(503);
+    expect(await all.json()).toMatchObject({ failing: ['provider memory'] });
+    const ingress = await app.hono.request('/ready/ingress', { headers: { authorization: `Bearer ${ADMIN}` } });
+    expect(ingress.status).toBe(200);
+    expect((await ingress.json()) as { checks: { name: string }[] }).toMatchObject({
+      ready: true,
+      checks: [{ name: 'database' }, { name: 'migrations' }, { name: 'data directory' }, { name: 'disk space' }],
+    });
   });
 
   it('names the data directory when it is not writable', async () => {
@@ -59,6 +80,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const res = await app.hono.request('/ready');
     expect(res.status).toBe(503);
     expect(await res.json()).toMatchObject({ failing: ['data directory'] });
+    expect(await (await app.hono.request('/ready/ingress')).json()).toMatchObject({ failing: ['data directory'] });
   });
 
   it('runs a queued run through a workspace to its authenticated completion and tears the workspace down', async () => {
