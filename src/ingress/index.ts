@@ -6,7 +6,7 @@ export {
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
-export { createIngressState, DEFAULT_DELIVERY_RETENTION_MS, type IngressState, type IssueRef } from './state.js';
+export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,
   webhooksSection,
@@ -17,7 +17,7 @@ export {
 } from './webhooks-config.js';
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
-export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';
+export { pruneProcessedDeliveries } from './prune.js';
 export {
   createInboxStore,
   createInboxProcessing,
