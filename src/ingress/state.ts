@@ -15,6 +15,11 @@ export interface IngressState {
   /** Labels last seen on the issue/PR through this route, or null when never seen. */
   labelsSeen(scope: string, issue: IssueRef): Promise<string[] | null>;
   rememberLabels(scope: string, issue: IssueRef, labels: readonly string[]): Promise<void>;
+  /**
+   * Records `labels` only when nothing is recorded for the issue yet: catch-up's starting point,
+   * which a delivery processed meanwhile overrules.
+   */
+  seedLabels(scope: string, issue: IssueRef, labels: readonly string[]): Promise<void>;
 }
 
 export function createIngressState(store: Pick<Store, 'db'>, now: () => number = Date.now): IngressState {
@@ -47,6 +52,13 @@ export function createIngressState(store: Pick<Store, 'db'>, now: () => number =
         .insertInto('webhook_labels')
         .values({ scope, ...k, labels: text, updated_at: at })
         .onConflict((oc) => oc.columns(['scope', 'owner', 'repo', 'number']).doUpdateSet({ labels: text, updated_at: at }))
+        .execute();
+    },
+    async seedLabels(scope, issue, labels) {
+      await db
+        .insertInto('webhook_labels')
+        .values({ scope, ...key(issue), labels: JSON.stringify([...labels]), updated_at: now() })
+        .onConflict((oc) => oc.columns(['scope', 'owner', 'repo', 'number']).doNothing())
         .execute();
     },
   };
