@@ -18,30 +18,15 @@ export {
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
 export { pruneProcessedDeliveries } from './prune.js';
+// Only what other modules use: the worker, the processor and the rest of the inbox's types stay
+// inside ingress/ (src/ingress/inbox/index.ts).
 export {
   createInboxStore,
   createInboxProcessing,
-  createInboxWorker,
-  createDeliveryProcessor,
   LABEL_MEMORY_SCOPE,
-  RetryDeliveryError,
-  type InboxProcessing,
-  type InboxWorker,
-  type DeliveryProcessor,
-  type ProcessOptions,
-  type RunAnswer,
-  INBOX_CHANNEL,
-  DELIVERY_OUTCOME,
   DELIVERY_SOURCE,
-  DELIVERY_STATUS,
-  type ClaimedDelivery,
   type Delivery,
-  type DeliveryFilter,
-  type DeliveryOutcome,
-  type DeliveryPage,
-  type DeliverySource,
-  type DeliveryStatus,
-  type DeliveryVerdict,
+  type InboxProcessing,
   type InboxStore,
   type NewDelivery,
 } from './inbox/index.js';
