@@ -1,23 +1,20 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { createInboxStore, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
 import { eventually, hasChromium, launchChromium, login, openPage } from '../helpers/browser.js';
+import { newDelivery } from '../helpers/deliveries.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
-const delivery = (over: Partial<NewDelivery> = {}): NewDelivery => ({
-  source: DELIVERY_SOURCE.webhook,
-  endpoint: '/webhook/gitea',
-  deliveryId: 'f6266f16-1bf3-46a5-9ea4-602e06ead473',
-  event: 'issues',
-  eventType: 'issues',
-  headers: { 'x-gitea-event': 'issues', 'x-gitea-signature': 'c0ffee', 'x-gitea-delivery': 'f6266f16-1bf3-46a5-9ea4-602e06ead473' },
-  body: '{"action":"opened","number":7}',
-  repository: 'acme/app',
-  number: 7,
-  ...over,
-});
+const delivery = (over: Partial<NewDelivery> = {}) =>
+  newDelivery({
+    deliveryId: 'f6266f16-1bf3-46a5-9ea4-602e06ead473',
+    headers: { 'x-gitea-event': 'issues', 'x-gitea-signature': 'c0ffee', 'x-gitea-delivery': 'f6266f16-1bf3-46a5-9ea4-602e06ead473' },
+    body: '{"action":"opened","number":7}',
+    number: 7,
+    ...over,
+  });
 
 describe.skipIf(!hasChromium('the deliveries dashboard tests'))('deliveries inspector in headless Chromium', { timeout: 90_000 }, () => {
   let browser: Browser;
