@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
-import { isAllowed, LABEL_MEMORY_SCOPE, pullRequestHeads, type InboxStore } from '../ingress/index.js';
+import { createIngressState, isAllowed, LABEL_MEMORY_SCOPE, pullRequestHeads, type InboxStore } from '../ingress/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
 import type { Store } from '../store/index.js';
 import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
@@ -51,6 +51,8 @@ export interface CatchupDeps {
 export function createCatchupPass(deps: CatchupDeps) {
   const now = deps.now ?? Date.now;
   const { store, sync, client } = deps;
+  // The inbox worker's label memory (one for every endpoint), read and seeded as it keeps it.
+  const labelMemory = (db: Store['db']) => createIngressState({ db }, now);
 
   async function enrol(): Promise<void> {
     // A repository starts at "now" (baton's clock; each pass reads from a little before its
@@ -88,8 +90,9 @@ export function createCatchupPass(deps: CatchupDeps) {
     let newest = cursor.since;
     for (const item of items) {
       if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
+      const issue = { owner, repo, number: item.number };
       const memory: ItemMemory = {
-        labels: await labelsSeen(owner, repo, item.number),
+        labels: await labelMemory(store.db).labelsSeen(LABEL_MEMORY_SCOPE, issue),
         head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number) : null,
       };
       if (!mayHaveNews(item, memory)) continue;
@@ -97,7 +100,8 @@ export function createCatchupPass(deps: CatchupDeps) {
       result.skipped.push(...plan.skipped);
       if (plan.events.length === 0) continue;
       await store.transaction(async (trx, scope) => {
-        if (plan.seedLabels) await seedLabels(trx, owner, repo, item.number, plan.seedLabels);
+        // The labels there before the window, as seen: a delivery processed meanwhile has the last word.
+        if (plan.seedLabels) await labelMemory(trx).seedLabels(LABEL_MEMORY_SCOPE, issue, plan.seedLabels);
         for (const event of plan.events) {
           const delivery = syntheticDelivery(owner, repo, item, event);
           // The same fact makes the same body: one already in the inbox (waiting, or processed
@@ -112,44 +116,6 @@ export function createCatchupPass(deps: CatchupDeps) {
     }
     await sync.advance(cursor.repository, newest);
     return result;
-  }
-
-  /** The inbox worker's label memory (one for every endpoint), read as it reads it. */
-  async function labelsSeen(owner: string, repo: string, number: number): Promise<string[] | null> {
-    const row = await store.db
-      .selectFrom('webhook_labels')
-      .select('labels')
-      .where('scope', '=', LABEL_MEMORY_SCOPE)
-      .where('owner', '=', owner.toLowerCase())
-      .where('repo', '=', repo.toLowerCase())
-      .where('number', '=', number)
-      .executeTakeFirst();
-    if (!row) return null;
-    try {
-      const parsed: unknown = JSON.parse(row.labels);
-      return Array.isArray(parsed) ? parsed.filter((l): l is string => typeof l === 'string') : null;
-    } catch {
-      return null;
-    }
-  }
-
-  /**
-   * Records the labels that were there before the window as seen, only if nothing is recorded:
-   * a webhook processed meanwhile has the last word.
-   */
-  async function seedLabels(db: Store['db'], owner: string, repo: string, number: number, labels: readonly string[]): Promise<void> {
-    await db
-      .insertInto('webhook_labels')
-      .values({
-        scope: LABEL_MEMORY_SCOPE,
-        owner: owner.toLowerCase(),
-        repo: repo.toLowerCase(),
-        number,
-        labels: JSON.stringify([...labels]),
-        updated_at: now(),
-      })
-      .onConflict((oc) => oc.columns(['scope', 'owner', 'repo', 'number']).doNothing())
-      .execute();
   }
 
   return {

@@ -116,14 +116,13 @@ function countWebhooks(metrics: MetricsRegistry, onAccepted?: () => void): Middl
     const result = webhookResult(c.res.status);
     received.inc({ result });
     // Only what the ingress accepted (signed, when a secret is set): a forged request must not move /ready.
-    if (result === 'accepted' || result === 'duplicate') onAccepted?.();
+    if (result === 'accepted') onAccepted?.();
   };
 }
 
-/** 202 accepted (queued or ignored with a reason), 200 a repeated delivery, 4xx refused. */
+/** 202 accepted (stored in the inbox, its verdict comes later), 4xx refused, 5xx not stored. */
 function webhookResult(status: number): string {
   if (status === 202) return 'accepted';
-  if (status === 200) return 'duplicate';
   if (status === 401) return 'unauthorized';
   if (status === 413) return 'too_large';
   return status < 500 ? 'rejected' : 'error';

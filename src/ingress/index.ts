@@ -6,7 +6,7 @@ export {
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
-export { createIngressState, DEFAULT_DELIVERY_RETENTION_MS, type IngressState, type IssueRef } from './state.js';
+export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,
   webhooksSection,
@@ -17,31 +17,16 @@ export {
 } from './webhooks-config.js';
 export { createPermissionCache, canWrite, type Permission, type PermissionLookup } from './permissions.js';
 export { signBody, verifySignature } from './signature.js';
-export { pruneDeliveries, pruneProcessedDeliveries } from './prune.js';
+export { pruneProcessedDeliveries } from './prune.js';
+// Only what other modules use: the worker, the processor and the rest of the inbox's types stay
+// inside ingress/ (src/ingress/inbox/index.ts).
 export {
   createInboxStore,
   createInboxProcessing,
-  createInboxWorker,
-  createDeliveryProcessor,
   LABEL_MEMORY_SCOPE,
-  RetryDeliveryError,
-  type InboxProcessing,
-  type InboxWorker,
-  type DeliveryProcessor,
-  type ProcessOptions,
-  type RunAnswer,
-  INBOX_CHANNEL,
-  DELIVERY_OUTCOME,
   DELIVERY_SOURCE,
-  DELIVERY_STATUS,
-  type ClaimedDelivery,
   type Delivery,
-  type DeliveryFilter,
-  type DeliveryOutcome,
-  type DeliveryPage,
-  type DeliverySource,
-  type DeliveryStatus,
-  type DeliveryVerdict,
+  type InboxProcessing,
   type InboxStore,
   type NewDelivery,
 } from './inbox/index.js';

@@ -1,45 +1,31 @@
 import type { Store } from '../store/index.js';
 
-/** Deliveries older than this are forgotten; Gitea never redelivers that late on its own. */
-export const DEFAULT_DELIVERY_RETENTION_MS = 7 * 24 * 60 * 60 * 1000;
-
 export interface IssueRef {
   owner: string;
   repo: string;
   number: number;
 }
 
-/** The durable memory the ingress keeps between deliveries (tables from migration 0010-ingress). */
+/**
+ * The label memory the ingress keeps between deliveries (`webhook_labels`, migration 0010-ingress):
+ * Gitea's `label_updated` carries no diff, so "newly added" is computed against it. Which
+ * deliveries were already acted on is the inbox's to know (its dedup), not this.
+ */
 export interface IngressState {
-  /**
-   * Records a delivery id. Returns false when it was recorded before: the caller must not act on it
-   * again. The unique key decides, so two concurrent copies cannot both win.
-   */
-  claimDelivery(id: string, details: { event: string; repository?: string }): Promise<boolean>;
-  /** Forgets a claim whose work failed, so a redelivery of it is acted on. */
-  releaseDelivery(id: string): Promise<void>;
   /** Labels last seen on the issue/PR through this route, or null when never seen. */
   labelsSeen(scope: string, issue: IssueRef): Promise<string[] | null>;
   rememberLabels(scope: string, issue: IssueRef, labels: readonly string[]): Promise<void>;
-  /** Deletes delivery records older than `olderThanMs`. Returns how many. */
-  pruneDeliveries(olderThanMs?: number): Promise<number>;
+  /**
+   * Records `labels` only when nothing is recorded for the issue yet: catch-up's starting point,
+   * which a delivery processed meanwhile overrules.
+   */
+  seedLabels(scope: string, issue: IssueRef, labels: readonly string[]): Promise<void>;
 }
 
 export function createIngressState(store: Pick<Store, 'db'>, now: () => number = Date.now): IngressState {
   const { db } = store;
   const key = (issue: IssueRef) => ({ owner: issue.owner.toLowerCase(), repo: issue.repo.toLowerCase(), number: issue.number });
   return {
-    async claimDelivery(id, details) {
-      const result = await db
-        .insertInto('webhook_deliveries')
-        .values({ id, event: details.event, repository: details.repository ?? null, received_at: now() })
-        .onConflict((oc) => oc.column('id').doNothing())
-        .executeTakeFirst();
-      return Number(result.numInsertedOrUpdatedRows ?? 0n) > 0;
-    },
-    async releaseDelivery(id) {
-      await db.deleteFrom('webhook_deliveries').where('id', '=', id).execute();
-    },
     async labelsSeen(scope, issue) {
       const k = key(issue);
       const row = await db
@@ -68,12 +54,12 @@ export function createIngressState(store: Pick<Store, 'db'>, now: () => number =
         .onConflict((oc) => oc.columns(['scope', 'owner', 'repo', 'number']).doUpdateSet({ labels: text, updated_at: at }))
         .execute();
     },
-    async pruneDeliveries(olderThanMs = DEFAULT_DELIVERY_RETENTION_MS) {
-      const result = await db
-        .deleteFrom('webhook_deliveries')
-        .where('received_at', '<', now() - olderThanMs)
-        .executeTakeFirst();
-      return Number(result.numDeletedRows ?? 0n);
+    async seedLabels(scope, issue, labels) {
+      await db
+        .insertInto('webhook_labels')
+        .values({ scope, ...key(issue), labels: JSON.stringify([...labels]), updated_at: now() })
+        .onConflict((oc) => oc.columns(['scope', 'owner', 'repo', 'number']).doNothing())
+        .execute();
     },
   };
 }

@@ -1,4 +1,4 @@
-import { backoffDelay, createLoop, errorMessage, type Loop } from '../background/index.js';
+import { backoffDelay, createLoop, createQueueWorker, errorMessage, type Loop } from '../background/index.js';
 import type { Store, TransactionScope } from '../store/index.js';
 import { claimDue, nextDueAt, type ClaimedEntry } from './claim.js';
 import { DEFAULT_MAX_ATTEMPTS, enqueueOutbox } from './enqueue.js';
@@ -109,13 +109,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const kinds = Object.keys(options.handlers).filter((k) => options.handlers[k] !== undefined);
 
   const inFlight = new Set<Promise<DeliveryReport>>();
-  let startPromise: Promise<void> | undefined;
-  let stopPromise: Promise<void> | undefined;
-  let stopping = false;
-  let stopListening: (() => Promise<void>) | undefined;
 
   /** Made at each start: a stopped outbox can be started again (a test, `baton outbox flush`). */
-  let loop: Loop | undefined;
   const createWorkerLoop = (): Loop =>
     createLoop({
       name: 'outbox worker',
@@ -140,7 +135,16 @@ export function createOutbox(options: OutboxOptions): Outbox {
         return Math.max(10, due - now());
       },
     });
-  const wake = () => loop?.wake();
+  // Entries committed by another replica go out at once instead of at its next poll.
+  const channel = store.dialect === 'postgres' ? options.wakeChannel : undefined;
+  const worker = createQueueWorker({
+    name: 'outbox',
+    logger,
+    createLoop: createWorkerLoop,
+    wakeSources: channel ? [(wake) => store.listen(channel, wake)] : [],
+    inFlight,
+  });
+  const wake = worker.wake;
 
   async function deliver({ entry, leaseToken }: ClaimedEntry): Promise<DeliveryReport> {
     const report: DeliveryReport = { delivered: 0, retried: 0, failed: 0 };
@@ -208,37 +212,8 @@ export function createOutbox(options: OutboxOptions): Outbox {
       return store.transaction((_trx, scope) => outbox.enqueue(scope, entry));
     },
     wake,
-    start() {
-      if (startPromise) return startPromise;
-      stopping = false;
-      stopPromise = undefined;
-      loop = createWorkerLoop();
-      startPromise = (async () => {
-        if (options.wakeChannel && store.dialect === 'postgres') {
-          try {
-            stopListening = await store.listen(options.wakeChannel, wake);
-          } catch (err) {
-            // Only a latency loss: the poll still finds everything.
-            logger.warn({ error: describe(err), channel: options.wakeChannel }, 'outbox could not listen for wake-ups; polling only');
-          }
-        }
-        if (!stopping) loop?.start();
-      })();
-      return startPromise;
-    },
-    stop() {
-      if (stopPromise) return stopPromise;
-      stopping = true;
-      stopPromise = (async () => {
-        await startPromise;
-        await stopListening?.();
-        stopListening = undefined;
-        await loop?.stop();
-        await Promise.all([...inFlight]);
-        startPromise = undefined;
-      })();
-      return stopPromise;
-    },
+    start: worker.start,
+    stop: worker.stop,
     async deliverDue() {
       const total: DeliveryReport = { delivered: 0, retried: 0, failed: 0 };
       for (;;) {

@@ -4,13 +4,7 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import {
-  createDeliveryInspector,
-  createGiteaIngress,
-  createInboxProcessing,
-  pruneDeliveries,
-  pruneProcessedDeliveries,
-} from '../ingress/index.js';
+import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
@@ -237,7 +231,6 @@ export function createApp(config: Config, deps: AppDeps): App {
     checkWorkspaces: () => reconcileWorkspaces(engine, provider, logger),
     workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
-      await pruneDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await pruneProcessedDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();

@@ -102,14 +102,6 @@ export interface ApiTokensTable {
   revoked_at: number | null;
 }
 
-/** One row per webhook delivery acted on (owned by ingress/); pruned after a few days. */
-export interface WebhookDeliveriesTable {
-  id: string;
-  event: string;
-  repository: string | null;
-  received_at: number;
-}
-
 /** Labels last seen on an issue/PR, per ingress route (`scope`); `labels` is a JSON array. */
 export interface WebhookLabelsTable {
   scope: string;
@@ -220,7 +212,6 @@ export interface Database {
   teardowns: TeardownsTable;
   api_tokens: ApiTokensTable;
   baton_migrations: MigrationsTable;
-  webhook_deliveries: WebhookDeliveriesTable;
   webhook_labels: WebhookLabelsTable;
   inbox_deliveries: InboxDeliveriesTable;
   budget_usage: BudgetUsageTable;

@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import { freePort, startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { PG_URL } from '../helpers/stores.js';
 import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -324,16 +324,4 @@ export async function createWorld(options: WorldOptions): Promise<World> {
     },
   };
   return world;
-}
-
-async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as import('node:net').AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }

@@ -1,36 +1,22 @@
-import fs from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { createInboxStore, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
+import { eventually, hasChromium, launchChromium, login, openPage } from '../helpers/browser.js';
+import { newDelivery } from '../helpers/deliveries.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the deliveries dashboard tests are skipped.`);
+const delivery = (over: Partial<NewDelivery> = {}) =>
+  newDelivery({
+    deliveryId: 'f6266f16-1bf3-46a5-9ea4-602e06ead473',
+    headers: { 'x-gitea-event': 'issues', 'x-gitea-signature': 'c0ffee', 'x-gitea-delivery': 'f6266f16-1bf3-46a5-9ea4-602e06ead473' },
+    body: '{"action":"opened","number":7}',
+    number: 7,
+    ...over,
+  });
 
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking', '--disable-sync'];
-
-/** Waits until `read()` gives `expected`; the machine may be busy, so give the browser time. */
-async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
-  await until(async () => (await read()) === expected, `${read.toString()} to give ${JSON.stringify(expected)}`, 15_000, 50);
-}
-
-const delivery = (over: Partial<NewDelivery> = {}): NewDelivery => ({
-  source: DELIVERY_SOURCE.webhook,
-  endpoint: '/webhook/gitea',
-  deliveryId: 'f6266f16-1bf3-46a5-9ea4-602e06ead473',
-  event: 'issues',
-  eventType: 'issues',
-  headers: { 'x-gitea-event': 'issues', 'x-gitea-signature': 'c0ffee', 'x-gitea-delivery': 'f6266f16-1bf3-46a5-9ea4-602e06ead473' },
-  body: '{"action":"opened","number":7}',
-  repository: 'acme/app',
-  number: 7,
-  ...over,
-});
-
-describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { timeout: 90_000 }, () => {
+describe.skipIf(!hasChromium('the deliveries dashboard tests'))('deliveries inspector in headless Chromium', { timeout: 90_000 }, () => {
   let browser: Browser;
   let t: TestStore;
   let server: TestApp;
@@ -40,7 +26,7 @@ describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { tim
   let violations: string[];
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -52,11 +38,7 @@ describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { tim
     await t.store.migrate();
     await server.app.tokens.bootstrap(ADMIN_TOKEN);
     inbox = createInboxStore(t.store);
-    page = await (await browser.newContext()).newPage();
-    violations = [];
-    page.on('console', (message) => {
-      if (message.text().includes('Content Security Policy')) violations.push(message.text());
-    });
+    ({ page, violations } = await openPage(browser));
   });
   afterEach(async () => {
     expect(violations).toEqual([]);
@@ -65,12 +47,6 @@ describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { tim
     await t?.cleanup();
   });
 
-  const login = async (token = ADMIN_TOKEN) => {
-    await page.goto(server.url);
-    await page.fill('#token', token);
-    await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
-    await page.waitForSelector('body[data-ready="true"]');
-  };
   const row = (id: number) => page.locator(`#deliveries tr[data-delivery-id="${id}"]`);
 
   async function giveVerdict(runIds: number[] = []): Promise<void> {
@@ -88,7 +64,7 @@ describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { tim
       delivery({ deliveryId: null, event: 'pull_request', eventType: 'pull_request_sync', repository: 'acme/web', number: 3, body: '{}' }),
     );
 
-    await login();
+    await login(page, server.url);
     await page.click('nav.views a[href="#/deliveries"]');
     await eventually(() => row(started.id).locator('.verdict').textContent(), 'started: analyse queued');
     await eventually(() => row(waiting.id).locator('.verdict').textContent(), 'pending');
@@ -120,13 +96,13 @@ describe.skipIf(!hasChromium)('deliveries inspector in headless Chromium', { tim
     const original = await inbox.insert(delivery());
     await giveVerdict();
     const { token } = await server.app.tokens.create('viewer', 'read');
-    await login(token);
+    await login(page, server.url, token);
     await page.goto(`${server.url}/#/deliveries/${original.id}`);
     await eventually(() => page.isVisible('#delivery-detail'), true);
     expect(await page.isVisible('#delivery-replay')).toBe(false);
     await page.context().clearCookies();
 
-    await login();
+    await login(page, server.url);
     await page.goto(`${server.url}/#/deliveries/${original.id}`);
     await eventually(() => page.isVisible('#delivery-replay'), true);
     await page.click('#delivery-replay');

@@ -1,34 +1,19 @@
-import fs from 'node:fs';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { RunOutcome, TaskRequest } from '../../src/runs/index.js';
-import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
+import { startTestApp, type TestApp } from '../helpers/app.js';
+import { eventually, hasChromium, launchChromium, login, openPage } from '../helpers/browser.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
-const CHROMIUM = '/usr/bin/chromium';
-const hasChromium = fs.existsSync(CHROMIUM);
-if (!hasChromium) console.warn(`${CHROMIUM} is missing (apt-get install chromium): the dashboard browser tests are skipped.`);
-
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking'];
-
-/** Waits until `read()` gives `expected` (compared as JSON). The machine may be busy: give the browser time. */
-async function eventually<T>(read: () => Promise<T>, expected: T): Promise<void> {
-  let last: T | undefined;
-  await until(
-    async () => JSON.stringify((last = await read())) === JSON.stringify(expected),
-    `${read.toString()} to give ${JSON.stringify(expected)} (last: ${JSON.stringify(last)})`,
-    15_000,
-    50,
-  );
-}
+const browserTests = hasChromium('the issue view and usage chart tests');
 
 /**
  * The issue view and the usage charts in a real browser, under the server's own
  * Content-Security-Policy (any violation Chromium reports fails the test): what a person sees,
  * read from the page (bars, their labels and values, the steps in order).
  */
-describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless Chromium', { timeout: 90_000 }, () => {
+describe.skipIf(!browserTests)('dashboard issue view and usage charts in headless Chromium', { timeout: 90_000 }, () => {
   let browser: Browser;
   let t: TestStore;
   let server: TestApp;
@@ -36,7 +21,7 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
   let violations: string[];
 
   beforeAll(async () => {
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ARGS });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -44,11 +29,7 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
   beforeEach(async () => {
     t = await createSqliteTestStore();
     server = await startTestApp(t, { env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' } });
-    page = await (await browser.newContext()).newPage();
-    violations = [];
-    page.on('console', (message) => {
-      if (message.text().includes('Content Security Policy')) violations.push(message.text());
-    });
+    ({ page, violations } = await openPage(browser));
   });
   afterEach(async () => {
     expect(violations).toEqual([]);
@@ -56,13 +37,6 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
     await server?.close();
     await t?.cleanup();
   });
-
-  const login = async () => {
-    await page.goto(server.url);
-    await page.fill('#token', ADMIN_TOKEN);
-    await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
-    await page.waitForSelector('body[data-ready="true"]');
-  };
 
   /** A run through the real server: queued, started by its dispatcher (memory workspaces), then ended as told. */
   async function runThrough(task: Partial<TaskRequest> & Pick<TaskRequest, 'stage'>, outcome: RunOutcome): Promise<number> {
@@ -83,7 +57,7 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
     const analyse = await runThrough({ stage: 'analyse' }, used(1000, 200, 0.12));
     await runThrough({ stage: 'develop' }, { ...used(3000, 500, 0.5, 'failed'), error: 'tests failed' });
     await runThrough({ stage: 'review-code', ...pr12 }, used(400, 100, 0.08));
-    await login();
+    await login(page, server.url);
 
     await page.locator(`#runs tr[data-run-id="${analyse}"] a.issue-link`).click();
     await eventually(() => page.evaluate('location.hash'), '#/issues/acme/app/7');
@@ -122,7 +96,7 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
     await runThrough({ stage: 'analyse' }, used(1000, 200, 0.12));
     await runThrough({ stage: 'develop' }, used(3000, 500, 0.5));
     await runThrough({ stage: 'develop', number: 8 }, used(2000, 300, 0.25));
-    await login();
+    await login(page, server.url);
     await page.click('a[href="#/usage"]');
 
     const bars = (chart: string) =>
@@ -196,7 +170,7 @@ describe.skipIf(!hasChromium)('dashboard issue view and usage charts in headless
         },
       }),
     );
-    await login();
+    await login(page, server.url);
     await page.click('a[href="#/usage"]');
     await eventually(() => page.isVisible('#budgets'), true);
     const global = page.locator('#budgets tr[data-scope="global"]');

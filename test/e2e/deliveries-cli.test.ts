@@ -2,20 +2,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
 import { ADMIN_TOKEN, startTestApp, type TestApp } from '../helpers/app.js';
 import { runBaton } from '../helpers/baton-bin.js';
+import { newDelivery } from '../helpers/deliveries.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 
-const delivery = (over: Partial<NewDelivery> = {}): NewDelivery => ({
-  source: DELIVERY_SOURCE.webhook,
-  endpoint: '/webhook/gitea',
-  deliveryId: null,
-  event: 'issues',
-  eventType: 'issue_label',
-  headers: { 'x-gitea-event': 'issues', 'x-gitea-event-type': 'issue_label', 'x-gitea-signature': 'c0ffee' },
-  body: '{"action":"label_updated","number":1}',
-  repository: 'acme/app',
-  number: 1,
-  ...over,
-});
+const delivery = (over: Partial<NewDelivery> = {}) =>
+  newDelivery({
+    eventType: 'issue_label',
+    headers: { 'x-gitea-event': 'issues', 'x-gitea-event-type': 'issue_label', 'x-gitea-signature': 'c0ffee' },
+    body: '{"action":"label_updated","number":1}',
+    ...over,
+  });
 
 describe('baton deliveries, the built bin over the API', () => {
   let t: TestStore;

@@ -8,19 +8,18 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { git } from '../fakes/agent/git-repos.js';
-import { assertBuilt } from '../helpers/baton-bin.js';
+import { assertBuilt, freePort } from '../helpers/baton-bin.js';
+import { CHROMIUM, launchChromium, submitToken } from '../helpers/browser.js';
 import { REPO_ROOT } from '../helpers/child.js';
 import { until } from '../helpers/until.js';
 
 const README = fs.readFileSync(path.join(REPO_ROOT, 'README.md'), 'utf8');
 const FAKE_CLAUDE = path.join(REPO_ROOT, 'test/fakes/agent/fake-claude.mjs');
 const DEMO = path.join(REPO_ROOT, 'demo');
-const CHROMIUM = '/usr/bin/chromium';
 
 /** The ```sh blocks of the README section with this heading, in order. */
 function shellBlocks(heading: string): string[] {
@@ -29,17 +28,6 @@ function shellBlocks(heading: string): string[] {
   const end = README.indexOf('\n## ', start + 3);
   const section = README.slice(start, end < 0 ? undefined : end);
   return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-    server.on('error', reject);
-  });
 }
 
 interface Shell {
@@ -144,13 +132,10 @@ describe('README: try it in five minutes', { timeout: 180_000 }, () => {
     expect(git(path.join(DEMO, 'hello'), 'status', '--porcelain')).toBe('');
 
     if (fs.existsSync(CHROMIUM)) {
-      const { chromium } = await import('playwright-core');
-      const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+      const browser = await launchChromium();
       try {
         const page = await browser.newPage();
-        await page.goto(`http://127.0.0.1:${port}/`);
-        await page.fill('#token', fs.readFileSync(path.join(DEMO, 'admin.token'), 'utf8').trim());
-        await Promise.all([page.waitForLoadState('load'), page.click('button[type=submit]')]);
+        await submitToken(page, `http://127.0.0.1:${port}/`, fs.readFileSync(path.join(DEMO, 'admin.token'), 'utf8').trim());
         const row = page.locator('#runs tr[data-run-id="1"]');
         await expect.poll(() => row.locator('.status').textContent(), { timeout: 15_000, interval: 50 }).toBe('succeeded');
         expect(await row.textContent()).toContain('demo/hello');

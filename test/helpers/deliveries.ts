@@ -1,4 +1,4 @@
-import { createInboxStore, type Delivery } from '../../src/ingress/index.js';
+import { createInboxStore, DELIVERY_SOURCE, type Delivery, type NewDelivery } from '../../src/ingress/index.js';
 import type { Store } from '../../src/store/index.js';
 import { until } from './until.js';
 
@@ -16,4 +16,20 @@ export function processedDelivery(store: Store, id: number, timeoutMs?: number):
     `delivery ${id} processed`,
     timeoutMs,
   );
+}
+
+/** A webhook delivery to store directly in the inbox: an `issues` event on acme/app#1, as `over` changes it. */
+export function newDelivery(over: Partial<NewDelivery> = {}): NewDelivery {
+  return {
+    source: DELIVERY_SOURCE.webhook,
+    endpoint: '/webhook/gitea',
+    deliveryId: null,
+    event: 'issues',
+    eventType: 'issues',
+    headers: { 'x-gitea-event': 'issues' },
+    body: '{"action":"opened"}',
+    repository: 'acme/app',
+    number: 1,
+    ...over,
+  };
 }

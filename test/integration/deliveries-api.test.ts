@@ -3,6 +3,7 @@ import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createInboxStore, DELIVERY_SOURCE, pruneProcessedDeliveries, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
+import { newDelivery } from '../helpers/deliveries.js';
 import { describeWithReference, referencePath } from '../helpers/reference.js';
 import { createSqliteTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -22,18 +23,7 @@ interface Page {
   nextCursor: string | null;
 }
 
-const delivery = (over: Partial<NewDelivery> = {}): NewDelivery => ({
-  source: DELIVERY_SOURCE.webhook,
-  endpoint: '/webhook/gitea',
-  deliveryId: null,
-  event: 'issues',
-  eventType: 'issues',
-  headers: { 'x-gitea-event': 'issues' },
-  body: `{"n":${Math.random()}}`,
-  repository: 'acme/app',
-  number: 1,
-  ...over,
-});
+const delivery = (over: Partial<NewDelivery> = {}) => newDelivery({ body: `{"n":${Math.random()}}`, ...over });
 
 describe.each(STORE_KINDS)('deliveries API on $kind', ({ kind, create }) => {
   let t: TestStore;

@@ -1,21 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createInboxStore, DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { createInboxStore, type InboxStore, type NewDelivery } from '../../src/ingress/index.js';
+import { newDelivery } from '../helpers/deliveries.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
 
-const delivery = (overrides: Partial<NewDelivery> = {}): NewDelivery => ({
-  source: DELIVERY_SOURCE.webhook,
-  endpoint: '/webhook/gitea',
-  deliveryId: null,
-  event: 'issues',
-  eventType: 'issues',
-  headers: { 'x-gitea-event': 'issues' },
-  body: '{"action":"opened"}',
-  repository: 'Acme/App',
-  number: 1,
-  ...overrides,
-});
+/** Mixed case: the store keeps repositories lower-cased. */
+const delivery = (over: Partial<NewDelivery> = {}) => newDelivery({ repository: 'Acme/App', ...over });
 
 describe.each(STORE_KINDS)('inbox store on $kind', ({ kind, create }) => {
   let t: TestStore;

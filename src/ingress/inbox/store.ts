@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
-import { sql, type Selectable } from 'kysely';
-import type { InboxDeliveriesTable, Store, TransactionScope } from '../../store/index.js';
+import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
+import type { Database, InboxDeliveriesTable, Store, TransactionScope } from '../../store/index.js';
 import {
   DELIVERY_STATUS,
   type ClaimedDelivery,
@@ -18,6 +18,22 @@ import {
 export const INBOX_CHANNEL = 'baton_inbox';
 
 type Row = Selectable<InboxDeliveriesTable>;
+
+/**
+ * Order per subject: a delivery `d` goes only when no earlier one of its issue is unprocessed
+ * (pending, in backoff, or leased), so each issue's deliveries are processed strictly in order.
+ */
+function firstOfItsSubject({ not, exists, selectFrom }: ExpressionBuilder<Database & { d: InboxDeliveriesTable }, 'd'>) {
+  return not(
+    exists(
+      selectFrom('inbox_deliveries as e')
+        .select(sql.lit(1).as('one'))
+        .whereRef('e.subject', '=', 'd.subject')
+        .where('e.status', '<>', DELIVERY_STATUS.processed)
+        .whereRef('e.id', '<', 'd.id'),
+    ),
+  );
+}
 
 /**
  * The inbox table's one door (migration 0045-inbox). Everything that stores or reads deliveries
@@ -143,18 +159,7 @@ export function createInboxStore(
               eb.and([eb('d.status', '=', DELIVERY_STATUS.processing), eb('d.lease_expires_at', '<=', t)]),
             ]),
           )
-          // Order per subject: an earlier unprocessed row (pending, in backoff, or leased) holds the rest back.
-          .where(({ not, exists, selectFrom }) =>
-            not(
-              exists(
-                selectFrom('inbox_deliveries as e')
-                  .select(sql.lit(1).as('one'))
-                  .whereRef('e.subject', '=', 'd.subject')
-                  .where('e.status', '<>', DELIVERY_STATUS.processed)
-                  .whereRef('e.id', '<', 'd.id'),
-              ),
-            ),
-          )
+          .where(firstOfItsSubject)
           .orderBy('d.id')
           .limit(1);
         // Replicas claim side by side: a row another claimer has locked is skipped, not waited for.
@@ -268,23 +273,15 @@ export function createInboxStore(
 
     async nextDueAt() {
       const row = await store.db
-        .selectFrom('inbox_deliveries')
+        .selectFrom('inbox_deliveries as d')
         .select((eb) =>
-          eb.fn.min(sql<number>`CASE WHEN status = ${DELIVERY_STATUS.processing} THEN lease_expires_at ELSE next_attempt_at END`).as('due'),
+          eb.fn
+            .min(sql<number>`CASE WHEN d.status = ${DELIVERY_STATUS.processing} THEN d.lease_expires_at ELSE d.next_attempt_at END`)
+            .as('due'),
         )
-        .where('status', '<>', DELIVERY_STATUS.processed)
+        .where('d.status', '<>', DELIVERY_STATUS.processed)
         // Rows queued behind an earlier one of their subject wait for it, not for the clock.
-        .where(({ not, exists, selectFrom }) =>
-          not(
-            exists(
-              selectFrom('inbox_deliveries as e')
-                .select(sql.lit(1).as('one'))
-                .whereRef('e.subject', '=', 'inbox_deliveries.subject')
-                .where('e.status', '<>', DELIVERY_STATUS.processed)
-                .whereRef('e.id', '<', 'inbox_deliveries.id'),
-            ),
-          ),
-        )
+        .where(firstOfItsSubject)
         .executeTakeFirst();
       const due = row?.due;
       return due === null || due === undefined ? null : Number(due);

@@ -67,19 +67,10 @@ export interface NewDelivery {
   receivedAt?: number;
 }
 
-export interface Delivery {
+/** A stored delivery: what was accepted, and what processing has made of it so far. */
+export interface Delivery extends Required<NewDelivery> {
   id: number;
-  source: DeliverySource;
-  endpoint: string;
-  deliveryId: string | null;
-  event: string | null;
-  eventType: string | null;
-  headers: Record<string, string>;
-  body: string;
   bodySha256: string;
-  repository: string | null;
-  number: number | null;
-  receivedAt: number;
   status: DeliveryStatus;
   attempts: number;
   nextAttemptAt: number;

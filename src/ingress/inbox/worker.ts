@@ -1,4 +1,13 @@
-import { backoffDelay, createLoop, errorMessage, type BackgroundLogger, type BackoffPolicy, type Loop } from '../../background/index.js';
+import {
+  backoffDelay,
+  createLoop,
+  createQueueWorker,
+  errorMessage,
+  type BackgroundLogger,
+  type BackoffPolicy,
+  type Loop,
+  type WakeSource,
+} from '../../background/index.js';
 import type { Store } from '../../store/index.js';
 import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
 import type { DeliveryProcessor } from './process.js';
@@ -49,13 +58,6 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const pollMs = options.pollMs ?? 5_000;
   const concurrency = Math.max(1, options.concurrency ?? 4);
   const inFlight = new Set<Promise<void>>();
-  let loop: Loop | undefined;
-  let startPromise: Promise<void> | undefined;
-  let stopPromise: Promise<void> | undefined;
-  let stopping = false;
-  const unsubscribe: Array<() => unknown> = [];
-
-  const wake = () => loop?.wake();
 
   async function handle(claimed: ClaimedDelivery): Promise<void> {
     const { delivery } = claimed;
@@ -91,7 +93,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   function track(claimed: ClaimedDelivery): Promise<void> {
     const work = handle(claimed).finally(() => {
       inFlight.delete(work);
-      wake();
+      worker.wake();
     });
     inFlight.add(work);
     return work;
@@ -111,7 +113,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         if (due === null) return pollMs;
         if (due > now()) return Math.max(10, due - now());
         let taken = 0;
-        while (taken < free && !stopping) {
+        while (taken < free && !worker.stopping) {
           const claimed = await inbox.claimNext(leaseMs);
           if (!claimed) break;
           taken += 1;
@@ -122,37 +124,9 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       },
     });
 
-  return {
-    start() {
-      if (startPromise) return startPromise;
-      stopping = false;
-      stopPromise = undefined;
-      loop = createWorkerLoop();
-      startPromise = (async () => {
-        unsubscribe.push(inbox.onInsert(wake));
-        if (options.store.dialect === 'postgres') {
-          try {
-            unsubscribe.push(await options.store.listen(INBOX_CHANNEL, wake));
-          } catch (err) {
-            logger.warn({ error: errorMessage(err) }, 'inbox worker could not listen for wake-ups; polling only');
-          }
-        }
-        if (!stopping) loop?.start();
-      })();
-      return startPromise;
-    },
-    stop() {
-      if (stopPromise) return stopPromise;
-      stopping = true;
-      stopPromise = (async () => {
-        await startPromise;
-        await Promise.all(unsubscribe.splice(0).map((stop) => stop()));
-        await loop?.stop();
-        await Promise.all([...inFlight]);
-        startPromise = undefined;
-      })();
-      return stopPromise;
-    },
-    wake,
-  };
+  const wakeSources: WakeSource[] = [(wake) => inbox.onInsert(wake)];
+  // Inserts by other replicas, told by NOTIFY; an SQLite database has no other writers.
+  if (options.store.dialect === 'postgres') wakeSources.push((wake) => options.store.listen(INBOX_CHANNEL, wake));
+  const worker = createQueueWorker({ name: 'inbox worker', logger, createLoop: createWorkerLoop, wakeSources, inFlight });
+  return worker;
 }

@@ -14,6 +14,7 @@ import { runLimits } from './0065-run-limits.js';
 import { budgets } from './0066-budgets.js';
 import { agentAttempts } from './0067-agent-attempts.js';
 import { issueIndex } from './0075-issue-index.js';
+import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -24,7 +25,7 @@ export type { Migration } from './types.js';
  * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0050–0051 the deliveries inspector,
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
- * 0075–0079 the issue and usage views.
+ * 0075–0079 the issue and usage views, 0080–0084 clean-ups.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -43,4 +44,5 @@ export const migrations: readonly Migration[] = [
   budgets,
   agentAttempts,
   issueIndex,
+  dropWebhookDeliveries,
 ].sort((a, b) => a.name.localeCompare(b.name));
