@@ -97,7 +97,15 @@ export interface ApiConfig {
 }
 
 export type WebhookEventName =
-  'run.queued' | 'run.held' | 'run.started' | 'run.progress' | 'run.retrying' | 'run.succeeded' | 'run.failed' | 'run.cancelled' | 'run.timed_out';
+  | 'run.queued'
+  | 'run.held'
+  | 'run.started'
+  | 'run.progress'
+  | 'run.retrying'
+  | 'run.succeeded'
+  | 'run.failed'
+  | 'run.cancelled'
+  | 'run.timed_out';
 
 export interface EventWebhook {
   url: string;
