@@ -32,6 +32,7 @@ Commands:
   logs RUN [--follow]
   deliveries ls [--repo OWNER/REPO] [--event E] [--verdict V] [--source webhook|sync|replay] [--cursor C]
   deliveries show|replay DELIVERY
+  budgets [ls] | set SCOPE [--tokens N] [--cost-usd USD]
                    Operator commands over the API: BATON_URL (default http://127.0.0.1:3000)
                    and BATON_TOKEN; add --json for scripts
   help [command]   Show this help, or a command's
@@ -177,6 +178,10 @@ const commands: Record<string, Command> = {
   deliveries: async (argv, io) => {
     const { deliveriesCommand } = await import('./deliveries-command.js');
     return deliveriesCommand(argv, io);
+  },
+  budgets: async (argv, io) => {
+    const { budgetsCommand } = await import('./budgets-command.js');
+    return budgetsCommand(argv, io);
   },
   help: async (argv, io) => {
     // `baton help runs` is `baton runs --help`.
