@@ -12,6 +12,7 @@ export type { Database } from './schema.js';
 export * from './schema.js';
 export { isUniqueViolation, isConnectionError, isPermanentDatabaseError } from './errors.js';
 export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
+export { sqlLiteral } from './sql-literal.js';
 export type { MigrationResult } from './migrate.js';
 export { migrations, type Migration } from './migrations/index.js';
 
@@ -110,21 +111,6 @@ export interface Store {
    */
   listen(channel: string, onMessage: (payload: string | null) => void): Promise<() => Promise<void>>;
   close(): Promise<void>;
-}
-
-/**
- * A value written into SQL text as a literal, for `runScript`: whole numbers as they are, text
- * quoted with its quotes doubled (PostgreSQL's standard_conforming_strings, on since 9.1, and
- * SQLite read no backslash escapes), null as NULL. Anything else is refused.
- */
-export function sqlLiteral(value: number | string | null): string {
-  if (value === null) return 'NULL';
-  if (typeof value === 'number') {
-    if (!Number.isSafeInteger(value)) throw new Error(`sqlLiteral takes whole numbers only, got ${value}`);
-    return String(value);
-  }
-  if (value.includes('\0')) throw new Error('sqlLiteral cannot write a NUL character');
-  return `'${value.replace(/'/g, "''")}'`;
 }
 
 export function createStore(options: StoreOptions): Store {
