@@ -23,7 +23,7 @@ export interface Machine {
 
 export function renderReport(results: PeerResult[], machine: Machine, settings: string, totalSeconds: number): string {
   const graphile = results.find((r) => r.peer.name === 'graphile-worker' && !r.failed);
-  const header = ['queue', 'store', 'enqueue/s', 'claim→complete/s', 'p50 ms', 'p99 ms', 'claimed', 'issue 2 target / reference'];
+  const header = ['queue', 'store', 'enqueue/s', 'claim→complete/s', 'p50 ms', 'p99 ms', 'claimed', 'target (issues 2, 9) / reference'];
   const rows = results.map((r) => [
     r.peer.name,
     r.peer.store,
@@ -100,7 +100,8 @@ function target(r: PeerResult, graphile: PeerResult | undefined): string {
     return `enqueue ≥ 10,000/s ${mark(enq === undefined ? undefined : enq >= 10_000)}, p50 < 2 ms ${mark(p50 === undefined ? undefined : p50 < 2)}`;
   }
   if (name === 'baton-postgres' || name === 'baton-postgres-2r') {
-    const latency = `p50 < 5 ms ${mark(p50 === undefined ? undefined : p50 < 5)}`;
+    // Issue 2 asked for p50 < 5 ms; issue 9 (the PostgreSQL hot path) for < 3 ms.
+    const latency = `p50 < 3 ms ${mark(p50 === undefined ? undefined : p50 < 3)}`;
     if (graphile?.enqueue && graphile.claim) {
       const enq = r.enqueue ? r.enqueue.perSecond >= graphile.enqueue.perSecond : undefined;
       const claim = r.claim ? r.claim.perSecond >= graphile.claim.perSecond : undefined;

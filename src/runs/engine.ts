@@ -13,8 +13,8 @@ import {
   rememberReplacedToken,
   withTokenHistory,
 } from './callback-tokens.js';
-import { claimInTransaction } from './claim.js';
-import { enqueueInTransaction, enqueueParameters } from './enqueue.js';
+import { claimInOneTrip, claimInTransaction } from './claim.js';
+import { enqueueInTransaction, queuedRunValues } from './enqueue.js';
 import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
 import { createRunQueries } from './queries.js';
 import { toRun, type RunPatch } from './rows.js';
@@ -26,7 +26,8 @@ import {
   type ProgressBatch,
   type RunLogLimits,
 } from './run-log.js';
-import { preparePostgresStatements, toWritten, type Written, type WrittenRow } from './postgres-statements.js';
+import { enqueueValues, preparePostgresStatements, toEnqueued, toWritten, type Written, type WrittenRow } from './postgres-statements.js';
+import { prepareRunStatements, type RunStatements } from './run-statements.js';
 import {
   announceWritten,
   recordEvent,
@@ -39,10 +40,14 @@ import {
 import type { EnqueueResult, Run, RunEngine, RunOutcome, RunSignals, TaskRequest, TransitionHook } from './types.js';
 
 /**
- * One NOTIFY channel for everything other replicas must hear: payload `wake` (work or capacity may
- * be available; also implies new events) or `events` (new timeline events only, e.g. progress).
+ * One NOTIFY channel for everything other replicas must hear: payload `wake` (new work may be
+ * available; also implies new events) or `events` (new timeline events only, e.g. progress, or a
+ * freed concurrency slot, which the replica that freed it fills: see `bringsWork`).
  */
 export const NOTIFY_CHANNEL = 'baton';
+
+/** Least time between two NOTIFYs that carry only `events` (see `hintReplicas`). */
+const EVENTS_HINT_MS = 20;
 
 export interface RunEngineOptions {
   store: Store;
@@ -118,33 +123,61 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const queries = createRunQueries({ store, concurrency: queue.concurrency });
 
   let pendingHint: 'wake' | 'events' | undefined;
-  let hinting = false;
+  let sendingHint = false;
+  let hintTimer: (() => void) | undefined;
+  let lastHintAt = Number.NEGATIVE_INFINITY;
   /**
    * NOTIFY after commit, coalesced: one in flight at a time, carrying everything since the last.
    * NOTIFY inside a writing transaction holds PostgreSQL's global notify lock through the commit's
    * WAL flush, serialising every commit that notifies; a hint is only a hint (the dispatcher polls).
-   * The first one waits a microtask, so the effects of one commit (its events, then its wake-up),
-   * which run one after the other, send a single NOTIFY.
+   * A `wake` (new work) goes at the end of this turn of the event loop (`setImmediate`), so the
+   * commits answered in the same turn, and the effects of each (its events, then its wake-up),
+   * send a single NOTIFY. `events` alone (live views, other replicas' outboxes) go at most once
+   * every `EVENTS_HINT_MS`: at full speed a NOTIFY per transition cost a round trip per run.
    */
   function hintReplicas(kind: 'wake' | 'events'): void {
     if (store.dialect !== 'postgres') return;
     pendingHint = kind === 'wake' || pendingHint === 'wake' ? 'wake' : 'events';
-    if (hinting) return;
-    hinting = true;
-    queueMicrotask(async () => {
-      while (pendingHint) {
-        const payload = pendingHint;
-        pendingHint = undefined;
-        // A lost hint costs latency only: the other replicas' fallback polls find the change.
-        await store.notify(store.db, NOTIFY_CHANNEL, payload).catch(() => {});
-      }
-      hinting = false;
-    });
+    scheduleHint();
+  }
+
+  function scheduleHint(): void {
+    if (sendingHint || !pendingHint) return;
+    const wait = pendingHint === 'wake' ? 0 : Math.max(0, lastHintAt + EVENTS_HINT_MS - performance.now());
+    // An `events` hint already waiting keeps its time; a `wake` replaces it.
+    if (hintTimer && wait > 0) return;
+    hintTimer?.();
+    if (wait === 0) {
+      const immediate = setImmediate(sendHint);
+      hintTimer = () => clearImmediate(immediate);
+    } else {
+      const timer = setTimeout(sendHint, wait);
+      timer.unref();
+      hintTimer = () => clearTimeout(timer);
+    }
+  }
+
+  function sendHint(): void {
+    hintTimer = undefined;
+    const payload = pendingHint;
+    if (!payload) return;
+    pendingHint = undefined;
+    sendingHint = true;
+    lastHintAt = performance.now();
+    // A lost hint costs latency only: the other replicas' fallback polls find the change.
+    void store
+      .notify(store.db, NOTIFY_CHANNEL, payload)
+      .catch(() => {})
+      .finally(() => {
+        sendingHint = false;
+        scheduleHint();
+      });
   }
 
   const gate = options.budgets ? createBudgetGate(options.budgets) : undefined;
-  const ctx: TransitionContext & { defaultMaxAttempts: number } = {
+  const ctx: TransitionContext & { defaultMaxAttempts: number; statements: RunStatements } = {
     now,
+    statements: prepareRunStatements(store),
     // The usage hook goes last: it counts what the transition committed, like any other hook.
     hooks: [...(options.hooks ?? []), ...(gate ? [gate.usageHook] : [])],
     defaultMaxAttempts: queue.maxAttempts,
@@ -154,9 +187,9 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         signals.emit('run:event', event, run);
       });
     },
-    wake(scope) {
+    wake(scope, replicas) {
       scope.afterCommit(() => {
-        hintReplicas('wake');
+        hintReplicas(replicas ? 'wake' : 'events');
         signals.emit('queue:wake');
       });
     },
@@ -362,23 +395,32 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     async enqueue(request) {
       for (;;) {
         const slow = (scope: TransactionScope) => enqueueInTransaction(scope, ctx, request);
-        const result = statements
-          ? await writeStatement(
-              statements.enqueue,
-              enqueueParameters(ctx, request),
-              (rows) => {
-                const written = one(rows);
-                // No row: a live run holds the key; the step-by-step path coalesces or follows up.
-                return written && { result: { outcome: 'queued', run: written.run } as EnqueueResult, written: [written] };
-              },
-              slow,
-            )
-          : await write(slow);
+        let result: EnqueueResult | null;
+        if (statements) {
+          const values = queuedRunValues(ctx, request);
+          result = await writeStatement(
+            statements.enqueue,
+            enqueueValues(values),
+            ([row]) => {
+              // No row: a live run holds the key; the step-by-step path coalesces or follows up.
+              if (!row) return undefined;
+              const written = toEnqueued(row, values);
+              return { result: { outcome: 'queued', run: written.run } as EnqueueResult, written: [written] };
+            },
+            slow,
+          );
+        } else {
+          result = await write(slow);
+        }
         if (result) return result;
       }
     },
 
     claim(max = Number.MAX_SAFE_INTEGER) {
+      // Nothing to run under the lock and nothing for hooks to write: one round trip.
+      if (statements && ctx.hooks.length === 0 && !beforeClaim && queue.perRepositoryConcurrency === 0) {
+        return claimInOneTrip(store, ctx, queue, max);
+      }
       return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
     },
 
@@ -577,7 +619,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     async resume() {
       await write(async (scope) => {
         await scope.trx.updateTable('dispatch_state').set({ paused: 0, updated_at: now() }).where('id', '=', 1).execute();
-        ctx.wake(scope);
+        ctx.wake(scope, true);
       });
     },
 

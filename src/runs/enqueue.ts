@@ -1,33 +1,30 @@
-import { sql } from 'kysely';
 import type { TransactionScope } from '../store/index.js';
 import { runKey } from './keys.js';
 import { toRun } from './rows.js';
-import { INITIAL_STATUS, LIVE_STATUSES, RUN_EVENT, RUN_STATUS } from './states.js';
+import { insertRunValues, queuedRunRow, type QueuedRunValues, type RunStatements } from './run-statements.js';
+import { LIVE_STATUSES, RUN_EVENT, RUN_STATUS } from './states.js';
 import { recordEvent, recordTransition, type TransitionContext } from './transition.js';
 import type { EnqueueResult, TaskRequest } from './types.js';
 
-/**
- * Literal, not parameters: PostgreSQL infers a partial unique index only from constants. The
- * statuses are this module's own constants, never input, so splicing them in is safe.
- */
-const LIVE_PREDICATE = sql<boolean>`status IN (${sql.raw(LIVE_STATUSES.map((s) => `'${s}'`).join(', '))})`;
-
-/** The parameters of the PostgreSQL statement that enqueues `request` (`ENQUEUE` in postgres-statements.ts). */
-export function enqueueParameters(ctx: Pick<TransitionContext, 'now'> & { defaultMaxAttempts: number }, request: TaskRequest): unknown[] {
+/** What enqueuing `request` writes (the PostgreSQL one-statement `ENQUEUE` and `INSERT_RUN` alike). */
+export function queuedRunValues(
+  ctx: Pick<TransitionContext, 'now'> & { defaultMaxAttempts: number },
+  request: TaskRequest,
+): QueuedRunValues {
   const now = ctx.now();
   const trigger = request.payload?.trigger;
-  return [
-    runKey(request),
-    request.stage,
-    request.owner,
-    request.repo,
-    request.number ?? null,
-    JSON.stringify(request.payload ?? {}),
-    request.maxAttempts ?? ctx.defaultMaxAttempts,
-    now + Math.max(0, request.delayMs ?? 0),
+  return {
+    key: runKey(request),
+    stage: request.stage,
+    owner: request.owner,
+    repo: request.repo,
+    number: request.number ?? null,
+    payload: JSON.stringify(request.payload ?? {}),
+    maxAttempts: request.maxAttempts ?? ctx.defaultMaxAttempts,
+    runAt: now + Math.max(0, request.delayMs ?? 0),
     now,
-    trigger ? JSON.stringify({ trigger }) : null,
-  ];
+    eventData: trigger ? JSON.stringify({ trigger }) : null,
+  };
 }
 
 /**
@@ -37,50 +34,15 @@ export function enqueueParameters(ctx: Pick<TransitionContext, 'now'> & { defaul
  */
 export async function enqueueInTransaction(
   scope: TransactionScope,
-  ctx: TransitionContext & { defaultMaxAttempts: number },
+  ctx: TransitionContext & { defaultMaxAttempts: number; statements: Pick<RunStatements, 'insertRun' | 'insertEvent'> },
   request: TaskRequest,
 ): Promise<EnqueueResult | null> {
   const { trx } = scope;
-  const now = ctx.now();
-  const key = runKey(request);
-  const payload = JSON.stringify(request.payload ?? {});
-  const inserted = await trx
-    .insertInto('runs')
-    .values({
-      key,
-      stage: request.stage,
-      owner: request.owner,
-      repo: request.repo,
-      number: request.number ?? null,
-      status: INITIAL_STATUS,
-      payload,
-      attempts: 0,
-      max_attempts: request.maxAttempts ?? ctx.defaultMaxAttempts,
-      run_at: now + Math.max(0, request.delayMs ?? 0),
-      lease_token: null,
-      lease_expires_at: null,
-      workspace_name: null,
-      workspace_id: null,
-      callback_token_hash: null,
-      followup: 0,
-      followup_payload: null,
-      last_error: null,
-      exit_code: null,
-      summary: null,
-      usage: null,
-      cost_usd: null,
-      duration_ms: null,
-      created_at: now,
-      updated_at: now,
-      claimed_at: null,
-      started_at: null,
-      finished_at: null,
-    })
-    .onConflict((oc) => oc.column('key').where(LIVE_PREDICATE).doNothing())
-    .returningAll()
-    .executeTakeFirst();
+  const values = queuedRunValues(ctx, request);
+  const { key, now, payload } = values;
+  const [inserted] = await ctx.statements.insertRun.execute(trx, insertRunValues(values));
   if (inserted) {
-    const run = toRun(inserted);
+    const run = queuedRunRow(inserted.id, values);
     await recordTransition(scope, ctx, run, null, RUN_EVENT.queued, request.payload?.trigger ? { trigger: request.payload.trigger } : null);
     return { outcome: 'queued', run };
   }

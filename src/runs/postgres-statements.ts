@@ -11,8 +11,9 @@
  * Statuses and event names are this module's own constants spliced in as literals, never input;
  * PostgreSQL matches the partial unique index of `ON CONFLICT` only against literals anyway.
  */
-import type { PreparedStatement, Store } from '../store/index.js';
+import { sqlLiteral, type PreparedStatement, type Store } from '../store/index.js';
 import { toRun, toRunEvent, type RunRow } from './rows.js';
+import { insertedEvent, queuedRunRow, type QueuedRunValues } from './run-statements.js';
 import { LIVE_STATUSES, RUN_EVENT, RUN_STATUS, SLOT_STATUSES, TRANSITIONS, type RunStatus } from './states.js';
 import type { Run, RunEvent } from './types.js';
 
@@ -104,19 +105,39 @@ export function toWritten(row: WrittenRow): Written {
 
 /**
  * $1 key, $2 stage, $3 owner, $4 repo, $5 number, $6 payload, $7 max_attempts, $8 run_at, $9 now,
- * $10 event data. No row when a live run holds the key (enqueue.ts then coalesces or follows up).
+ * $10 event data (`enqueueValues`). Returns only the new ids: the caller knows the rest
+ * (run-statements.ts `queuedRunRow`). No row when a live run holds the key (enqueue.ts then
+ * coalesces or follows up).
  */
 const ENQUEUE = `WITH inserted AS (
   INSERT INTO runs (key, stage, owner, repo, number, status, payload, attempts, max_attempts, run_at, followup, created_at, updated_at)
   VALUES ($1, $2, $3, $4, $5, '${RUN_STATUS.queued}', $6, 0, $7, $8, 0, $9, $9)
   ON CONFLICT (key) WHERE status IN (${list(LIVE_STATUSES)}) DO NOTHING
-  RETURNING ${RUN_COLUMNS}
+  RETURNING id, status
 ), event AS (
   INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
   SELECT id, '${RUN_EVENT.queued}', NULL, status, $10, $9 FROM inserted
-  RETURNING ${EVENT_COLUMNS}
+  RETURNING id, run_id
 )
-SELECT inserted.*, ${EVENT_SELECT} FROM inserted JOIN event ON event.run_id = inserted.id`;
+SELECT inserted.id, event.id AS event_id FROM inserted JOIN event ON event.run_id = inserted.id`;
+
+export function enqueueValues(v: QueuedRunValues): unknown[] {
+  return [v.key, v.stage, v.owner, v.repo, v.number, v.payload, v.maxAttempts, v.runAt, v.now, v.eventData];
+}
+
+/** The run and event `ENQUEUE` wrote. */
+export function toEnqueued(row: { id: number; event_id: number }, v: QueuedRunValues): Written {
+  const run = queuedRunRow(row.id, v);
+  const event = insertedEvent(row.event_id, {
+    runId: row.id,
+    type: RUN_EVENT.queued,
+    from: null,
+    to: run.status,
+    data: v.eventData,
+    createdAt: v.now,
+  });
+  return { run, event };
+}
 
 /**
  * The first statement of a claim: takes the `dispatch_state` lock that serialises claims (see
@@ -155,6 +176,40 @@ const CLAIM = `WITH candidates AS (
   RETURNING ${EVENT_COLUMNS}
 )
 SELECT claimed.*, ${EVENT_SELECT} FROM claimed JOIN event ON event.run_id = claimed.id ORDER BY claimed.run_at, claimed.id`;
+
+/**
+ * The whole claim as one `Store.runScript`, one round trip where BEGIN, `CLAIM_LOCK`, `CLAIM` and
+ * COMMIT take four: the lock first, then the claim, a statement of its own so that its snapshot
+ * (and its count of slots in use) is taken under the lock. Paused, it claims nothing. Values are
+ * written in as literals (a script takes no parameters); they are numbers and the lease token,
+ * all made by the engine. Used when no hook must write in the claim's transaction and no budget or
+ * per-repository limit must be checked under the lock (claim.ts).
+ */
+export function claimScript(v: { now: number; max: number; concurrency: number; leaseToken: string; leaseExpiresAt: number }): string[] {
+  const now = sqlLiteral(v.now);
+  const max = sqlLiteral(Math.min(v.max, Number.MAX_SAFE_INTEGER));
+  const free = `GREATEST(0, LEAST(${max}, ${sqlLiteral(v.concurrency)} - (SELECT count(*) FROM runs WHERE status IN (${list(SLOT_STATUSES)}))))`;
+  return [
+    CLAIM_LOCK,
+    `WITH candidates AS (
+  SELECT id FROM runs
+  WHERE status = '${RUN_STATUS.queued}' AND run_at <= ${now}
+  ORDER BY run_at, id
+  LIMIT CASE WHEN (SELECT paused FROM dispatch_state WHERE id = 1) = 0 THEN ${free} ELSE 0 END
+  FOR UPDATE SKIP LOCKED
+), claimed AS (
+  UPDATE runs SET status = '${RUN_STATUS.provisioning}', attempts = runs.attempts + 1, lease_token = ${sqlLiteral(v.leaseToken)},
+    lease_expires_at = ${sqlLiteral(v.leaseExpiresAt)}, claimed_at = ${now}, updated_at = ${now}
+  FROM candidates WHERE runs.id = candidates.id AND runs.status = '${RUN_STATUS.queued}'
+  RETURNING ${RUN_COLUMNS}
+), event AS (
+  INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
+  SELECT id, '${RUN_EVENT.claimed}', '${RUN_STATUS.queued}', status, '{"attempt":' || attempts || '}', ${now} FROM claimed ORDER BY run_at, id
+  RETURNING ${EVENT_COLUMNS}
+)
+SELECT claimed.*, ${EVENT_SELECT} FROM claimed JOIN event ON event.run_id = claimed.id ORDER BY claimed.run_at, claimed.id`,
+  ];
+}
 
 /**
  * $1 run id, $2 lease token, $3 workspace id, $4 now. The lease check is the UPDATE's own
@@ -210,7 +265,7 @@ export type PostgresStatements = ReturnType<typeof preparePostgresStatements>;
 /** Prepares the statements on `store` (PostgreSQL only). */
 export function preparePostgresStatements(store: Store) {
   return {
-    enqueue: store.prepare<WrittenRow>(ENQUEUE),
+    enqueue: store.prepare<{ id: number; event_id: number }>(ENQUEUE),
     claimLock: store.prepare<{ paused: number }>(CLAIM_LOCK),
     claim: store.prepare<WrittenRow>(CLAIM),
     markRunning: store.prepare<WrittenRow>(MARK_RUNNING),

@@ -13,6 +13,7 @@ import {
   SLOT_STATUSES,
   TRANSITIONS,
   wakesDispatcher,
+  bringsWork,
   type RunStatus,
 } from './states.js';
 
@@ -95,5 +96,9 @@ describe('run states', () => {
     expect(wakesDispatcher('queued', 'provisioning')).toBe(false);
     expect(wakesDispatcher('provisioning', 'running')).toBe(false);
     expect(wakesDispatcher('queued', 'cancelled')).toBe(false);
+  });
+
+  it("wakes other replicas' dispatchers for new work only: a freed slot is filled where it was freed", () => {
+    expect(ALL_STATUSES.filter(bringsWork)).toEqual(['queued']);
   });
 });

@@ -98,7 +98,16 @@ export function canTransition(from: RunStatus | null, to: RunStatus): boolean {
  * concurrency slot (out of provisioning or running).
  */
 export function wakesDispatcher(from: RunStatus | null, to: RunStatus): boolean {
-  return to === RUN_STATUS.queued || (from !== null && holdsSlot(from) && !holdsSlot(to));
+  return bringsWork(to) || (from !== null && holdsSlot(from) && !holdsSlot(to));
+}
+
+/**
+ * Whether a transition gives every replica's dispatcher something to do: new work. A freed slot
+ * needs only this process's dispatcher, which is woken in-process and claims for the whole queue
+ * (the concurrency limit is one count across replicas).
+ */
+export function bringsWork(to: RunStatus): boolean {
+  return to === RUN_STATUS.queued;
 }
 
 /**

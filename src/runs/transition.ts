@@ -1,8 +1,9 @@
 import { sql, type Kysely } from 'kysely';
 import type { Database, EffectScope, StoreDialect, TransactionScope } from '../store/index.js';
 import { IllegalTransitionError } from './errors.js';
-import { toRun, toRunEvent } from './rows.js';
-import { canTransition, wakesDispatcher, type RunEventType, type RunStatus } from './states.js';
+import { toRun } from './rows.js';
+import { insertedEvent, insertEventValues, type EventValues, type RunStatements } from './run-statements.js';
+import { bringsWork, canTransition, wakesDispatcher, type RunEventType, type RunStatus } from './states.js';
 import type { Run, RunEvent, TransitionHook } from './types.js';
 
 /** What every write of the engine needs: the clock, the hooks, and the after-commit signals. */
@@ -11,10 +12,15 @@ export interface TransitionContext {
   hooks: readonly TransitionHook[];
   /** Registers what a committed event announces (local listeners, other replicas). */
   announce(scope: EffectScope, event: RunEvent, run: Run): void;
-  /** Registers a wake-up of the dispatchers (here and on other replicas) for after the commit. */
-  wake(scope: EffectScope): void;
+  /**
+   * Registers a wake-up of the dispatchers for after the commit: this process's, and with
+   * `replicas` the other replicas' too (new work; a freed slot is this process's to fill).
+   */
+  wake(scope: EffectScope, replicas: boolean): void;
   /** Registers a wake-up of the teardown worker for after the commit. */
   teardownQueued(scope: EffectScope): void;
+  /** The prepared inserts (the engine's); without them the query builder writes the same rows. */
+  statements?: Pick<RunStatements, 'insertEvent'>;
 }
 
 type EventData = Record<string, unknown> | null;
@@ -55,7 +61,11 @@ export async function recordTransitions(
     ctx,
     entries.map((e) => ({ run: e.run, type: e.type, from: e.from, to: e.run.status, data: e.data })),
   );
-  if (entries.some((e) => wakesDispatcher(e.from, e.run.status))) ctx.wake(scope);
+  if (entries.some((e) => wakesDispatcher(e.from, e.run.status)))
+    ctx.wake(
+      scope,
+      entries.some((e) => bringsWork(e.run.status)),
+    );
   return events;
 }
 
@@ -78,26 +88,32 @@ async function insertEvents(
 ): Promise<RunEvent[]> {
   if (entries.length === 0) return [];
   const createdAt = ctx.now();
-  const rows = await scope.trx
-    .insertInto('run_events')
-    .values(
-      entries.map((e) => ({
-        run_id: e.run.id,
-        type: e.type,
-        from_status: e.from,
-        to_status: e.to,
-        data: e.data ? JSON.stringify(e.data) : null,
-        created_at: createdAt,
-      })),
-    )
-    .returningAll()
-    .execute();
-  // RETURNING order is not guaranteed to follow VALUES order; ids do.
-  rows.sort((a, b) => a.id - b.id);
-  const byRun = new Map(entries.map((e) => [e.run.id, e.run]));
-  const events = rows.map(toRunEvent);
-  for (const event of events) {
-    const run = byRun.get(event.runId)!;
+  const values: EventValues[] = entries.map((e) => ({
+    runId: e.run.id,
+    type: e.type,
+    from: e.from,
+    to: e.to,
+    data: e.data ? JSON.stringify(e.data) : null,
+    createdAt,
+  }));
+  let ids: number[];
+  if (values.length === 1 && ctx.statements) {
+    ids = (await ctx.statements.insertEvent.execute(scope.trx, insertEventValues(values[0]!))).map((r) => r.id);
+  } else {
+    const rows = await scope.trx
+      .insertInto('run_events')
+      .values(
+        values.map((v) => ({ run_id: v.runId, type: v.type, from_status: v.from, to_status: v.to, data: v.data, created_at: v.createdAt })),
+      )
+      .returning('id')
+      .execute();
+    // RETURNING order is not guaranteed to follow VALUES order, but the ids one INSERT draws
+    // increase in VALUES order: sorted, they pair with the entries.
+    ids = rows.map((r) => r.id).sort((a, b) => a - b);
+  }
+  const events = values.map((v, i) => insertedEvent(ids[i]!, v));
+  for (const [i, event] of events.entries()) {
+    const run = entries[i]!.run;
     for (const hook of ctx.hooks) await hook(scope, { run, event });
     ctx.announce(scope, event, run);
   }
@@ -117,7 +133,12 @@ export async function runHooks(scope: TransactionScope, ctx: TransitionContext, 
 /** …and what `recordTransitions` registers after its INSERT: the announcements and the wake-up. */
 export function announceWritten(scope: EffectScope, ctx: TransitionContext, written: ReadonlyArray<{ run: Run; event: RunEvent }>): void {
   for (const { run, event } of written) ctx.announce(scope, event, run);
-  if (written.some(({ run, event }) => wakesDispatcher(event.fromStatus, run.status))) ctx.wake(scope);
+  if (written.some(({ run, event }) => wakesDispatcher(event.fromStatus, run.status))) {
+    ctx.wake(
+      scope,
+      written.some(({ run }) => bringsWork(run.status)),
+    );
+  }
 }
 
 /**

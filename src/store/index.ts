@@ -12,6 +12,7 @@ export type { Database } from './schema.js';
 export * from './schema.js';
 export { isUniqueViolation, isConnectionError, isPermanentDatabaseError } from './errors.js';
 export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
+export { sqlLiteral } from './sql-literal.js';
 export type { MigrationResult } from './migrate.js';
 export { migrations, type Migration } from './migrations/index.js';
 
@@ -83,6 +84,16 @@ export interface Store {
    * statement (data-modifying CTEs included) is. On SQLite it runs inside `transaction`.
    */
   runStatement<R, T>(statement: PreparedStatement<R>, values: readonly unknown[], then: (rows: R[], scope: EffectScope) => T): Promise<T>;
+  /**
+   * Runs `statements` in order as one transaction of their own, then `then` with each one's rows;
+   * effects it registers run as soon as it returns. On PostgreSQL they travel as one message and
+   * are answered at once: one round trip for all (a simple-protocol query, which PostgreSQL runs
+   * as one implicit transaction and rolls back whole when one fails). Each statement still takes
+   * its own snapshot when it starts (READ COMMITTED), so it sees every commit that came before a
+   * lock the ones before it took. The text carries no parameters: the caller writes values in as
+   * literals (`sqlLiteral`). On SQLite it runs inside `transaction`.
+   */
+  runScript<T>(statements: readonly string[], then: (results: unknown[][], scope: EffectScope) => T): Promise<T>;
   migrate(): Promise<MigrationResult>;
   pendingMigrations(): Promise<string[]>;
   /** Throws when the database cannot answer. */
@@ -161,6 +172,14 @@ function createEffectRunner(logger: BackgroundLogger): EffectRunner {
   };
 }
 
+/** Compiled once: a grouped commit issues these for every caller in it. */
+const BEGIN_IMMEDIATE = CompiledQuery.raw('BEGIN IMMEDIATE');
+const SAVEPOINT = CompiledQuery.raw('SAVEPOINT grouped');
+const RELEASE = CompiledQuery.raw('RELEASE grouped');
+const ROLLBACK_TO = CompiledQuery.raw('ROLLBACK TO grouped');
+const COMMIT = CompiledQuery.raw('COMMIT');
+const ROLLBACK = CompiledQuery.raw('ROLLBACK');
+
 function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects: EffectRunner): Store {
   const { db, close } = createSqliteKysely(file, synchronous);
   type Waiting = { fn: TransactionBody<unknown>; resolve: (v: unknown) => void; reject: (e: unknown) => void };
@@ -179,29 +198,29 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
       const outcomes: Array<{ ok: true; value: unknown; effects: () => void } | { ok: false; error: unknown }> = [];
       try {
         await db.connection().execute(async (conn) => {
-          await sql`BEGIN IMMEDIATE`.execute(conn);
+          await conn.executeQuery(BEGIN_IMMEDIATE);
           try {
             // A caller alone in its batch needs no savepoint: its failure rolls back the whole.
             const alone = batch.length === 1;
             for (const item of batch) {
-              if (!alone) await sql`SAVEPOINT grouped`.execute(conn);
+              if (!alone) await conn.executeQuery(SAVEPOINT);
               // Each caller has its own effects: one rolled back to its savepoint drops only its own.
               const own = effects.scope(conn);
               try {
                 const value = await item.fn(conn, own.scope);
-                if (!alone) await sql`RELEASE grouped`.execute(conn);
+                if (!alone) await conn.executeQuery(RELEASE);
                 outcomes.push({ ok: true, value, effects: own.run });
               } catch (error) {
                 own.discard();
                 if (alone) throw error;
-                await sql`ROLLBACK TO grouped`.execute(conn);
-                await sql`RELEASE grouped`.execute(conn);
+                await conn.executeQuery(ROLLBACK_TO);
+                await conn.executeQuery(RELEASE);
                 outcomes.push({ ok: false, error });
               }
             }
-            await sql`COMMIT`.execute(conn);
+            await conn.executeQuery(COMMIT);
           } catch (err) {
-            await sql`ROLLBACK`.execute(conn).catch(() => {});
+            await conn.executeQuery(ROLLBACK).catch(() => {});
             throw err;
           }
         });
@@ -230,6 +249,12 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
     // Kysely prepares through the statement cache (sqlite.ts), keyed by text: nothing to register.
     prepare: preparedStatement,
     runStatement: (statement, values, then) => transaction(async (trx, scope) => then(await statement.execute(trx, values), scope)),
+    runScript: (statements, then) =>
+      transaction(async (trx, scope) => {
+        const results: unknown[][] = [];
+        for (const text of statements) results.push((await trx.executeQuery(CompiledQuery.raw(text))).rows as unknown[]);
+        return then(results, scope);
+      }),
     migrate: () => applyMigrations(db, 'sqlite', transaction),
     pendingMigrations: () => listPendingMigrations(db, 'sqlite'),
     ping: async () => {
@@ -241,8 +266,11 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
   };
 }
 
+const NOTIFY = 'SELECT pg_notify($1, $2)';
+
 function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }, effects: EffectRunner): Store {
-  const prepared = new Map<string, string>();
+  // Named once per connection: replicas are hinted after most commits.
+  const prepared = new Map<string, string>([[NOTIFY, 'baton_notify']]);
   const pool = createPgPool(options, prepared);
   const db = createPostgresKysely(pool);
   const transaction = async <T>(fn: TransactionBody<T>): Promise<T> => {
@@ -278,13 +306,26 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
         scoped.discard();
       }
     },
+    async runScript(statements, then) {
+      // Past Kysely: it reads one result per query, and a simple-protocol query gives one per statement.
+      const result = (await pool.query(statements.join(';\n'))) as pg.QueryResult | pg.QueryResult[];
+      const results = (Array.isArray(result) ? result : [result]).map((r) => r.rows as unknown[]);
+      const scoped = effects.scope(db);
+      try {
+        const value = then(results, scoped.scope);
+        scoped.run();
+        return value;
+      } finally {
+        scoped.discard();
+      }
+    },
     migrate: () => applyMigrations(db, 'postgres', transaction),
     pendingMigrations: () => listPendingMigrations(db, 'postgres'),
     ping: async () => {
       await sql`SELECT 1`.execute(db);
     },
     notify: async (trx, channel, payload = '') => {
-      await sql`SELECT pg_notify(${channel}, ${payload})`.execute(trx);
+      await trx.executeQuery(CompiledQuery.raw(NOTIFY, [channel, payload]));
     },
     listen: async (channel, onMessage) => {
       const stop = await listenWithReconnect(options, channel, onMessage);

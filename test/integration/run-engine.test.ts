@@ -49,6 +49,27 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([['run:queued', null, 'queued']]);
   });
 
+  it('returns and announces a new run and its event exactly as they are stored, with hooks and without', async () => {
+    const announced: Array<[RunEvent, Run]> = [];
+    engine.on('run:event', (event, run) => announced.push([event, run]));
+    const hooked: Array<[RunEvent, Run]> = [];
+    // With a hook the enqueue runs in a transaction of its own; without, on PostgreSQL, as one statement.
+    const withHook = createRunEngine({
+      store: t.store,
+      queue,
+      now: () => clock,
+      hooks: [async (_scope, { run, event }) => void hooked.push([event, run])],
+    });
+    const payload = { trigger: 'label added by "alice"', account: 'review', nested: { list: [1, 'two', null] } };
+    const plain = await engine.enqueue(task({ payload, delayMs: 500, maxAttempts: 5 }));
+    const viaHook = await withHook.enqueue(task({ number: 8, key: 'custom:key' }));
+    const stored = async (run: Run): Promise<[RunEvent, Run]> => [(await engine.events(run.id))[0]!, (await engine.get(run.id))!];
+    expect(plain.run).toEqual((await stored(plain.run))[1]);
+    expect(viaHook.run).toEqual((await stored(viaHook.run))[1]);
+    expect(announced).toEqual([await stored(plain.run)]);
+    expect(hooked).toEqual([await stored(viaHook.run)]);
+  });
+
   it('turns 50 concurrent duplicate enqueues into one run', async () => {
     const results = await Promise.all(Array.from({ length: 50 }, () => engine.enqueue(task())));
     const ids = new Set(results.map((r) => r.run.id));

@@ -1,0 +1,97 @@
+import pg from 'pg';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { createRunEngine, NOTIFY_CHANNEL, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
+import { createPostgresTestStore, PG_URL, postgresAvailable, type TestStore } from '../helpers/stores.js';
+import { until } from '../helpers/until.js';
+
+const available = await postgresAvailable();
+const task = (number: number): TaskRequest => ({ stage: 'develop', owner: 'acme', repo: 'app', number });
+
+/**
+ * The PostgreSQL claim in one round trip (claim.ts `claimInOneTrip`) and the hints to other
+ * replicas (engine.ts `hintReplicas`): what an engine without hooks does on PostgreSQL.
+ */
+describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
+  let t: TestStore;
+  let engine: FullRunEngine;
+  let other: pg.Client | undefined;
+  const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
+
+  beforeEach(async (ctx) => {
+    if (!available) ctx.skip();
+    t = await createPostgresTestStore();
+    await t.store.migrate();
+    engine = createRunEngine({ store: t.store, queue });
+    // Another replica's connection.
+    other = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${t.schema}` });
+    await other.connect();
+  });
+  afterEach(async () => {
+    await other?.end();
+    other = undefined;
+    await t?.cleanup();
+  });
+
+  it("counts the slots another replica's claim took while it waited for the lock", async () => {
+    for (let n = 1; n <= 4; n++) await engine.enqueue(task(n));
+    // Another replica's claim, in progress: it holds the lock and has taken both slots.
+    await other!.query('BEGIN');
+    await other!.query('SELECT paused FROM dispatch_state WHERE id = 1 FOR UPDATE');
+    await other!.query(
+      `UPDATE runs SET status = 'provisioning', lease_token = 'elsewhere' WHERE id IN (SELECT id FROM runs ORDER BY id LIMIT 2)`,
+    );
+    const claim = engine.claim();
+    await until(async () => {
+      // Inside a transaction the activity view is a snapshot taken once: take a fresh one.
+      await other!.query('SELECT pg_stat_clear_snapshot()');
+      return (await other!.query('SELECT 1 FROM pg_stat_activity WHERE pg_backend_pid() = ANY (pg_blocking_pids(pid))')).rowCount;
+    }, 'the claim to wait for the lock');
+    await other!.query('COMMIT');
+    // A claim whose count of slots in use was read before the lock would take two more runs.
+    expect(await claim).toEqual([]);
+    expect((await engine.list()).filter((r) => r.status === 'provisioning')).toHaveLength(2);
+  });
+
+  it('claims nothing while paused, and in order once resumed', async () => {
+    for (let n = 1; n <= 3; n++) await engine.enqueue(task(n));
+    await engine.pause();
+    expect(await engine.claim()).toEqual([]);
+    await engine.resume();
+    const claimed = await engine.claim();
+    expect(claimed.map((c) => c.run.number)).toEqual([1, 2]);
+    expect(claimed.every((c) => c.run.status === 'provisioning' && c.run.attempts === 1)).toBe(true);
+    const events = await engine.events(claimed[0]!.run.id);
+    expect(events.map((e) => [e.type, e.data])).toEqual([
+      ['run:queued', null],
+      ['run:claimed', { attempt: 1 }],
+    ]);
+  });
+
+  it('hints other replicas "wake" for new work and "events" for a freed slot, which this replica fills', async () => {
+    const hints: string[] = [];
+    other!.on('notification', (message) => hints.push(message.payload ?? ''));
+    await other!.query(`LISTEN "${NOTIFY_CHANNEL}"`);
+    // One step at a time, each waiting for its hint, so no two steps share one.
+    const step = async (action: () => Promise<unknown>): Promise<string> => {
+      const before = hints.length;
+      await action();
+      await until(() => hints.length > before, 'the hint of the step');
+      return hints.slice(before).join(',');
+    };
+    let run = (await engine.enqueue(task(1))).run;
+    expect(hints).toEqual([]);
+    await until(() => hints.length > 0, 'the enqueue to hint');
+    expect(hints).toEqual(['wake']);
+    const [claim] = await Promise.all([engine.claim(), until(() => hints.length > 1, 'the claim to hint')]);
+    expect(hints[1]).toBe('events');
+    expect(await step(() => engine.markRunning(run.id, claim![0]!.leaseToken, { workspaceId: 'w' }))).toBe('events');
+    const local: string[] = [];
+    engine.on('queue:wake', () => local.push('queue:wake'));
+    expect(await step(() => engine.complete(run.id, { status: 'succeeded' }))).toBe('events');
+    expect(local).toEqual(['queue:wake']);
+    run = (await engine.enqueue(task(2))).run;
+    await until(() => hints.length > 4, 'the second enqueue to hint');
+    expect(hints.slice(4)).toEqual(['wake']);
+  });
+});
