@@ -7,7 +7,7 @@
  * ceiling; then the accept path again while every forge API call fails (503), to show accept
  * latency does not depend on the forge.
  *
- *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16]
+ *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16 --cpu-prof DIR]
  *
  * Each server runs in its own child process so the load generator (node's http client with a
  * keep-alive agent, this process) does not share its event loop. Fixed-rate phases are open-loop:
@@ -30,6 +30,8 @@ interface Options {
   durationMs: number;
   rates: number[];
   concurrency: number;
+  /** Where each server child writes a V8 CPU profile (node --cpu-prof), or undefined for none. */
+  cpuProfDir?: string;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -44,6 +46,7 @@ function parseOptions(argv: string[]): Options {
       .map(Number)
       .filter((n) => n > 0),
     concurrency: Number(get('concurrency') ?? 16),
+    cpuProfDir: get('cpu-prof'),
   };
 }
 
@@ -246,8 +249,12 @@ async function drain(inFlight: Set<Promise<void>>): Promise<void> {
   clearTimeout(timer);
 }
 
-async function startServer(kind: ServerKind): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(here, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startServer(kind: ServerKind, cpuProfDir?: string): Promise<{ child: ChildProcess; port: number }> {
+  const execArgv = cpuProfDir
+    ? // One directory per server: tsx's loader thread writes a profile of its own beside the main one.
+      [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', path.join(cpuProfDir, kind)]
+    : process.execArgv;
+  const child = fork(here, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m) => resolve((m as { port: number }).port));
     child.on('message', (m) => {
@@ -283,7 +290,7 @@ async function main(): Promise<void> {
   const max: Partial<Record<ServerKind, number>> = {};
   const p99At1000: Partial<Record<ServerKind, number>> = {};
   for (const kind of ['hello', 'ingress', 'ingress-forge-down'] as const) {
-    const { child, port } = await startServer(kind);
+    const { child, port } = await startServer(kind, options.cpuProfDir);
     const load = new Load(port, Math.max(256, options.concurrency));
     try {
       await load.maxThroughput(4, 1_000); // warm-up: JIT, SQLite page cache, sockets

@@ -37,7 +37,7 @@ export interface InboxWorker {
 
 /**
  * The inbox worker: takes stored deliveries (oldest first, in order per issue, see
- * InboxStore.claimNext), processes each (process.ts) and records its verdict; a transient failure
+ * InboxStore.claimDue), processes each (process.ts) and records its verdict; a transient failure
  * puts the delivery off with backoff (`Retry-After` when the forge sent one). A worker killed at
  * any point leaves at most a leased row, taken again once the lease expires: the verdict and the
  * runs it started commit together, so a re-take never starts a run twice.
@@ -105,20 +105,17 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       async step() {
         const free = concurrency - inFlight.size;
         if (free <= 0) return pollMs;
-        // A plain read first: on SQLite a claim takes the single write lock (the accept path's
-        // inserts need it too), so it is only taken when something is due.
+        // Claim first, in one transaction for every free slot: with a backlog (the case that has
+        // to be fast) there is work at once, and the claim reads only due rows. The next due time
+        // is asked only when the claim came back short, to know how long to sleep.
+        const claimed = stopping ? [] : await inbox.claimDue(leaseMs, free);
+        for (const one of claimed) void track(one);
+        if (claimed.length === free) return pollMs; // full: a finished delivery wakes the loop
         const due = await inbox.nextDueAt();
         if (due === null) return pollMs;
         if (due > now()) return Math.max(10, due - now());
-        let taken = 0;
-        while (taken < free && !stopping) {
-          const claimed = await inbox.claimNext(leaseMs);
-          if (!claimed) break;
-          taken += 1;
-          void track(claimed);
-        }
-        // Due but nothing taken: another replica is taking it right now, or its issue is busy here.
-        return taken > 0 ? 0 : pollMs;
+        // Due but not taken: another replica is taking it right now (or it was stored meanwhile).
+        return claimed.length > 0 ? 0 : pollMs;
       },
     });
 
