@@ -1,7 +1,9 @@
+import { performance } from 'node:perf_hooks';
 import { backoffDelay, createLoop, errorMessage, type BackgroundLogger, type BackoffPolicy, type Loop } from '../../background/index.js';
 import type { Store } from '../../store/index.js';
 import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
 import type { DeliveryProcessor } from './process.js';
+import { createAcceptPressure, type AcceptPressure } from './accept-pressure.js';
 import { INBOX_CHANNEL, type InboxStore } from './store.js';
 import type { ClaimedDelivery } from './types.js';
 
@@ -24,6 +26,13 @@ export interface InboxWorkerOptions {
   retry: BackoffPolicy;
   /** Deliveries processed at once (of different issues: one issue's are strictly in order). @default 4 */
   concurrency?: number;
+  /**
+   * When accepting needs the event loop (deliveries arriving, loop busy): processing then takes one
+   * delivery per `busyPauseMs`. @default createAcceptPressure() (utilization over 0.8)
+   */
+  pressure?: AcceptPressure;
+  /** The pause between deliveries while the pressure is high. @default 50 */
+  busyPauseMs?: number;
   now?: () => number;
   random?: () => number;
 }
@@ -48,6 +57,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 5_000;
   const concurrency = Math.max(1, options.concurrency ?? 4);
+  const pressure = options.pressure ?? createAcceptPressure();
+  const busyPauseMs = options.busyPauseMs ?? 50;
+  /** performance.now() of the last claim made under pressure. */
+  let lastBusyClaimAt = -Infinity;
   const inFlight = new Set<Promise<void>>();
   let loop: Loop | undefined;
   let startPromise: Promise<void> | undefined;
@@ -103,8 +116,16 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       logger,
       pollMs,
       async step() {
-        const free = concurrency - inFlight.size;
-        if (free <= 0) return pollMs;
+        // Accepting first: while deliveries arrive on a busy loop, one at a time with a pause
+        // (accept-pressure.ts). It never stops: a trickle still gets through.
+        const yielding = pressure.high();
+        const free = (yielding ? 1 : concurrency) - inFlight.size;
+        if (free <= 0) return pollMs; // a finished delivery wakes the loop
+        if (yielding) {
+          const wait = lastBusyClaimAt + busyPauseMs - performance.now();
+          if (wait > 0) return wait;
+          lastBusyClaimAt = performance.now();
+        }
         // Claim first, in one transaction for every free slot: with a backlog (the case that has
         // to be fast) there is work at once, and the claim reads only due rows. The next due time
         // is asked only when the claim came back short, to know how long to sleep.
@@ -126,7 +147,12 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       stopPromise = undefined;
       loop = createWorkerLoop();
       startPromise = (async () => {
-        unsubscribe.push(inbox.onInsert(wake));
+        unsubscribe.push(
+          inbox.onInsert(() => {
+            pressure.noteInsert();
+            wake();
+          }),
+        );
         if (options.store.dialect === 'postgres') {
           try {
             unsubscribe.push(await options.store.listen(INBOX_CHANNEL, wake));
