@@ -62,6 +62,24 @@ describe.each(STORE_KINDS)('inbox store on $kind', ({ kind, create }) => {
     expect((await inbox.claimNext(10_000))?.delivery.id).toBe(second.id);
   });
 
+  it('claims a batch in one go: earliest due first, one per issue, and the next due time is the lease expiry', async () => {
+    const a = await inbox.insert(delivery({ body: '{"n":1}' }));
+    await inbox.insert(delivery({ body: '{"n":2}' }));
+    clock += 1;
+    const c = await inbox.insert(delivery({ body: '{"n":3}', number: 2 }));
+    const d = await inbox.insert(delivery({ body: '{"n":4}', number: 3 }));
+    const [first] = await inbox.claimDue(10_000, 1);
+    expect(first?.delivery.id).toBe(a.id);
+    await inbox.retryLater(first!, 5, 'forge API: 503');
+    // Issue #1's second delivery waits behind its first, which is put off.
+    expect((await inbox.claimDue(10_000, 10)).map((x) => x.delivery.id)).toEqual([c.id, d.id]);
+    expect(await inbox.nextDueAt()).toBe(clock + 5);
+    clock += 5;
+    expect((await inbox.claimDue(10_000, 10)).map((x) => x.delivery.id)).toEqual([a.id]);
+    // Everything takeable is taken: the next due time is the earliest lease expiry.
+    expect(await inbox.nextDueAt()).toBe(clock - 5 + 10_000);
+  });
+
   it('puts a delivery off with backoff, and finds earlier copies by body hash or delivery id', async () => {
     const first = await inbox.insert(delivery({ deliveryId: 'd-1' }));
     const claimed = await inbox.claimNext(10_000);

@@ -28,7 +28,7 @@ export interface InboxWorkerOptions {
   concurrency?: number;
   /**
    * When accepting needs the event loop (deliveries arriving, loop busy): processing then takes one
-   * delivery per `busyPauseMs`. @default createAcceptPressure() (utilization over 0.8)
+   * delivery per `busyPauseMs`. @default createAcceptPressure() (utilization over 0.5)
    */
   pressure?: AcceptPressure;
   /** The pause between deliveries while the pressure is high. @default 50 */
