@@ -80,6 +80,25 @@ describe.each(STORE_KINDS)('inbox store on $kind', ({ kind, create }) => {
     expect(await inbox.nextDueAt()).toBe(clock - 5 + 10_000);
   });
 
+  it('stores deliveries that arrive together in one transaction, and one that cannot be stored fails alone', async () => {
+    let commits = 0;
+    inbox.onInsert(() => (commits += 1));
+    const together = await Promise.all([1, 2, 3].map((n) => inbox.insert(delivery({ body: `{"n":${n}}`, number: n }))));
+    expect(commits).toBe(1);
+    expect(together.map((d) => d.id)).toEqual([together[0]!.id, together[0]!.id + 1, together[0]!.id + 2]);
+    // NOT NULL refuses a delivery without an endpoint: its neighbours are stored all the same.
+    const results = await Promise.allSettled([
+      inbox.insert(delivery({ body: '{"n":4}' })),
+      inbox.insert(delivery({ body: '{"n":5}', endpoint: null as unknown as string })),
+      inbox.insert(delivery({ body: '{"n":6}' })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const stored = await inbox.list();
+    expect(stored.deliveries.map((d) => d.body).sort()).toEqual(['{"n":1}', '{"n":2}', '{"n":3}', '{"n":4}', '{"n":6}']);
+    // What insert answers is what was stored.
+    expect(await inbox.get(together[1]!.id)).toEqual(together[1]);
+  });
+
   it('puts a delivery off with backoff, and finds earlier copies by body hash or delivery id', async () => {
     const first = await inbox.insert(delivery({ deliveryId: 'd-1' }));
     const claimed = await inbox.claimNext(10_000);
