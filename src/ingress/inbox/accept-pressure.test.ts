@@ -10,6 +10,11 @@ describe('createAcceptPressure', () => {
     expect(pressure.high()).toBe(false);
     pressure.noteInsert();
     expect(pressure.high()).toBe(true);
+    // Once yielding, until the loop falls under half the threshold.
+    utilization = 0.3;
+    expect(pressure.high()).toBe(true);
+    utilization = 0.25;
+    expect(pressure.high()).toBe(false);
     utilization = 0.5;
     expect(pressure.high()).toBe(false);
     utilization = 0.9;

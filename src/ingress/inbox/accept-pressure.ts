@@ -11,7 +11,10 @@ import { performance } from 'node:perf_hooks';
 export interface AcceptPressure {
   /** A delivery was stored (the inbox's `onInsert`). */
   noteInsert(): void;
-  /** True while deliveries arrive and the loop's utilization is over the threshold. */
+  /**
+   * True while deliveries arrive and the loop's utilization is over the threshold (and, once
+   * true, until it falls under half the threshold).
+   */
   high(): boolean;
 }
 
@@ -25,7 +28,7 @@ export interface AcceptPressureOptions {
   threshold?: number;
   /** How long after the last insert deliveries still count as arriving (ms). @default 500 */
   arrivingMs?: number;
-  /** The loop's recent utilization (tests). @default performance.eventLoopUtilization over 100 ms windows */
+  /** The loop's recent utilization (tests). @default performance.eventLoopUtilization over 50 ms windows */
   utilization?: () => number;
   /** Monotonic ms (tests). @default performance.now */
   clock?: () => number;
@@ -35,15 +38,21 @@ export function createAcceptPressure(options: AcceptPressureOptions = {}): Accep
   const threshold = options.threshold ?? 0.5;
   const arrivingMs = options.arrivingMs ?? 500;
   const clock = options.clock ?? (() => performance.now());
-  const utilization = options.utilization ?? windowedUtilization(100);
+  const utilization = options.utilization ?? windowedUtilization(50);
   let lastInsertAt = -Infinity;
+  let yielding = false;
   return {
     noteInsert() {
       lastInsertAt = clock();
     },
     high() {
-      if (threshold >= 1 || clock() - lastInsertAt > arrivingMs) return false;
-      return utilization() > threshold;
+      if (threshold >= 1 || clock() - lastInsertAt > arrivingMs) return (yielding = false);
+      // Hysteresis: once yielding, the loop is mostly the accept path's, and the worker stays
+      // back until that leaves it half of the threshold. Without it, every window the worker
+      // came back at full speed filled the loop again, and the answers of that window waited.
+      const busy = utilization();
+      yielding = busy > (yielding ? threshold / 2 : threshold);
+      return yielding;
     },
   };
 }
