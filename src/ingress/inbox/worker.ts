@@ -59,8 +59,8 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const concurrency = Math.max(1, options.concurrency ?? 4);
   const pressure = options.pressure ?? createAcceptPressure();
   const busyPauseMs = options.busyPauseMs ?? 50;
-  /** performance.now() of the last claim made under pressure. */
-  let lastBusyClaimAt = -Infinity;
+  /** performance.now() when the last delivery finished. */
+  let lastFinishedAt = -Infinity;
   const inFlight = new Set<Promise<void>>();
   let loop: Loop | undefined;
   let startPromise: Promise<void> | undefined;
@@ -103,6 +103,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
 
   function track(claimed: ClaimedDelivery): Promise<void> {
     const work = handle(claimed).finally(() => {
+      lastFinishedAt = performance.now();
       inFlight.delete(work);
       wake();
     });
@@ -122,9 +123,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         const free = (yielding ? 1 : concurrency) - inFlight.size;
         if (free <= 0) return pollMs; // a finished delivery wakes the loop
         if (yielding) {
-          const wait = lastBusyClaimAt + busyPauseMs - performance.now();
+          // Counted from the end of the last delivery: on a busy loop one can take longer than
+          // the pause itself, and counting from its start would leave no pause at all.
+          const wait = lastFinishedAt + busyPauseMs - performance.now();
           if (wait > 0) return wait;
-          lastBusyClaimAt = performance.now();
         }
         // Claim first, in one transaction for every free slot: with a backlog (the case that has
         // to be fast) there is work at once, and the claim reads only due rows. The next due time
