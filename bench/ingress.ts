@@ -67,6 +67,7 @@ async function runServer(kind: ServerKind): Promise<void> {
   const { Hono } = await import('hono');
   let fetchHandler: (req: Request) => Response | Promise<Response>;
   let cleanup = async () => {};
+  let processedSoFar = async () => 0;
   if (kind === 'hello') {
     const app = new Hono();
     app.post('/webhook/gitea', (c) => c.json({ ok: true }));
@@ -104,6 +105,7 @@ async function runServer(kind: ServerKind): Promise<void> {
     });
     if (kind !== 'accept-only') await processing.worker.start();
     fetchHandler = createGiteaIngress({ inbox: processing.inbox, secret: SECRET, logger }).fetch;
+    processedSoFar = async () => (await processing.inbox.counts()).processed;
     cleanup = async () => {
       const counts = await processing.inbox.counts();
       process.send?.({ counts });
@@ -121,6 +123,10 @@ async function runServer(kind: ServerKind): Promise<void> {
     if (message === 'cpu') {
       const { user, system } = process.cpuUsage();
       process.send?.({ cpuMicros: user + system });
+      return;
+    }
+    if (message === 'processed') {
+      void processedSoFar().then((processed) => process.send?.({ processed }));
       return;
     }
     if (message !== 'stop') return;
@@ -304,18 +310,33 @@ async function startServer(kind: ServerKind, cpuProfDir?: string): Promise<{ chi
   return { child, port };
 }
 
-/** The server's CPU time so far (µs). Less sensitive to a busy machine than rates and latencies. */
-function serverCpu(child: ChildProcess): Promise<number> {
+/** Asks the server child `question` and resolves with the number it answers under `key`. */
+function askServer(child: ChildProcess, question: 'cpu' | 'processed', key: 'cpuMicros' | 'processed'): Promise<number> {
   return new Promise((resolve) => {
     const onMessage = (m: unknown) => {
-      const micros = (m as { cpuMicros?: number }).cpuMicros;
-      if (micros === undefined) return;
+      const value = (m as Record<string, number | undefined>)[key];
+      if (value === undefined) return;
       child.off('message', onMessage);
-      resolve(micros);
+      resolve(value);
     };
     child.on('message', onMessage);
-    child.send('cpu');
+    child.send(question);
   });
+}
+
+/** The server's CPU time so far (µs). Less sensitive to a busy machine than rates and latencies. */
+const serverCpu = (child: ChildProcess) => askServer(child, 'cpu', 'cpuMicros');
+
+/**
+ * The inbox worker on its own: no requests for `durationMs`, the deliveries it processed meanwhile
+ * (from the backlog the phases before left). `2xx` counts processed deliveries here.
+ */
+async function drainPhase(child: ChildProcess, durationMs: number): Promise<PhaseResult> {
+  const before = await askServer(child, 'processed', 'processed');
+  const start = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, durationMs));
+  const processed = (await askServer(child, 'processed', 'processed')) - before;
+  return { phase: 'backlog, no requests', sent: 0, ok: processed, errors: 0, elapsedMs: performance.now() - start, latencies: [] };
 }
 
 async function stopServer(child: ChildProcess): Promise<void> {
@@ -358,6 +379,8 @@ async function main(): Promise<void> {
       if (kind !== 'ingress-forge-down') await measured(() => load.maxThroughput(options.concurrency, options.durationMs));
       const rates = kind === 'ingress-forge-down' ? [1000] : options.rates;
       for (const rate of rates) await measured(() => load.fixedRate(rate, options.durationMs));
+      // How fast the backlog goes once the requests stop (the worker steps aside while they come).
+      if (kind === 'ingress') await measured(() => drainPhase(child, options.durationMs));
       for (const r of phases) {
         const sorted = [...r.latencies].sort((a, b) => a - b);
         if (r.phase.startsWith('max')) max[kind] = (r.ok / r.elapsedMs) * 1000;
@@ -369,8 +392,8 @@ async function main(): Promise<void> {
           String(r.ok),
           String(r.errors),
           ((r.ok / r.elapsedMs) * 1000).toFixed(0),
-          percentile(sorted, 50).toFixed(2),
-          percentile(sorted, 99).toFixed(2),
+          sorted.length > 0 ? percentile(sorted, 50).toFixed(2) : '-',
+          sorted.length > 0 ? percentile(sorted, 99).toFixed(2) : '-',
           r.cpuMicros === undefined || r.ok === 0 ? '?' : (r.cpuMicros / r.ok).toFixed(0),
           r.cpuMicros === undefined ? '?' : ((r.cpuMicros / 1000 / r.elapsedMs) * 100).toFixed(0),
         ]);
@@ -381,6 +404,7 @@ async function main(): Promise<void> {
     }
   }
   // errors = non-2xx, 10 s request timeouts, and requests still unanswered 30 s after the phase.
+  // "backlog, no requests": 2xx = deliveries the worker processed, CPU per processed delivery.
   // server CPU: the server process's CPU time over the phase, per 2xx and as a share of one core
   // (the inbox worker's work included, which may trail the phase it was accepted in).
   const header = ['server', 'phase', 'sent', '2xx', 'errors', '2xx/s', 'p50 ms', 'p99 ms', 'CPU µs/2xx', 'CPU %'];
