@@ -7,14 +7,15 @@
  * ceiling; then the accept path again while every forge API call fails (503), to show accept
  * latency does not depend on the forge.
  *
- *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16]
+ *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16 --cpu-prof DIR
+ *                            --servers hello,ingress,ingress-forge-down,accept-only]
  *
  * Each server runs in its own child process so the load generator (node's http client with a
  * keep-alive agent, this process) does not share its event loop. Fixed-rate phases are open-loop:
  * latency is measured from when a request was due, so a stalled server shows up in p99 instead of
  * silently slowing the sender. Prints a table; asserts nothing.
  */
-import { fork, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { createHmac, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -30,6 +31,9 @@ interface Options {
   durationMs: number;
   rates: number[];
   concurrency: number;
+  /** Where each server child writes a V8 CPU profile (node --cpu-prof), or undefined for none. */
+  cpuProfDir?: string;
+  servers: ServerKind[];
 }
 
 function parseOptions(argv: string[]): Options {
@@ -44,18 +48,26 @@ function parseOptions(argv: string[]): Options {
       .map(Number)
       .filter((n) => n > 0),
     concurrency: Number(get('concurrency') ?? 16),
+    cpuProfDir: get('cpu-prof'),
+    servers: (get('servers') ?? 'hello,ingress,ingress-forge-down').split(',').map((name) => {
+      if (!(SERVER_KINDS as readonly string[]).includes(name)) throw new Error(`--servers takes ${SERVER_KINDS.join(', ')}; got "${name}"`);
+      return name as ServerKind;
+    }),
   };
 }
 
 // ---------------------------------------------------------------- server side (child process)
 
-type ServerKind = 'hello' | 'ingress' | 'ingress-forge-down';
+/** `accept-only` (not run by default, `--servers`): the accept path with no inbox worker, to split the cost. */
+const SERVER_KINDS = ['hello', 'ingress', 'ingress-forge-down', 'accept-only'] as const;
+type ServerKind = (typeof SERVER_KINDS)[number];
 
 async function runServer(kind: ServerKind): Promise<void> {
   const { serve } = await import('@hono/node-server');
   const { Hono } = await import('hono');
   let fetchHandler: (req: Request) => Response | Promise<Response>;
   let cleanup = async () => {};
+  let processedSoFar = async () => 0;
   if (kind === 'hello') {
     const app = new Hono();
     app.post('/webhook/gitea', (c) => c.json({ ok: true }));
@@ -67,36 +79,38 @@ async function runServer(kind: ServerKind): Promise<void> {
     const { createGiteaIngress, createInboxProcessing, parseWebhooksConfig } = await import('../src/ingress/index.js');
     const { createGiteaClient } = await import('../src/forge/index.js');
     const { parsePipelineConfig } = await import('../src/pipeline/index.js');
+    const { createLogger } = await import('../src/log/index.js');
+    const { default: pino } = await import('pino');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-ingress-'));
     const store = createStore({ url: `sqlite:${path.join(dir, 'baton.db')}` });
     await store.migrate();
     const engine = createRunEngine({ store, queue: { ...DEFAULTS.queue } });
     const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
-    // A stub forge answering the permission endpoint, or failing every call with 503.
-    const down = kind === 'ingress-forge-down';
-    const forge = http.createServer((_req, res) => {
-      res.writeHead(down ? 503 : 200, { 'content-type': 'application/json' });
-      res.end(down ? '{"message":"unavailable"}' : '{"permission":"write","role_name":"write"}');
-    });
-    await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
-    const forgeUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
+    // A stub forge answering the permission endpoint, or failing every call with 503. In a process
+    // of its own: the forge's work is not baton's, and it must not share the server's CPU time.
+    const forge = await startForgeStub(kind === 'ingress-forge-down');
+    const forgeUrl = forge.url;
     const client = createGiteaClient({ baseUrl: forgeUrl, token: 'bench-token', timeoutMs: 2_000 });
     const { webhooks } = parseWebhooksConfig({ requireWritePermission: true, permissionCacheSeconds: 0, retryMaxSeconds: 5 });
+    // baton's own logger at its default level, writing synchronously as it does to stdout: a line
+    // per accepted delivery and one per verdict are part of the cost.
+    const logger = createLogger({ level: 'info', destination: pino.destination({ dest: path.join(dir, 'baton.log'), sync: true }) });
     const processing = createInboxProcessing({
       store,
       engine,
       pipeline,
       webhooks,
       permissionOf: (owner, repo, user) => client.getUserPermission(owner, repo, user),
-      logger: { warn: () => {}, error: () => {} },
+      logger,
     });
-    await processing.worker.start();
-    fetchHandler = createGiteaIngress({ inbox: processing.inbox, secret: SECRET }).fetch;
+    if (kind !== 'accept-only') await processing.worker.start();
+    fetchHandler = createGiteaIngress({ inbox: processing.inbox, secret: SECRET, logger }).fetch;
+    processedSoFar = async () => (await processing.inbox.counts()).processed;
     cleanup = async () => {
       const counts = await processing.inbox.counts();
       process.send?.({ counts });
       await processing.worker.stop();
-      forge.close();
+      forge.stop();
       await store.close();
       fs.rmSync(dir, { recursive: true, force: true });
     };
@@ -105,11 +119,42 @@ async function runServer(kind: ServerKind): Promise<void> {
     process.send?.({ port: info.port });
   });
   process.on('message', (message) => {
+    // CPU time used so far (µs, user + system): the parent charges each phase with its difference.
+    if (message === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      process.send?.({ cpuMicros: user + system });
+      return;
+    }
+    if (message === 'processed') {
+      void processedSoFar().then((processed) => process.send?.({ processed }));
+      return;
+    }
     if (message !== 'stop') return;
     server.close();
     (server as unknown as { closeAllConnections?: () => void }).closeAllConnections?.();
     void cleanup().finally(() => process.exit(0));
   });
+}
+
+/** The stub forge's program: plain node, so it starts at once; it ends with its parent's pipe. */
+const FORGE_STUB = `
+const down = process.argv[1] === 'down';
+const server = require('node:http').createServer((req, res) => {
+  req.resume();
+  res.writeHead(down ? 503 : 200, { 'content-type': 'application/json' });
+  res.end(down ? '{"message":"unavailable"}' : '{"permission":"write","role_name":"write"}');
+});
+server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+process.stdin.on('end', () => process.exit(0)).resume();
+`;
+
+async function startForgeStub(down: boolean): Promise<{ url: string; stop(): void }> {
+  const child = spawn(process.execPath, ['-e', FORGE_STUB, down ? 'down' : 'up'], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout.once('data', (chunk: Buffer) => resolve(Number(chunk.toString().trim())));
+    child.once('exit', (code) => reject(new Error(`the stub forge exited with ${code}`)));
+  });
+  return { url: `http://127.0.0.1:${port}`, stop: () => child.kill() };
 }
 
 // ---------------------------------------------------------------- load generator
@@ -145,6 +190,8 @@ interface PhaseResult {
   errors: number;
   elapsedMs: number;
   latencies: number[];
+  /** The server process's CPU time during the phase (µs), with whatever its worker did meanwhile. */
+  cpuMicros?: number;
 }
 
 /** How long a phase waits for its last answers before counting them as errors. */
@@ -246,8 +293,12 @@ async function drain(inFlight: Set<Promise<void>>): Promise<void> {
   clearTimeout(timer);
 }
 
-async function startServer(kind: ServerKind): Promise<{ child: ChildProcess; port: number }> {
-  const child = fork(here, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+async function startServer(kind: ServerKind, cpuProfDir?: string): Promise<{ child: ChildProcess; port: number }> {
+  const execArgv = cpuProfDir
+    ? // One directory per server: tsx's loader thread writes a profile of its own beside the main one.
+      [...process.execArgv, '--cpu-prof', '--cpu-prof-dir', path.join(cpuProfDir, kind)]
+    : process.execArgv;
+  const child = fork(here, ['--serve', kind], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'], execArgv });
   const port = await new Promise<number>((resolve, reject) => {
     child.once('message', (m) => resolve((m as { port: number }).port));
     child.on('message', (m) => {
@@ -257,6 +308,35 @@ async function startServer(kind: ServerKind): Promise<{ child: ChildProcess; por
     child.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
   return { child, port };
+}
+
+/** Asks the server child `question` and resolves with the number it answers under `key`. */
+function askServer(child: ChildProcess, question: 'cpu' | 'processed', key: 'cpuMicros' | 'processed'): Promise<number> {
+  return new Promise((resolve) => {
+    const onMessage = (m: unknown) => {
+      const value = (m as Record<string, number | undefined>)[key];
+      if (value === undefined) return;
+      child.off('message', onMessage);
+      resolve(value);
+    };
+    child.on('message', onMessage);
+    child.send(question);
+  });
+}
+
+/** The server's CPU time so far (µs). Less sensitive to a busy machine than rates and latencies. */
+const serverCpu = (child: ChildProcess) => askServer(child, 'cpu', 'cpuMicros');
+
+/**
+ * The inbox worker on its own: no requests for `durationMs`, the deliveries it processed meanwhile
+ * (from the backlog the phases before left). `2xx` counts processed deliveries here.
+ */
+async function drainPhase(child: ChildProcess, durationMs: number): Promise<PhaseResult> {
+  const before = await askServer(child, 'processed', 'processed');
+  const start = performance.now();
+  await new Promise((resolve) => setTimeout(resolve, durationMs));
+  const processed = (await askServer(child, 'processed', 'processed')) - before;
+  return { phase: 'backlog, no requests', sent: 0, ok: processed, errors: 0, elapsedMs: performance.now() - start, latencies: [] };
 }
 
 async function stopServer(child: ChildProcess): Promise<void> {
@@ -279,20 +359,28 @@ async function main(): Promise<void> {
     hello: 'bare Hono (ceiling)',
     ingress: 'accept + inbox worker',
     'ingress-forge-down': 'accept, forge API down',
+    'accept-only': 'accept, no inbox worker',
   };
   const max: Partial<Record<ServerKind, number>> = {};
   const p99At1000: Partial<Record<ServerKind, number>> = {};
-  for (const kind of ['hello', 'ingress', 'ingress-forge-down'] as const) {
-    const { child, port } = await startServer(kind);
+  for (const kind of options.servers) {
+    const { child, port } = await startServer(kind, options.cpuProfDir);
     const load = new Load(port, Math.max(256, options.concurrency));
     try {
       await load.maxThroughput(4, 1_000); // warm-up: JIT, SQLite page cache, sockets
       // Closed-loop first: it leaves no backlog. An overloaded fixed-rate phase leaves requests the
       // server is still working through, which would be charged to whatever runs next.
       const phases: PhaseResult[] = [];
-      if (kind !== 'ingress-forge-down') phases.push(await load.maxThroughput(options.concurrency, options.durationMs));
+      const measured = async (run: () => Promise<PhaseResult>) => {
+        const before = await serverCpu(child);
+        const result = await run();
+        phases.push({ ...result, cpuMicros: (await serverCpu(child)) - before });
+      };
+      if (kind !== 'ingress-forge-down') await measured(() => load.maxThroughput(options.concurrency, options.durationMs));
       const rates = kind === 'ingress-forge-down' ? [1000] : options.rates;
-      for (const rate of rates) phases.push(await load.fixedRate(rate, options.durationMs));
+      for (const rate of rates) await measured(() => load.fixedRate(rate, options.durationMs));
+      // How fast the backlog goes once the requests stop (the worker steps aside while they come).
+      if (kind === 'ingress') await measured(() => drainPhase(child, options.durationMs));
       for (const r of phases) {
         const sorted = [...r.latencies].sort((a, b) => a - b);
         if (r.phase.startsWith('max')) max[kind] = (r.ok / r.elapsedMs) * 1000;
@@ -304,8 +392,10 @@ async function main(): Promise<void> {
           String(r.ok),
           String(r.errors),
           ((r.ok / r.elapsedMs) * 1000).toFixed(0),
-          percentile(sorted, 50).toFixed(2),
-          percentile(sorted, 99).toFixed(2),
+          sorted.length > 0 ? percentile(sorted, 50).toFixed(2) : '-',
+          sorted.length > 0 ? percentile(sorted, 99).toFixed(2) : '-',
+          r.cpuMicros === undefined || r.ok === 0 ? '?' : (r.cpuMicros / r.ok).toFixed(0),
+          r.cpuMicros === undefined ? '?' : ((r.cpuMicros / 1000 / r.elapsedMs) * 100).toFixed(0),
         ]);
       }
     } finally {
@@ -314,7 +404,10 @@ async function main(): Promise<void> {
     }
   }
   // errors = non-2xx, 10 s request timeouts, and requests still unanswered 30 s after the phase.
-  const header = ['server', 'phase', 'sent', '2xx', 'errors', '2xx/s', 'p50 ms', 'p99 ms'];
+  // "backlog, no requests": 2xx = deliveries the worker processed, CPU per processed delivery.
+  // server CPU: the server process's CPU time over the phase, per 2xx and as a share of one core
+  // (the inbox worker's work included, which may trail the phase it was accepted in).
+  const header = ['server', 'phase', 'sent', '2xx', 'errors', '2xx/s', 'p50 ms', 'p99 ms', 'CPU µs/2xx', 'CPU %'];
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) => `| ${cells.map((c, i) => (i < 2 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join(' | ')} |`;
   const loadAvg = os

@@ -302,7 +302,8 @@ function historyOf(row: Row, replays: Array<{ id: number; at: number; by: string
           : `replay of delivery #${row.replay_of}${row.replayed_by ? ` by token "${row.replayed_by}"` : ''}`,
     },
   ];
-  if (d.status !== DELIVERY_STATUS.processed && d.lastError) {
+  // Only while pending: a taken delivery's next_attempt_at is its lease's expiry, not a retry time.
+  if (d.status === DELIVERY_STATUS.pending && d.lastError) {
     history.push({ at: d.nextAttemptAt, type: 'retrying', detail: `attempt ${d.attempts} failed: ${d.lastError}; next attempt then` });
   }
   if (d.processedAt !== null) history.push({ at: d.processedAt, type: 'processed', detail: d.verdict });

@@ -53,6 +53,43 @@ describe.each(STORE_KINDS)('inbox store on $kind', ({ kind, create }) => {
     expect((await inbox.claimNext(10_000))?.delivery.id).toBe(second.id);
   });
 
+  it('claims a batch in one go: earliest due first, one per issue, and the next due time is the lease expiry', async () => {
+    const a = await inbox.insert(delivery({ body: '{"n":1}' }));
+    await inbox.insert(delivery({ body: '{"n":2}' }));
+    clock += 1;
+    const c = await inbox.insert(delivery({ body: '{"n":3}', number: 2 }));
+    const d = await inbox.insert(delivery({ body: '{"n":4}', number: 3 }));
+    const [first] = await inbox.claimDue(10_000, 1);
+    expect(first?.delivery.id).toBe(a.id);
+    await inbox.retryLater(first!, 5, 'forge API: 503');
+    // Issue #1's second delivery waits behind its first, which is put off.
+    expect((await inbox.claimDue(10_000, 10)).map((x) => x.delivery.id)).toEqual([c.id, d.id]);
+    expect(await inbox.nextDueAt()).toBe(clock + 5);
+    clock += 5;
+    expect((await inbox.claimDue(10_000, 10)).map((x) => x.delivery.id)).toEqual([a.id]);
+    // Everything takeable is taken: the next due time is the earliest lease expiry.
+    expect(await inbox.nextDueAt()).toBe(clock - 5 + 10_000);
+  });
+
+  it('stores deliveries that arrive together in one transaction, and one that cannot be stored fails alone', async () => {
+    let commits = 0;
+    inbox.onInsert(() => (commits += 1));
+    const together = await Promise.all([1, 2, 3].map((n) => inbox.insert(delivery({ body: `{"n":${n}}`, number: n }))));
+    expect(commits).toBe(1);
+    expect(together.map((d) => d.id)).toEqual([together[0]!.id, together[0]!.id + 1, together[0]!.id + 2]);
+    // NOT NULL refuses a delivery without an endpoint: its neighbours are stored all the same.
+    const results = await Promise.allSettled([
+      inbox.insert(delivery({ body: '{"n":4}' })),
+      inbox.insert(delivery({ body: '{"n":5}', endpoint: null as unknown as string })),
+      inbox.insert(delivery({ body: '{"n":6}' })),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    const stored = await inbox.list();
+    expect(stored.deliveries.map((d) => d.body).sort()).toEqual(['{"n":1}', '{"n":2}', '{"n":3}', '{"n":4}', '{"n":6}']);
+    // What insert answers is what was stored.
+    expect(await inbox.get(together[1]!.id)).toEqual(together[1]);
+  });
+
   it('puts a delivery off with backoff, and finds earlier copies by body hash or delivery id', async () => {
     const first = await inbox.insert(delivery({ deliveryId: 'd-1' }));
     const claimed = await inbox.claimNext(10_000);

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import {
   backoffDelay,
   createLoop,
@@ -11,6 +12,7 @@ import {
 import type { Store } from '../../store/index.js';
 import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
 import type { DeliveryProcessor } from './process.js';
+import { createAcceptPressure, type AcceptPressure } from './accept-pressure.js';
 import { INBOX_CHANNEL, type InboxStore } from './store.js';
 import type { ClaimedDelivery } from './types.js';
 
@@ -33,6 +35,13 @@ export interface InboxWorkerOptions {
   retry: BackoffPolicy;
   /** Deliveries processed at once (of different issues: one issue's are strictly in order). @default 4 */
   concurrency?: number;
+  /**
+   * When accepting needs the event loop (deliveries arriving, loop busy): processing then takes one
+   * delivery per `busyPauseMs`. @default createAcceptPressure() (utilization over 0.5)
+   */
+  pressure?: AcceptPressure;
+  /** The pause between deliveries while the pressure is high. @default 50 */
+  busyPauseMs?: number;
   now?: () => number;
   random?: () => number;
 }
@@ -46,7 +55,7 @@ export interface InboxWorker {
 
 /**
  * The inbox worker: takes stored deliveries (oldest first, in order per issue, see
- * InboxStore.claimNext), processes each (process.ts) and records its verdict; a transient failure
+ * InboxStore.claimDue), processes each (process.ts) and records its verdict; a transient failure
  * puts the delivery off with backoff (`Retry-After` when the forge sent one). A worker killed at
  * any point leaves at most a leased row, taken again once the lease expires: the verdict and the
  * runs it started commit together, so a re-take never starts a run twice.
@@ -57,6 +66,10 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 5_000;
   const concurrency = Math.max(1, options.concurrency ?? 4);
+  const pressure = options.pressure ?? createAcceptPressure();
+  const busyPauseMs = options.busyPauseMs ?? 50;
+  /** performance.now() when the last delivery finished. */
+  let lastFinishedAt = -Infinity;
   const inFlight = new Set<Promise<void>>();
 
   async function handle(claimed: ClaimedDelivery): Promise<void> {
@@ -92,6 +105,7 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
 
   function track(claimed: ClaimedDelivery): Promise<void> {
     const work = handle(claimed).finally(() => {
+      lastFinishedAt = performance.now();
       inFlight.delete(work);
       worker.wake();
     });
@@ -105,26 +119,38 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
       logger,
       pollMs,
       async step() {
-        const free = concurrency - inFlight.size;
-        if (free <= 0) return pollMs;
-        // A plain read first: on SQLite a claim takes the single write lock (the accept path's
-        // inserts need it too), so it is only taken when something is due.
+        // Accepting first: while deliveries arrive on a busy loop, one at a time with a pause
+        // (accept-pressure.ts). It never stops: a trickle still gets through.
+        const yielding = pressure.high();
+        const free = (yielding ? 1 : concurrency) - inFlight.size;
+        if (free <= 0) return pollMs; // a finished delivery wakes the loop
+        if (yielding) {
+          // Counted from the end of the last delivery: on a busy loop one can take longer than
+          // the pause itself, and counting from its start would leave no pause at all.
+          const wait = lastFinishedAt + busyPauseMs - performance.now();
+          if (wait > 0) return wait;
+        }
+        // Claim first, in one transaction for every free slot: with a backlog (the case that has
+        // to be fast) there is work at once, and the claim reads only due rows. The next due time
+        // is asked only when the claim came back short, to know how long to sleep.
+        const claimed = worker.stopping ? [] : await inbox.claimDue(leaseMs, free);
+        for (const one of claimed) void track(one);
+        if (claimed.length === free) return pollMs; // full: a finished delivery wakes the loop
         const due = await inbox.nextDueAt();
         if (due === null) return pollMs;
         if (due > now()) return Math.max(10, due - now());
-        let taken = 0;
-        while (taken < free && !worker.stopping) {
-          const claimed = await inbox.claimNext(leaseMs);
-          if (!claimed) break;
-          taken += 1;
-          void track(claimed);
-        }
-        // Due but nothing taken: another replica is taking it right now, or its issue is busy here.
-        return taken > 0 ? 0 : pollMs;
+        // Due but not taken: another replica is taking it right now (or it was stored meanwhile).
+        return claimed.length > 0 ? 0 : pollMs;
       },
     });
 
-  const wakeSources: WakeSource[] = [(wake) => inbox.onInsert(wake)];
+  const wakeSources: WakeSource[] = [
+    (wake) =>
+      inbox.onInsert(() => {
+        pressure.noteInsert();
+        wake();
+      }),
+  ];
   // Inserts by other replicas, told by NOTIFY; an SQLite database has no other writers.
   if (options.store.dialect === 'postgres') wakeSources.push((wake) => options.store.listen(INBOX_CHANNEL, wake));
   const worker = createQueueWorker({ name: 'inbox worker', logger, createLoop: createWorkerLoop, wakeSources, inFlight });
