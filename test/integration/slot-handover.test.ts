@@ -1,14 +1,6 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
-import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
-import { createStore, type Store } from '../../src/store/index.js';
-import { createBareRepo } from '../fakes/agent/git-repos.js';
-import { freePort } from '../helpers/baton-bin.js';
-import { spawnTs, type ChildHandle } from '../helpers/child.js';
-import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
+import { createServeWorld, type ServeWorld } from '../helpers/serve-world.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -16,23 +8,14 @@ import { until } from '../helpers/until.js';
  * still on its way out: live runner processes may exceed the limit by the ones handing their slot
  * over (one per slot), never more. Sampled from /proc while a queue of quick runs drains.
  */
-const CHILD = 'test/fixtures/serve-child.ts';
 const LIMIT = 2;
 const RUNS = 8;
 
-let root: string | undefined;
-let fixture: SandboxFixture | undefined;
-let store: Store | undefined;
-let server: ChildHandle | undefined;
+let world: ServeWorld | undefined;
 
 afterEach(async () => {
-  await server?.kill();
-  server = undefined;
-  await store?.close();
-  store = undefined;
-  fixture?.cleanup();
-  if (root) fs.rmSync(root, { recursive: true, force: true });
-  root = undefined;
+  await world?.close();
+  world = undefined;
 });
 
 /** The runners of this test's server: node processes whose CALLBACK_URL names its port. */
@@ -62,33 +45,13 @@ function liveRunners(port: number): number {
 
 describe('concurrency slots', () => {
   it(`keep live runners within the limit plus one handing over per slot (limit ${LIMIT}, ${RUNS} runs)`, async () => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-slots-'));
-    fixture = createSandboxFixture();
-    const repo = createBareRepo(fixture.shared, 'app');
-    fs.writeFileSync(
-      path.join(root, 'baton.yaml'),
-      ['queue:', '  pollSeconds: 0.1', 'repositories:', `  acme/app: { path: ${JSON.stringify(repo)} }`, ''].join('\n'),
-    );
-    const port = await freePort();
-    const database = `sqlite:${path.join(root, 'baton.db')}`;
-    server = spawnTs(CHILD, {
-      PORT: String(port),
-      HOST: '127.0.0.1',
-      WORKSPACE_PROVIDER: 'local',
-      DATABASE_URL: database,
-      BATON_DATA_DIR: fixture.dataDir,
-      BATON_CONFIG: path.join(root, 'baton.yaml'),
-      QUEUE_CONCURRENCY: String(LIMIT),
-      SANDBOX: JSON.stringify(fixture.sandbox),
-      AGENT_COMMAND: JSON.stringify([
-        '/bin/sh',
-        '-c',
-        `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done"}'`,
-      ]),
+    world = await createServeWorld({
+      name: 'slots',
+      agent: ['/bin/sh', '-c', `echo '{"type":"result","subtype":"success","is_error":false,"num_turns":1,"result":"done"}'`],
+      env: { QUEUE_CONCURRENCY: String(LIMIT) },
     });
-    await server.waitFor((m) => m.ready === true);
-    store = createStore({ url: database });
-    const engine: FullRunEngine = createRunEngine({ store, queue: DEFAULTS.queue });
+    await world.start();
+    const { engine, port } = world;
 
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, liveRunners(port))), 10);
