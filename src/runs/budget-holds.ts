@@ -12,7 +12,7 @@ import {
 } from '../budgets/index.js';
 import type { TransactionScope } from '../store/index.js';
 import { toRun } from './rows.js';
-import { RUN_EVENT, RUN_STATUS, type RunStatus } from './states.js';
+import { RUN_EVENT, RUN_STATUS, type RunEventType, type RunStatus } from './states.js';
 import { recordTransitions, type TransitionContext } from './transition.js';
 import type { TransitionHook, Usage } from './types.js';
 import { totalTokens } from './usage.js';
@@ -110,22 +110,14 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
       }
       for (const [budget, all] of byBudget) {
         const reason = holdReason(budget, resetsAt);
-        for (const ids of chunks(all)) {
-          const rows = await trx
-            .updateTable('runs')
-            .set({ status: RUN_STATUS.held, held_reason: reason, updated_at: now })
-            .where('id', 'in', ids)
-            // A run cancelled meanwhile (its row lock waited for us) is left alone.
-            .where('status', '=', RUN_STATUS.queued)
-            .returningAll()
-            .execute();
-          rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
-          await recordTransitions(
-            scope,
-            ctx,
-            rows.map((row) => ({ run: toRun(row), from: RUN_STATUS.queued, type: RUN_EVENT.held, data: { scope: budget.scope, reason } })),
-          );
-        }
+        await move(scope, ctx, all, {
+          from: RUN_STATUS.queued,
+          to: RUN_STATUS.held,
+          heldReason: reason,
+          updatedAt: now,
+          type: RUN_EVENT.held,
+          data: { scope: budget.scope, reason },
+        });
       }
     },
   };
@@ -139,24 +131,51 @@ async function release(
 ): Promise<void> {
   const { trx } = scope;
   const held = await trx.selectFrom('runs').select(['id', 'owner', 'repo', 'stage']).where('status', '=', RUN_STATUS.held).execute();
-  for (const ids of chunks(held.filter(free).map((r) => r.id))) {
-    const rows = await trx
+  await move(
+    scope,
+    ctx,
+    held.filter(free).map((r) => r.id),
+    {
+      from: RUN_STATUS.held,
+      to: RUN_STATUS.queued,
+      heldReason: null,
+      updatedAt: ctx.now(),
+      type: RUN_EVENT.released,
+      data: { reason: 'its daily budgets have room' },
+    },
+  );
+}
+
+/**
+ * `from` → `to` for the runs of `ids` still in `from` (a run cancelled meanwhile, whose row lock
+ * waited for us, is left alone), each recorded on its timeline, in the order they were queued.
+ */
+async function move(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  ids: readonly number[],
+  change: {
+    from: RunStatus;
+    to: RunStatus;
+    heldReason: string | null;
+    updatedAt: number;
+    type: RunEventType;
+    data: Record<string, unknown>;
+  },
+): Promise<void> {
+  for (const chunk of chunks(ids)) {
+    const rows = await scope.trx
       .updateTable('runs')
-      .set({ status: RUN_STATUS.queued, held_reason: null, updated_at: ctx.now() })
-      .where('id', 'in', ids)
-      .where('status', '=', RUN_STATUS.held)
+      .set({ status: change.to, held_reason: change.heldReason, updated_at: change.updatedAt })
+      .where('id', 'in', chunk)
+      .where('status', '=', change.from)
       .returningAll()
       .execute();
     rows.sort((a, b) => a.run_at - b.run_at || a.id - b.id);
     await recordTransitions(
       scope,
       ctx,
-      rows.map((row) => ({
-        run: toRun(row),
-        from: RUN_STATUS.held,
-        type: RUN_EVENT.released,
-        data: { reason: 'its daily budgets have room' },
-      })),
+      rows.map((row) => ({ run: toRun(row), from: change.from, type: change.type, data: change.data })),
     );
   }
 }
