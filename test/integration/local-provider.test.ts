@@ -173,7 +173,14 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     await p.create({ ...defaultSpec('killed'), stage: 'analyse', cloneUrl: createBareRepo(fixture.shared, 'killed') });
     const dir = path.join(dataDir, 'workspaces', 'killed');
     await until(
-      () => ofTheRun().some((pid) => fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0')),
+      () =>
+        ofTheRun().some((pid) => {
+          try {
+            return fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0');
+          } catch {
+            return false; // exited since it was listed (the runner's clone steps come and go)
+          }
+        }),
       'the agent to be at work',
     );
     const record = JSON.parse(fs.readFileSync(path.join(dir, 'runner.json'), 'utf8')) as { pid: number; runner: { pid: number } | null };
