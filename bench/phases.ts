@@ -2,6 +2,7 @@ import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { BenchOptions } from './options.js';
 import type { QueuePeer, WorkerHooks } from './peers/types.js';
+import { postgresServerCpu } from './server-cpu.js';
 
 /** Latency-stream jobs are numbered from here, so late claims of earlier phases never count. */
 const STREAM_BASE = 10_000_000;
@@ -18,6 +19,8 @@ export interface Throughput {
    * much of the CPU we got; this says how much we needed (all of it, for SQLite, which runs in-process).
    */
   cpuMicrosPerJob: number;
+  /** CPU time of the local PostgreSQL server per job, when it runs on this machine (server-cpu.ts). */
+  serverCpuMicrosPerJob?: number;
 }
 
 export interface Latency {
@@ -87,6 +90,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
     };
     const startedAt = performance.now();
     const cpuBefore = process.cpuUsage();
+    const serverCpuBefore = postgresServerCpu();
     loopDelay.enable();
     deadline = performance.now() + phaseMs;
     await bounded(peer.startWorker(options.concurrency, hooks), 'worker start');
@@ -101,6 +105,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
       seconds,
       perSecond: claimedJobs / seconds,
       cpuMicrosPerJob: cpuPerJob(cpuBefore, claimedJobs),
+      serverCpuMicrosPerJob: serverCpuPerJob(serverCpuBefore, claimedJobs),
     };
     log(`  claim→complete   ${describe(result.claim)}`);
     if (completed < target) await bounded(peer.purge(), 'purge');
@@ -128,6 +133,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
 async function enqueuePhase(peer: QueuePeer, jobs: number, producers: number, timeoutMs: number): Promise<Throughput> {
   const startedAt = performance.now();
   const cpuBefore = process.cpuUsage();
+  const serverCpuBefore = postgresServerCpu();
   const deadline = startedAt + timeoutMs;
   let next = 0;
   let done = 0;
@@ -139,7 +145,14 @@ async function enqueuePhase(peer: QueuePeer, jobs: number, producers: number, ti
   };
   await Promise.all(Array.from({ length: producers }, producer));
   const seconds = (performance.now() - startedAt) / 1000;
-  return { done, target: jobs, seconds, perSecond: done / seconds, cpuMicrosPerJob: cpuPerJob(cpuBefore, done) };
+  return {
+    done,
+    target: jobs,
+    seconds,
+    perSecond: done / seconds,
+    cpuMicrosPerJob: cpuPerJob(cpuBefore, done),
+    serverCpuMicrosPerJob: serverCpuPerJob(serverCpuBefore, done),
+  };
 }
 
 /**
@@ -197,11 +210,17 @@ function cpuPerJob(before: NodeJS.CpuUsage, jobs: number): number {
   return jobs > 0 ? (used.user + used.system) / jobs : Number.NaN;
 }
 
+function serverCpuPerJob(before: number | undefined, jobs: number): number | undefined {
+  const after = postgresServerCpu();
+  return before === undefined || after === undefined || jobs === 0 ? undefined : (after - before) / jobs;
+}
+
 function describe(t: Throughput): string {
   const partial = t.done < t.target ? ` — stopped at the phase timeout, ${t.done}/${t.target} done` : '';
   return (
     `${Math.round(t.perSecond).toLocaleString('en-US')} jobs/s (${t.done} in ${t.seconds.toFixed(2)} s, ` +
-    `${Math.round(t.cpuMicrosPerJob)} µs bench-process CPU/job)${partial}`
+    `${Math.round(t.cpuMicrosPerJob)} µs bench-process CPU/job` +
+    `${t.serverCpuMicrosPerJob === undefined ? '' : `, ${Math.round(t.serverCpuMicrosPerJob)} µs PostgreSQL server CPU/job`})${partial}`
   );
 }
 

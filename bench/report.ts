@@ -70,6 +70,11 @@ export function renderReport(results: PeerResult[], machine: Machine, settings: 
       r.enqueue && r.claim
         ? `bench-process CPU per job: enqueue ${Math.round(r.enqueue.cpuMicrosPerJob)} µs, claim→complete ${Math.round(r.claim.cpuMicrosPerJob)} µs`
         : '',
+      r.enqueue?.serverCpuMicrosPerJob !== undefined &&
+      r.claim?.serverCpuMicrosPerJob !== undefined &&
+      r.peer.store.startsWith('PostgreSQL')
+        ? `PostgreSQL server CPU per job: enqueue ${Math.round(r.enqueue.serverCpuMicrosPerJob)} µs, claim→complete ${Math.round(r.claim.serverCpuMicrosPerJob)} µs`
+        : '',
     ].filter(Boolean);
     out.push(`${r.peer.name}: ${r.peer.notes}${problems.length > 0 ? `\n    ${problems.join('; ')}` : ''}`);
   }

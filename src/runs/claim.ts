@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { CompiledQuery, sql } from 'kysely';
 import type { Store, StoreDialect, TransactionScope } from '../store/index.js';
-import { claimScript, toWritten, type PostgresStatements, type WrittenRow } from './postgres-statements.js';
+import { claimValues, toWritten, type PostgresStatements } from './postgres-statements.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, SLOT_STATUSES } from './states.js';
 import { announceWritten, recordTransitions, runHooks, type TransitionContext } from './transition.js';
@@ -22,25 +22,49 @@ export interface ClaimLimits {
   leaseMs: number;
 }
 
+function claimArguments(limits: Pick<ClaimLimits, 'concurrency' | 'leaseMs'>, max: number, now: number) {
+  const leaseToken = randomUUID();
+  return {
+    leaseToken,
+    values: claimValues({ now, max, concurrency: limits.concurrency, leaseToken, leaseExpiresAt: now + limits.leaseMs }),
+  };
+}
+
 /**
- * A claim in one round trip (postgres-statements.ts `claimScript`): for PostgreSQL when nothing
- * has to happen under the lock between taking it and picking the runs, and no hook writes in the
- * claim's transaction. It claims what `claimInTransaction` would, with the same lock.
+ * A claim in one round trip (postgres-statements.ts `CLAIM`): for PostgreSQL when nothing has to
+ * happen under the lock besides the claim itself and no hook writes in the claim's transaction.
+ * It claims what `claimInTransaction` would, with the same lock.
  */
 export function claimInOneTrip(
-  store: Pick<Store, 'runScript'>,
+  store: Pick<Store, 'runStatement'>,
   ctx: TransitionContext,
+  statements: Pick<PostgresStatements, 'claim'>,
   limits: Pick<ClaimLimits, 'concurrency' | 'leaseMs'>,
   max: number,
 ): Promise<ClaimedRun[]> {
   const now = ctx.now();
-  const leaseToken = randomUUID();
-  const script = claimScript({ now, max, concurrency: limits.concurrency, leaseToken, leaseExpiresAt: now + limits.leaseMs });
-  return store.runScript(script, (results, scope) => {
-    const written = (results[1] as WrittenRow[]).map(toWritten);
+  const { leaseToken, values } = claimArguments(limits, max, now);
+  return store.runStatement(statements.claim, values, (rows, scope) => {
+    const written = rows.map((row) => toWritten(row));
     announceWritten(scope, ctx, written);
     return written.map(({ run }) => ({ run, leaseToken }));
   });
+}
+
+/** `CLAIM` inside the caller's transaction, with the hooks. */
+async function claimStatement(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  statements: Pick<PostgresStatements, 'claim'>,
+  limits: Pick<ClaimLimits, 'concurrency' | 'leaseMs'>,
+  max: number,
+  now: number,
+): Promise<ClaimedRun[]> {
+  const { leaseToken, values } = claimArguments(limits, max, now);
+  const written = (await statements.claim.execute(scope.trx, values)).map((row) => toWritten(row));
+  await runHooks(scope, ctx, written);
+  announceWritten(scope, ctx, written);
+  return written.map(({ run }) => ({ run, leaseToken }));
 }
 
 /**
@@ -50,9 +74,9 @@ export function claimInOneTrip(
  * cannot go stale before they commit. On SQLite the IMMEDIATE transaction already holds the single
  * writer lock.
  *
- * `statements` (PostgreSQL, postgres-statements.ts): the lock (its COMMIT does not wait for the
- * WAL flush, see there), then the count, the pick, the update and the events in one round trip;
- * with a per-repository limit the pick is made here.
+ * `statements` (PostgreSQL, postgres-statements.ts): the lock, the count, the pick, the update and
+ * the events are one round trip (`CLAIM`); with a per-repository limit the lock is taken first and
+ * the pick is made here. Either way the claim's COMMIT does not wait for the WAL flush (see there).
  *
  * `beforeClaim` runs under the lock, before the pick: the daily budgets hold and release runs there.
  */
@@ -67,6 +91,9 @@ export async function claimInTransaction(
 ): Promise<ClaimedRun[]> {
   const { trx } = scope;
   const now = ctx.now();
+  const perRepo = limits.perRepositoryConcurrency;
+  if (statements && perRepo === 0 && !beforeClaim) return claimStatement(scope, ctx, statements, limits, max, now);
+
   let state: { paused: number } | undefined;
   if (statements) {
     state = (await statements.claimLock.execute(trx, []))[0];
@@ -78,16 +105,8 @@ export async function claimInTransaction(
   if (!state || state.paused === 1) return [];
   // Under the lock, so budgets are checked by one claim at a time across replicas (budget-holds.ts).
   if (beforeClaim) await beforeClaim(scope);
-
-  const perRepo = limits.perRepositoryConcurrency;
-  if (statements && perRepo === 0) {
-    const leaseToken = randomUUID();
-    const rows = await statements.claim.execute(scope.trx, [now, max, limits.concurrency, leaseToken, now + limits.leaseMs]);
-    const written = rows.map(toWritten);
-    await runHooks(scope, ctx, written);
-    announceWritten(scope, ctx, written);
-    return written.map(({ run }) => ({ run, leaseToken }));
-  }
+  // `CLAIM` takes the lock this transaction already holds, and claims under it.
+  if (statements && perRepo === 0) return claimStatement(scope, ctx, statements, limits, max, now);
 
   const live = await trx
     .selectFrom('runs')

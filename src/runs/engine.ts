@@ -419,7 +419,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     claim(max = Number.MAX_SAFE_INTEGER) {
       // Nothing to run under the lock and nothing for hooks to write: one round trip.
       if (statements && ctx.hooks.length === 0 && !beforeClaim && queue.perRepositoryConcurrency === 0) {
-        return claimInOneTrip(store, ctx, queue, max);
+        return claimInOneTrip(store, ctx, statements, queue, max);
       }
       return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
     },
@@ -548,8 +548,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         (rows) => {
           const row = rows[0];
           // Not a live run without a follow-up (or no run at all): the step-by-step path decides.
-          if (!row || row.id === null) return undefined;
-          const written = toWritten(row as WrittenRow);
+          if (!row?.run || !row.event) return undefined;
+          const written = toWritten({ run: row.run, event: row.event });
           return { result: { run: written.run, changed: true }, written: [written], teardown: written.run.workspaceName !== null };
         },
         (scope) => completeInTransaction(scope, runId, outcome),

@@ -11,76 +11,26 @@
  * Statuses and event names are this module's own constants spliced in as literals, never input;
  * PostgreSQL matches the partial unique index of `ON CONFLICT` only against literals anyway.
  */
-import { sqlLiteral, type PreparedStatement, type Store } from '../store/index.js';
-import { toRun, toRunEvent, type RunRow } from './rows.js';
+import type { PreparedStatement, Store } from '../store/index.js';
+import { toRun, toRunEvent, type RunEventRow, type RunRow } from './rows.js';
 import { insertedEvent, queuedRunRow, type QueuedRunValues } from './run-statements.js';
-import { LIVE_STATUSES, RUN_EVENT, RUN_STATUS, SLOT_STATUSES, TRANSITIONS, type RunStatus } from './states.js';
+import { LIVE_STATUSES, RUN_EVENT, RUN_STATUS, TRANSITIONS, type RunStatus } from './states.js';
 import type { Run, RunEvent } from './types.js';
-
-/**
- * Every column of `runs`, by name: a prepared statement must not return `*` (see
- * `Store.prepare`). `satisfies` makes a column added to `RunsTable` a compile error here.
- */
-const RUN_COLUMN_NAMES = {
-  id: true,
-  key: true,
-  stage: true,
-  owner: true,
-  repo: true,
-  number: true,
-  status: true,
-  payload: true,
-  attempts: true,
-  max_attempts: true,
-  run_at: true,
-  lease_token: true,
-  lease_expires_at: true,
-  workspace_name: true,
-  workspace_id: true,
-  callback_token_hash: true,
-  followup: true,
-  followup_payload: true,
-  last_error: true,
-  exit_code: true,
-  summary: true,
-  usage: true,
-  cost_usd: true,
-  duration_ms: true,
-  created_at: true,
-  updated_at: true,
-  claimed_at: true,
-  started_at: true,
-  finished_at: true,
-  token_cap: true,
-  max_duration_ms: true,
-  held_reason: true,
-  agent_attempt: true,
-} satisfies Record<keyof RunRow, true>;
-
-const RUN_COLUMNS = Object.keys(RUN_COLUMN_NAMES)
-  .map((c) => `runs.${c}`)
-  .join(', ');
-const EVENT_COLUMNS = 'id, run_id, type, from_status, to_status, data, created_at';
-/** The event's columns in the final SELECT, prefixed so they cannot collide with the run's. */
-const EVENT_SELECT =
-  'event.id AS event_id, event.run_id AS event_run_id, event.type AS event_type, event.from_status AS event_from_status, ' +
-  'event.to_status AS event_to_status, event.data AS event_data, event.created_at AS event_created_at';
 
 const list = (values: readonly string[]) => values.map((v) => `'${v}'`).join(', ');
 /** The states a run may reach `to` from, per `TRANSITIONS`: the statements enforce the table too. */
 const sourcesOf = (to: RunStatus) => (Object.keys(TRANSITIONS) as RunStatus[]).filter((from) => TRANSITIONS[from].includes(to));
 
-interface EventColumns {
-  event_id: number;
-  event_run_id: number;
-  event_type: string;
-  event_from_status: string | null;
-  event_to_status: string | null;
-  event_data: string | null;
-  event_created_at: number;
+/**
+ * A run as a hot statement left it and the event that records the change, each as one JSON
+ * column (`row_to_json`): two fields for the driver to read instead of 40, and no column list to
+ * keep in step with the table (a prepared statement must not return `*`, see `Store.prepare`, but
+ * `json` stays `json` whatever the table holds).
+ */
+export interface WrittenRow {
+  run: RunRow;
+  event: RunEventRow;
 }
-
-export type WrittenRow = RunRow & EventColumns;
 
 /** A run as a hot statement left it, with the event that records the change. */
 export interface Written {
@@ -89,18 +39,7 @@ export interface Written {
 }
 
 export function toWritten(row: WrittenRow): Written {
-  return {
-    run: toRun(row),
-    event: toRunEvent({
-      id: row.event_id,
-      run_id: row.event_run_id,
-      type: row.event_type,
-      from_status: row.event_from_status,
-      to_status: row.event_to_status,
-      data: row.event_data,
-      created_at: row.event_created_at,
-    }),
-  };
+  return { run: toRun(row.run), event: toRunEvent(row.event) };
 }
 
 /**
@@ -140,75 +79,33 @@ export function toEnqueued(row: { id: number; event_id: number }, v: QueuedRunVa
 }
 
 /**
- * The first statement of a claim: takes the `dispatch_state` lock that serialises claims (see
- * claim.ts), and lets this transaction's COMMIT return before its WAL is flushed.
+ * Takes the `dispatch_state` lock that serialises claims (see claim.ts) and lets this
+ * transaction's COMMIT return before its WAL is flushed, as `CLAIM` does: for a claim that must do
+ * more under the lock than `CLAIM` can (a per-repository limit). Bitmap scans are off for the same
+ * reason as in `CLAIM`'s function: the count of slots in use that follows must not visit every dead
+ * version since the last vacuum.
+ */
+const CLAIM_LOCK = `SELECT paused, set_config('synchronous_commit', 'off', true) AS commit_mode,
+  set_config('enable_bitmapscan', 'off', true) AS slot_count_plan FROM dispatch_state WHERE id = 1 FOR UPDATE`;
+
+/**
+ * $1 now, $2 most runs to claim, $3 concurrency, $4 lease token, $5 lease expiry. The whole claim
+ * in one round trip: `baton_claim_runs` (migration 0085) takes the lock, reads `paused`, counts the
+ * slots in use under the lock and claims the due runs in order, writing their `run:claimed` events;
+ * paused, it claims nothing.
  *
- * Why the claim may skip the wait: claims hold that lock through their COMMIT, so the flush (a
- * few ms on a real disk) would bound how fast anyone can claim. What a database crash can lose is
- * only the last fraction of a second of such claims, never part of one (PostgreSQL's asynchronous
- * commit loses whole transactions, in order, and any later ordinary commit flushes them too). A
- * lost claim is a run back in `queued` whose lease nobody knows: the dispatcher that made it
- * finds the lease gone at its next step, exactly as after an expired lease, and the run is
+ * Why a claim's COMMIT may skip the WAL flush: claims hold the lock through their COMMIT, so the
+ * flush (a few ms on a real disk) would bound how fast anyone can claim. What a database crash can
+ * lose is only the last fraction of a second of such claims, never part of one (PostgreSQL's
+ * asynchronous commit loses whole transactions, in order, and any later ordinary commit flushes
+ * them too). A lost claim is a run back in `queued` whose lease nobody knows: the dispatcher that
+ * made it finds the lease gone at its next step, exactly as after an expired lease, and the run is
  * claimed again. Every other transition waits for the flush as usual.
  */
-const CLAIM_LOCK = `SELECT paused, set_config('synchronous_commit', 'off', true) AS commit_mode FROM dispatch_state WHERE id = 1 FOR UPDATE`;
+const CLAIM = `SELECT claimed_run AS run, claimed_event AS event FROM baton_claim_runs($1, $2, $3, $4, $5)`;
 
-/**
- * $1 now, $2 most runs to claim, $3 concurrency, $4 lease token, $5 lease expiry. Runs inside the
- * claim's transaction after it has locked `dispatch_state`: the statement's snapshot is taken
- * after that lock, so the count of slots in use sees every earlier claim's commit (a snapshot taken
- * before it, as in one statement that also took the lock, could overshoot the limit).
- */
-const CLAIM = `WITH candidates AS (
-  SELECT id FROM runs
-  WHERE status = '${RUN_STATUS.queued}' AND run_at <= $1
-  ORDER BY run_at, id
-  LIMIT GREATEST(0, LEAST($2::bigint, $3::bigint - (SELECT count(*) FROM runs WHERE status IN (${list(SLOT_STATUSES)}))))
-  FOR UPDATE SKIP LOCKED
-), claimed AS (
-  UPDATE runs SET status = '${RUN_STATUS.provisioning}', attempts = runs.attempts + 1, lease_token = $4, lease_expires_at = $5,
-    claimed_at = $1, updated_at = $1
-  FROM candidates WHERE runs.id = candidates.id AND runs.status = '${RUN_STATUS.queued}'
-  RETURNING ${RUN_COLUMNS}
-), event AS (
-  INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
-  SELECT id, '${RUN_EVENT.claimed}', '${RUN_STATUS.queued}', status, '{"attempt":' || attempts || '}', $1 FROM claimed ORDER BY run_at, id
-  RETURNING ${EVENT_COLUMNS}
-)
-SELECT claimed.*, ${EVENT_SELECT} FROM claimed JOIN event ON event.run_id = claimed.id ORDER BY claimed.run_at, claimed.id`;
-
-/**
- * The whole claim as one `Store.runScript`, one round trip where BEGIN, `CLAIM_LOCK`, `CLAIM` and
- * COMMIT take four: the lock first, then the claim, a statement of its own so that its snapshot
- * (and its count of slots in use) is taken under the lock. Paused, it claims nothing. Values are
- * written in as literals (a script takes no parameters); they are numbers and the lease token,
- * all made by the engine. Used when no hook must write in the claim's transaction and no budget or
- * per-repository limit must be checked under the lock (claim.ts).
- */
-export function claimScript(v: { now: number; max: number; concurrency: number; leaseToken: string; leaseExpiresAt: number }): string[] {
-  const now = sqlLiteral(v.now);
-  const max = sqlLiteral(Math.min(v.max, Number.MAX_SAFE_INTEGER));
-  const free = `GREATEST(0, LEAST(${max}, ${sqlLiteral(v.concurrency)} - (SELECT count(*) FROM runs WHERE status IN (${list(SLOT_STATUSES)}))))`;
-  return [
-    CLAIM_LOCK,
-    `WITH candidates AS (
-  SELECT id FROM runs
-  WHERE status = '${RUN_STATUS.queued}' AND run_at <= ${now}
-  ORDER BY run_at, id
-  LIMIT CASE WHEN (SELECT paused FROM dispatch_state WHERE id = 1) = 0 THEN ${free} ELSE 0 END
-  FOR UPDATE SKIP LOCKED
-), claimed AS (
-  UPDATE runs SET status = '${RUN_STATUS.provisioning}', attempts = runs.attempts + 1, lease_token = ${sqlLiteral(v.leaseToken)},
-    lease_expires_at = ${sqlLiteral(v.leaseExpiresAt)}, claimed_at = ${now}, updated_at = ${now}
-  FROM candidates WHERE runs.id = candidates.id AND runs.status = '${RUN_STATUS.queued}'
-  RETURNING ${RUN_COLUMNS}
-), event AS (
-  INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
-  SELECT id, '${RUN_EVENT.claimed}', '${RUN_STATUS.queued}', status, '{"attempt":' || attempts || '}', ${now} FROM claimed ORDER BY run_at, id
-  RETURNING ${EVENT_COLUMNS}
-)
-SELECT claimed.*, ${EVENT_SELECT} FROM claimed JOIN event ON event.run_id = claimed.id ORDER BY claimed.run_at, claimed.id`,
-  ];
+export function claimValues(v: { now: number; max: number; concurrency: number; leaseToken: string; leaseExpiresAt: number }): unknown[] {
+  return [v.now, Math.min(v.max, Number.MAX_SAFE_INTEGER), v.concurrency, v.leaseToken, v.leaseExpiresAt];
 }
 
 /**
@@ -219,14 +116,14 @@ const MARK_RUNNING = `WITH started AS (
   UPDATE runs SET status = '${RUN_STATUS.running}', workspace_id = $3, lease_token = NULL, lease_expires_at = NULL,
     started_at = $4, updated_at = $4
   WHERE id = $1 AND status = '${RUN_STATUS.provisioning}' AND lease_token = $2
-  RETURNING ${RUN_COLUMNS}
+  RETURNING runs.*
 ), event AS (
   INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
   SELECT id, '${RUN_EVENT.started}', '${RUN_STATUS.provisioning}', status,
     '{"workspace":' || COALESCE(to_json(workspace_name)::text, 'null') || '}', $4 FROM started
-  RETURNING ${EVENT_COLUMNS}
+  RETURNING run_events.*
 )
-SELECT started.*, ${EVENT_SELECT} FROM started JOIN event ON event.run_id = started.id`;
+SELECT row_to_json(started) AS run, row_to_json(event) AS event FROM started JOIN event ON event.run_id = started.id`;
 
 /**
  * $1 run id, $2 final status, $3 exit code, $4 summary, $5 usage, $6 cost, $7 duration, $8 last
@@ -244,20 +141,20 @@ const complete = (to: RunStatus) => `WITH prev AS (
     duration_ms = $7::bigint, last_error = COALESCE($8, runs.last_error), lease_token = NULL, lease_expires_at = NULL,
     finished_at = $9, updated_at = $9
   FROM prev WHERE runs.id = prev.id AND prev.status IN (${list(sourcesOf(to))}) AND prev.followup = 0
-  RETURNING ${RUN_COLUMNS}, prev.status AS from_status
+  RETURNING runs.*
 ), event AS (
   INSERT INTO run_events (run_id, type, from_status, to_status, data, created_at)
-  SELECT id, $10, from_status, status, $11, $9 FROM done
-  RETURNING ${EVENT_COLUMNS}
+  SELECT done.id, $10, prev.status, done.status, $11, $9 FROM done JOIN prev ON prev.id = done.id
+  RETURNING run_events.*
 ), teardown AS (
   INSERT INTO teardowns (run_id, workspace_name, status, attempts, next_attempt_at, created_at, updated_at)
   SELECT id, workspace_name, 'pending', 0, $9, $9, $9 FROM done WHERE workspace_name IS NOT NULL
   ON CONFLICT (workspace_name) WHERE status = 'pending' DO NOTHING
 )
-SELECT prev.status AS prev_status, done.*, ${EVENT_SELECT}
+SELECT prev.status AS prev_status, row_to_json(done) AS run, row_to_json(event) AS event
 FROM prev LEFT JOIN done ON true LEFT JOIN event ON event.run_id = done.id`;
 
-/** `prev_status` null: no such run. Run and event columns null: the statement changed nothing. */
+/** `prev_status` null: no such run. `run` and `event` null: the statement changed nothing. */
 export type CompleteRow = { prev_status: string | null } & { [K in keyof WrittenRow]: WrittenRow[K] | null };
 
 export type PostgresStatements = ReturnType<typeof preparePostgresStatements>;

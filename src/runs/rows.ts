@@ -10,7 +10,7 @@ import type { Run, RunEvent } from './types.js';
 export type RunPatch = Omit<Updateable<RunsTable>, 'id' | 'status' | 'lease_token' | 'lease_expires_at' | 'finished_at' | 'updated_at'>;
 
 export type RunRow = { [K in keyof RunsTable]: RunsTable[K] extends import('kysely').Generated<infer T> ? T : RunsTable[K] };
-type RunEventRow = {
+export type RunEventRow = {
   [K in keyof RunEventsTable]: RunEventsTable[K] extends import('kysely').Generated<infer T> ? T : RunEventsTable[K];
 };
 

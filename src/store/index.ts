@@ -12,7 +12,6 @@ export type { Database } from './schema.js';
 export * from './schema.js';
 export { isUniqueViolation, isConnectionError, isPermanentDatabaseError } from './errors.js';
 export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
-export { sqlLiteral } from './sql-literal.js';
 export type { MigrationResult } from './migrate.js';
 export { migrations, type Migration } from './migrations/index.js';
 
@@ -84,16 +83,6 @@ export interface Store {
    * statement (data-modifying CTEs included) is. On SQLite it runs inside `transaction`.
    */
   runStatement<R, T>(statement: PreparedStatement<R>, values: readonly unknown[], then: (rows: R[], scope: EffectScope) => T): Promise<T>;
-  /**
-   * Runs `statements` in order as one transaction of their own, then `then` with each one's rows;
-   * effects it registers run as soon as it returns. On PostgreSQL they travel as one message and
-   * are answered at once: one round trip for all (a simple-protocol query, which PostgreSQL runs
-   * as one implicit transaction and rolls back whole when one fails). Each statement still takes
-   * its own snapshot when it starts (READ COMMITTED), so it sees every commit that came before a
-   * lock the ones before it took. The text carries no parameters: the caller writes values in as
-   * literals (`sqlLiteral`). On SQLite it runs inside `transaction`.
-   */
-  runScript<T>(statements: readonly string[], then: (results: unknown[][], scope: EffectScope) => T): Promise<T>;
   migrate(): Promise<MigrationResult>;
   pendingMigrations(): Promise<string[]>;
   /** Throws when the database cannot answer. */
@@ -249,12 +238,6 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
     // Kysely prepares through the statement cache (sqlite.ts), keyed by text: nothing to register.
     prepare: preparedStatement,
     runStatement: (statement, values, then) => transaction(async (trx, scope) => then(await statement.execute(trx, values), scope)),
-    runScript: (statements, then) =>
-      transaction(async (trx, scope) => {
-        const results: unknown[][] = [];
-        for (const text of statements) results.push((await trx.executeQuery(CompiledQuery.raw(text))).rows as unknown[]);
-        return then(results, scope);
-      }),
     migrate: () => applyMigrations(db, 'sqlite', transaction),
     pendingMigrations: () => listPendingMigrations(db, 'sqlite'),
     ping: async () => {
@@ -302,19 +285,6 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
         const result = then(rows, scoped.scope);
         scoped.run();
         return result;
-      } finally {
-        scoped.discard();
-      }
-    },
-    async runScript(statements, then) {
-      // Past Kysely: it reads one result per query, and a simple-protocol query gives one per statement.
-      const result = (await pool.query(statements.join(';\n'))) as pg.QueryResult | pg.QueryResult[];
-      const results = (Array.isArray(result) ? result : [result]).map((r) => r.rows as unknown[]);
-      const scoped = effects.scope(db);
-      try {
-        const value = then(results, scoped.scope);
-        scoped.run();
-        return value;
       } finally {
         scoped.discard();
       }

@@ -94,4 +94,28 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     await until(() => hints.length > 4, 'the second enqueue to hint');
     expect(hints.slice(4)).toEqual(['wake']);
   });
+
+  it("claims, starts and ends runs as stored, also once another replica's migration has added a column to runs", async () => {
+    for (let n = 1; n <= 2; n++) await engine.enqueue(task(n));
+    const step = async (n: number) => {
+      const [claim] = await engine.claim(1);
+      expect(claim!.run.number).toBe(n);
+      const started = await engine.markRunning(claim!.run.id, claim!.leaseToken, { workspaceId: `w${n}` });
+      const { run: ended } = await engine.complete(claim!.run.id, { status: 'succeeded', exitCode: 0 });
+      // What each step returned is the row and the events as stored.
+      expect(ended).toEqual(await engine.get(claim!.run.id));
+      expect(started).toMatchObject({ status: 'running', workspaceId: `w${n}`, startedAt: ended.startedAt });
+      const events = await engine.events(claim!.run.id);
+      expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([
+        ['run:queued', null, 'queued'],
+        ['run:claimed', 'queued', 'provisioning'],
+        ['run:started', 'provisioning', 'running'],
+        ['run:succeeded', 'running', 'succeeded'],
+      ]);
+    };
+    await step(1);
+    // The statements are prepared on this replica's connections by now.
+    await other!.query('ALTER TABLE runs ADD COLUMN added_by_a_newer_replica text');
+    await step(2);
+  });
 });

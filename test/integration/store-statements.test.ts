@@ -62,27 +62,6 @@ describe.each(STORE_KINDS)('prepared statements on $kind', ({ kind, create }) =>
     ).rejects.toThrow();
     expect(seen).toEqual(['effect saw 1 row']);
   });
-
-  it("runScript: runs its statements as one transaction, hands over each one's rows, and rolls back whole", async () => {
-    const seen: string[] = [];
-    const insert = (name: string, slot: number) =>
-      `INSERT INTO schedule_fires (name, slot, run_id, created_at) VALUES ('${name}', ${slot}, NULL, 0) RETURNING name, slot`;
-    const results = await t.store.runScript([insert('a', 1), 'SELECT count(*) AS n FROM schedule_fires', insert('b', 2)], (rows, scope) => {
-      scope.afterCommit(() => seen.push('committed'));
-      expect(seen).toEqual([]);
-      return rows;
-    });
-    // The second statement sees what the first wrote.
-    expect(results).toEqual([[{ name: 'a', slot: 1 }], [{ n: 1 }], [{ name: 'b', slot: 2 }]]);
-    expect(seen).toEqual(['committed']);
-
-    // The third statement's duplicate key undoes the first: nothing of the script stays.
-    await expect(
-      t.store.runScript([insert('c', 3), insert('a', 1)], (_rows, scope) => scope.afterCommit(() => seen.push('announced a failure'))),
-    ).rejects.toThrow();
-    expect(seen).toEqual(['committed']);
-    expect(await fires()).toEqual(['a:1', 'b:2']);
-  });
 });
 
 describe('prepared statements on PostgreSQL', () => {

@@ -15,6 +15,7 @@ import { budgets } from './0066-budgets.js';
 import { agentAttempts } from './0067-agent-attempts.js';
 import { issueIndex } from './0075-issue-index.js';
 import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
+import { claimFunction } from './0085-claim-function.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -25,7 +26,8 @@ export type { Migration } from './types.js';
  * 0030–0039 agent/callbacks, 0040–0049 operator surfaces (0045–0049: the ingress inbox), 0050–0051 the deliveries inspector,
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
- * 0075–0079 the issue and usage views, 0080–0084 clean-ups.
+ * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
+ * 0085–0089 the PostgreSQL hot path.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -45,4 +47,5 @@ export const migrations: readonly Migration[] = [
   agentAttempts,
   issueIndex,
   dropWebhookDeliveries,
+  claimFunction,
 ].sort((a, b) => a.name.localeCompare(b.name));
