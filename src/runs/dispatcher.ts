@@ -54,10 +54,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     name: 'dispatcher',
     logger,
     pollMs,
+    // A claim takes every due run a slot is free for. What it leaves waits for a slot, and what
+    // frees one (a run ending here, a resume, new work) wakes the loop: claiming again at once
+    // would find nothing. What is left to time is the next delayed run.
     async step() {
-      if ((await tick()) > 0) return 0;
-      const next = await engine.nextRunAt();
-      return next === null ? pollMs : Math.max(0, next - Date.now()) + 1;
+      await tick();
+      const now = Date.now();
+      const next = await engine.nextDelayedRunAt(now);
+      return next === null ? pollMs : next - now + 1;
     },
   });
 

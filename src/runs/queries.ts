@@ -98,11 +98,12 @@ export function createRunQueries(options: { store: Pick<Store, 'db'>; concurrenc
       return Number(row?.max ?? 0);
     },
 
-    async nextRunAt() {
+    async nextDelayedRunAt(now) {
       const row = await db
         .selectFrom('runs')
         .select(({ fn }) => fn.min('run_at').as('at'))
         .where('status', '=', RUN_STATUS.queued)
+        .where('run_at', '>', now)
         .executeTakeFirst();
       return row?.at === null || row?.at === undefined ? null : Number(row.at);
     },

@@ -196,8 +196,12 @@ export interface RunQueries {
   eventsSince(afterId: number, limit?: number): Promise<RunEvent[]>;
   /** The newest event's id, 0 when there is none. */
   lastEventId(): Promise<number>;
-  /** When the earliest queued run becomes due (epoch ms), or null when none is queued. */
-  nextRunAt(): Promise<number | null>;
+  /**
+   * When the earliest queued run that is not due at `now` becomes due (epoch ms), or null when
+   * there is none. Runs already due are left out: they wait for a free slot, and whatever frees one
+   * wakes the dispatcher.
+   */
+  nextDelayedRunAt(now: number): Promise<number | null>;
   isPaused(): Promise<boolean>;
   stats(): Promise<QueueStats>;
   /** The queue summary as of `now` (for "today"). */
