@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { EventWebhook } from '../config/index.js';
-import type { TransitionHook } from '../runs/index.js';
+import { hookFor, type RunEventType, type TransitionHook } from '../runs/index.js';
 import type { TransactionScope } from '../store/index.js';
-import { webhookBody, webhookEventOf } from './events.js';
+import { WEBHOOK_EVENT_OF, webhookBody, webhookEventOf } from './events.js';
 
 /** Outbox kind of event webhook entries. */
 export const WEBHOOK_KIND = 'webhook';
@@ -36,8 +36,10 @@ export function endpointKey(url: string): string {
  */
 export function createWebhookHook(options: { webhooks: readonly EventWebhook[]; enqueue: OutboxEnqueue }): TransitionHook {
   const { webhooks, enqueue } = options;
-  return async (scope, { run, event }) => {
-    if (webhooks.length === 0) return;
+  const subscribed = (Object.keys(WEBHOOK_EVENT_OF) as RunEventType[]).filter((type) =>
+    webhooks.some((webhook) => webhook.events.includes(WEBHOOK_EVENT_OF[type]!)),
+  );
+  return hookFor(subscribed, async (scope, { run, event }) => {
     const name = webhookEventOf(event);
     if (!name) return;
     let body: string | undefined;
@@ -54,5 +56,5 @@ export function createWebhookHook(options: { webhooks: readonly EventWebhook[]; 
         runId: run.id,
       });
     }
-  };
+  });
 }

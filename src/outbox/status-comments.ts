@@ -1,5 +1,5 @@
 import type { ForgeAccounts } from '../forge/index.js';
-import { isFinal, RUN_EVENT, type Run, type RunEvent, type RunEventType, type TransitionHook } from '../runs/index.js';
+import { hookFor, isFinal, RUN_EVENT, type Run, type RunEvent, type RunEventType, type TransitionHook } from '../runs/index.js';
 import type { CommentPayload } from './comment-delivery.js';
 import {
   DEFAULT_COMMENT_TEMPLATES,
@@ -61,7 +61,7 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
   const defaultAccount = options.defaultAccount ?? 'dev';
   const secrets = (options.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
 
-  return async (scope, { run, event }) => {
+  return hookFor(Object.keys(TEMPLATE_FOR_EVENT) as RunEventType[], async (scope, { run, event }) => {
     const name = TEMPLATE_FOR_EVENT[event.type];
     if (!name || run.number === null) return;
     // A repository declared in baton.yaml is not on the forge: there is no issue to comment on.
@@ -95,7 +95,7 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
       maxAttempts: options.maxAttempts,
     };
     await options.outbox.enqueue(scope, entry);
-  };
+  });
 }
 
 function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, string> {

@@ -13,12 +13,12 @@ import {
 import type { TransactionScope } from '../store/index.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, type RunEventType, type RunStatus } from './states.js';
-import { recordTransitions, type TransitionContext } from './transition.js';
+import { hookFor, recordTransitions, type TransitionContext } from './transition.js';
 import type { TransitionHook, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
 /** Events that carry what an agent reported at the end of an attempt (the callback's usage and cost). */
-const REPORTED = new Set<string>([RUN_EVENT.succeeded, RUN_EVENT.failed, RUN_EVENT.timedOut]);
+const REPORTED = new Set<RunEventType>([RUN_EVENT.succeeded, RUN_EVENT.failed, RUN_EVENT.timedOut]);
 const FROM_WORKSPACE = new Set<RunStatus | null>([RUN_STATUS.provisioning, RUN_STATUS.running]);
 
 export interface BudgetGate {
@@ -44,7 +44,7 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
   let leftovers = !active;
 
   return {
-    async usageHook(scope, { run, event }) {
+    usageHook: hookFor([...REPORTED, RUN_EVENT.retrying], async (scope, { run, event }) => {
       if (!FROM_WORKSPACE.has(event.fromStatus)) return;
       let usage: Usage | null;
       let cost: number | null;
@@ -65,7 +65,7 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
         costUsd,
         now: event.createdAt,
       });
-    },
+    }),
 
     async applyInClaim(scope, ctx) {
       const { trx } = scope;

@@ -18,7 +18,16 @@ import { enqueueInTransaction, queuedRunValues } from './enqueue.js';
 import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
 import { createRunQueries } from './queries.js';
 import { toRun, type RunPatch } from './rows.js';
-import { canTransition, FINAL_EVENT, FINAL_STATUSES, isFinal, RUN_EVENT, RUN_STATUS, type FinalStatus } from './states.js';
+import {
+  canTransition,
+  FINAL_EVENT,
+  FINAL_STATUSES,
+  isFinal,
+  RUN_EVENT,
+  RUN_STATUS,
+  type FinalStatus,
+  type RunEventType,
+} from './states.js';
 import {
   appendProgressInTransaction,
   DEFAULT_RUN_LOG_MAX_BYTES,
@@ -30,6 +39,7 @@ import { enqueueValues, preparePostgresStatements, toEnqueued, toWritten, type W
 import { prepareRunStatements, type RunStatements } from './run-statements.js';
 import {
   announceWritten,
+  hookActsOn,
   recordEvent,
   recordTransition,
   runHooks,
@@ -212,6 +222,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
    * it step by step, in the same transaction, or in a new one after the statement ran on its own.
    */
   async function writeStatement<R, T>(
+    type: RunEventType,
     statement: PreparedStatement<R>,
     values: readonly unknown[],
     accept: (rows: R[]) => { result: T; written: Written[]; teardown?: boolean } | undefined,
@@ -222,7 +233,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       if (accepted.teardown) ctx.teardownQueued(scope);
       return accepted.result;
     };
-    if (ctx.hooks.length === 0) {
+    if (!ctx.hooks.some((hook) => hookActsOn(hook, type))) {
       const done = await store.runStatement(statement, values, (rows, scope) => {
         const accepted = accept(rows);
         return accepted && { result: record(scope, accepted) };
@@ -399,6 +410,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         if (statements) {
           const values = queuedRunValues(ctx, request);
           result = await writeStatement(
+            RUN_EVENT.queued,
             statements.enqueue,
             enqueueValues(values),
             ([row]) => {
@@ -418,7 +430,12 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
 
     claim(max = Number.MAX_SAFE_INTEGER) {
       // Nothing to run under the lock and nothing for hooks to write: one round trip.
-      if (statements && ctx.hooks.length === 0 && !beforeClaim && queue.perRepositoryConcurrency === 0) {
+      if (
+        statements &&
+        !ctx.hooks.some((hook) => hookActsOn(hook, RUN_EVENT.claimed)) &&
+        !beforeClaim &&
+        queue.perRepositoryConcurrency === 0
+      ) {
         return claimInOneTrip(store, ctx, statements, queue, max);
       }
       return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));
@@ -467,6 +484,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     markRunning(runId, leaseToken, details) {
       if (statements) {
         return writeStatement(
+          RUN_EVENT.started,
           statements.markRunning,
           [runId, leaseToken, details.workspaceId, now()],
           (rows) => {
@@ -543,6 +561,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         lastError === null ? null : JSON.stringify({ error: lastError }),
       ];
       return writeStatement(
+        FINAL_EVENT[outcome.status],
         statement,
         values,
         (rows) => {

@@ -17,6 +17,7 @@ export {
   type UsageQuery,
   type UsageReport,
 } from './usage-report.js';
+export { hookFor } from './transition.js';
 export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';
 export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';

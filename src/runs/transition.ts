@@ -25,6 +25,23 @@ export interface TransitionContext {
 
 type EventData = Record<string, unknown> | null;
 
+/** A hook that is called only for events of the given types (see `TransitionHook.events`). */
+export function hookFor(
+  events: Iterable<RunEventType>,
+  hook: (scope: TransactionScope, change: { run: Run; event: RunEvent }) => Promise<void>,
+): TransitionHook {
+  return Object.assign(hook, { events: new Set(events) });
+}
+
+/** Whether `hook` is called for an event of `type`. */
+export function hookActsOn(hook: TransitionHook, type: RunEventType): boolean {
+  return !hook.events || hook.events.has(type);
+}
+
+async function callHooks(scope: TransactionScope, hooks: readonly TransitionHook[], run: Run, event: RunEvent): Promise<void> {
+  for (const hook of hooks) if (hookActsOn(hook, event.type)) await hook(scope, { run, event });
+}
+
 /**
  * The one way a run's status changes on record: checks `from → run.status` against
  * `TRANSITIONS` (an illegal one throws and rolls the caller's transaction back), appends the
@@ -114,7 +131,7 @@ async function insertEvents(
   const events = values.map((v, i) => insertedEvent(ids[i]!, v));
   for (const [i, event] of events.entries()) {
     const run = entries[i]!.run;
-    for (const hook of ctx.hooks) await hook(scope, { run, event });
+    await callHooks(scope, ctx.hooks, run, event);
     ctx.announce(scope, event, run);
   }
   return events;
@@ -125,9 +142,7 @@ async function insertEvents(
  * only transitions `TRANSITIONS` allows): the hooks, in the transaction that statement ran in.
  */
 export async function runHooks(scope: TransactionScope, ctx: TransitionContext, written: ReadonlyArray<{ run: Run; event: RunEvent }>) {
-  for (const { run, event } of written) {
-    for (const hook of ctx.hooks) await hook(scope, { run, event });
-  }
+  for (const { run, event } of written) await callHooks(scope, ctx.hooks, run, event);
 }
 
 /** …and what `recordTransitions` registers after its INSERT: the announcements and the wake-up. */

@@ -169,8 +169,14 @@ export interface QueueOverview {
 /**
  * Called inside the transition's transaction, so side records (outbox rows) commit or roll back
  * with it; what they wake goes in `scope.afterCommit`.
+ *
+ * `events`: the event types the hook may write for (`hookFor` sets them). A transition whose event
+ * no hook may write for needs no transaction around its statement: on PostgreSQL a claim, a start
+ * or an end is then one round trip instead of three. Without it the hook is called for every event.
  */
-export type TransitionHook = (scope: TransactionScope, change: { run: Run; event: RunEvent }) => Promise<void>;
+export type TransitionHook = ((scope: TransactionScope, change: { run: Run; event: RunEvent }) => Promise<void>) & {
+  readonly events?: ReadonlySet<RunEventType>;
+};
 
 /** Signals this process's listeners get, each after the commit that caused it. */
 export type RunSignals = {

@@ -3,6 +3,7 @@ import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
 import {
   createRunEngine,
   createScheduler,
+  hookFor,
   IllegalTransitionError,
   LeaseLostError,
   RUN_EVENT,
@@ -68,6 +69,25 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     expect(viaHook.run).toEqual((await stored(viaHook.run))[1]);
     expect(announced).toEqual([await stored(plain.run)]);
     expect(hooked).toEqual([await stored(viaHook.run)]);
+  });
+
+  it('calls a hook only for the event types it declares, whichever way each transition is written', async () => {
+    const hooked: string[] = [];
+    const record = async (_scope: TransactionScope, { run, event }: { run: Run; event: RunEvent }) =>
+      void hooked.push(`${event.type} ${run.status}`);
+    const withHook = createRunEngine({
+      store: t.store,
+      queue,
+      now: () => clock,
+      hooks: [hookFor([RUN_EVENT.started, RUN_EVENT.failed], record)],
+    });
+    const { run } = await withHook.enqueue(task());
+    const [claim] = await withHook.claim();
+    await withHook.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
+    await withHook.complete(run.id, { status: 'failed', error: 'tests failed' });
+    expect(hooked).toEqual(['run:started running', 'run:failed failed']);
+    // The undeclared ones happened all the same.
+    expect((await withHook.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:started', 'run:failed']);
   });
 
   it('turns 50 concurrent duplicate enqueues into one run', async () => {
