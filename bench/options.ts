@@ -3,6 +3,7 @@ export const PEER_NAMES = [
   'baton-sqlite-full',
   'baton-postgres',
   'baton-postgres-2r',
+  'baton-postgres-comments',
   'graphile-worker',
   'pg-boss',
   'bullmq',

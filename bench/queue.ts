@@ -22,6 +22,8 @@ async function createPeer(name: PeerName, options: BenchOptions, env: PeerEnviro
       return (await import('./peers/baton.js')).createBatonPeer({ name, kind: 'postgres', replicas: 1 }, withConcurrency);
     case 'baton-postgres-2r':
       return (await import('./peers/baton.js')).createBatonPeer({ name, kind: 'postgres', replicas: 2 }, withConcurrency);
+    case 'baton-postgres-comments':
+      return (await import('./peers/baton.js')).createBatonPeer({ name, kind: 'postgres', replicas: 1, comments: true }, withConcurrency);
     case 'graphile-worker':
       return (await import('./peers/graphile-worker.js')).createGraphileWorkerPeer(env);
     case 'pg-boss':

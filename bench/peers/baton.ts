@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { QueueConfig } from '../../src/config/index.js';
-import { createRunEngine, NOTIFY_CHANNEL, type ClaimedRun, type FullRunEngine } from '../../src/runs/index.js';
+import type { ForgeClient } from '../../src/forge/index.js';
+import { createOutbox, createStatusCommentHook } from '../../src/outbox/index.js';
+import { createRunEngine, NOTIFY_CHANNEL, type ClaimedRun, type FullRunEngine, type TransitionHook } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createSchema, dropSchema } from './postgres-schema.js';
 import type { PeerEnvironment, QueuePeer, WorkerHooks } from './types.js';
@@ -13,7 +15,17 @@ export type BatonPeerOptions =
    * `replicas: 2` puts the worker on its own store and engine, as a second replica would be: it
    * hears enqueues only through PostgreSQL NOTIFY, never through the producer's in-process signal.
    */
-  | { name: string; kind: 'postgres'; replicas: 1 | 2 };
+  | {
+      name: string;
+      kind: 'postgres';
+      replicas: 1 | 2;
+      /**
+       * With the hook production always has: each transition that says something on the issue
+       * (queued, started, ended) writes its status comment into the outbox in its own transaction.
+       * Nothing is posted: the outbox has no worker here.
+       */
+      comments?: boolean;
+    };
 
 /** Fallback poll of the claim loop, as the dispatcher's `queue.pollMs`; wake-ups should make it idle. */
 const FALLBACK_POLL_MS = 5_000;
@@ -46,14 +58,17 @@ export function createBatonPeer(options: BatonPeerOptions, env: PeerEnvironment 
     store:
       options.kind === 'sqlite'
         ? `SQLite file, WAL, synchronous=${options.synchronous}`
-        : options.replicas === 1
-          ? 'PostgreSQL, worker in-process'
-          : 'PostgreSQL, worker = 2nd replica',
+        : options.replicas === 2
+          ? 'PostgreSQL, worker = 2nd replica'
+          : options.comments
+            ? 'PostgreSQL, status comments (outbox)'
+            : 'PostgreSQL, worker in-process',
     notes:
       options.kind === 'sqlite'
         ? `run engine on a SQLite file in a temp dir; worker = claim loop on the engine's queue:wake signal; queue.concurrency ${env.concurrency}`
         : options.replicas === 1
-          ? `run engine, schema ${schema}, pool 10; worker = claim loop on the same engine's in-process queue:wake signal`
+          ? `run engine, schema ${schema}, pool 10; worker = claim loop on the same engine's in-process queue:wake signal` +
+            (options.comments ? `; serve's status-comment hook writes each queued/started/ended comment into the outbox` : '')
           : `producer and worker are separate stores+engines (pool 10 each) in one process; the worker wakes only on LISTEN "${NOTIFY_CHANNEL}"`,
 
     async setup() {
@@ -64,7 +79,8 @@ export function createBatonPeer(options: BatonPeerOptions, env: PeerEnvironment 
       }
       producerStore = openStore();
       await producerStore.migrate();
-      producer = createRunEngine({ store: producerStore, queue });
+      const hooks = options.kind === 'postgres' && options.comments ? [commentHook(producerStore)] : [];
+      producer = createRunEngine({ store: producerStore, queue, hooks });
       if (options.kind === 'postgres' && options.replicas === 2) workerStore = openStore();
     },
 
@@ -98,6 +114,12 @@ export function createBatonPeer(options: BatonPeerOptions, env: PeerEnvironment 
       if (options.kind === 'postgres') await dropSchema(env.pgUrl, schema);
     },
   };
+}
+
+/** `serve`'s status-comment hook, on an outbox nobody delivers from; the account is only a name. */
+function commentHook(store: Store): TransitionHook {
+  const outbox = createOutbox({ store, handlers: {} });
+  return createStatusCommentHook({ accounts: { dev: {} as ForgeClient }, outbox });
 }
 
 interface ClaimLoop {
