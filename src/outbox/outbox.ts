@@ -1,7 +1,7 @@
 import { backoffDelay, createLoop, createQueueWorker, errorMessage, type Loop } from '../background/index.js';
 import type { Store, TransactionScope } from '../store/index.js';
 import { claimDue, nextDueAt, type ClaimedEntry } from './claim.js';
-import { DEFAULT_MAX_ATTEMPTS, enqueueOutbox } from './enqueue.js';
+import { DEFAULT_MAX_ATTEMPTS, enqueueOutbox, prepareOutboxInsert } from './enqueue.js';
 import { PermanentDeliveryError, RetryLaterError } from './errors.js';
 import { toEntry } from './map.js';
 import { markDelivered, markFailed, markRetry } from './settle.js';
@@ -107,6 +107,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
   const leaseMs = options.leaseMs ?? 60_000;
   const pollMs = options.pollMs ?? 5_000;
   const kinds = Object.keys(options.handlers).filter((k) => options.handlers[k] !== undefined);
+  const insert = prepareOutboxInsert(store);
 
   const inFlight = new Set<Promise<DeliveryReport>>();
 
@@ -204,7 +205,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
 
   const outbox: Outbox = {
     async enqueue(scope, entry) {
-      const id = await enqueueOutbox(scope.trx, entry, { now: now(), maxAttempts });
+      const id = await enqueueOutbox(scope.trx, insert, entry, { now: now(), maxAttempts });
       if (id !== null) scope.afterCommit(wake);
       return id;
     },

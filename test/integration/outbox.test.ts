@@ -5,6 +5,7 @@ import {
   createCommentHandler,
   createOutbox,
   enqueueOutbox,
+  prepareOutboxInsert,
   createStatusCommentHook,
   type Outbox,
   type OutboxOptions,
@@ -447,7 +448,10 @@ describe.skipIf(!available.postgres)('outbox replicas on postgres', () => {
       try {
         // Another replica commits a transition with its comment and its one NOTIFY.
         await t.store.transaction(async (trx) => {
-          await enqueueOutbox(trx, { kind: 'comment', payload: { account: 'dev', owner: 'acme', repo: 'app', number: 1, body: 'hi' } });
+          await enqueueOutbox(trx, prepareOutboxInsert(t.store), {
+            kind: 'comment',
+            payload: { account: 'dev', owner: 'acme', repo: 'app', number: 1, body: 'hi' },
+          });
           await t.store.notify(trx, 'outbox_test', 'wake');
         });
         await until(() => gitea.comments('acme', 'app', 1).length > 0, 'the comment the NOTIFY woke the outbox for');
