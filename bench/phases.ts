@@ -90,7 +90,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
     };
     const startedAt = performance.now();
     const cpuBefore = process.cpuUsage();
-    const serverCpuBefore = postgresServerCpu();
+    const serverCpuBefore = serverCpu(peer);
     loopDelay.enable();
     deadline = performance.now() + phaseMs;
     await bounded(peer.startWorker(options.concurrency, hooks), 'worker start');
@@ -105,7 +105,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
       seconds,
       perSecond: claimedJobs / seconds,
       cpuMicrosPerJob: cpuPerJob(cpuBefore, claimedJobs),
-      serverCpuMicrosPerJob: serverCpuPerJob(serverCpuBefore, claimedJobs),
+      serverCpuMicrosPerJob: serverCpuPerJob(peer, serverCpuBefore, claimedJobs),
     };
     log(`  claim→complete   ${describe(result.claim)}`);
     if (completed < target) await bounded(peer.purge(), 'purge');
@@ -133,7 +133,7 @@ export async function measurePeer(peer: QueuePeer, options: BenchOptions, log: (
 async function enqueuePhase(peer: QueuePeer, jobs: number, producers: number, timeoutMs: number): Promise<Throughput> {
   const startedAt = performance.now();
   const cpuBefore = process.cpuUsage();
-  const serverCpuBefore = postgresServerCpu();
+  const serverCpuBefore = serverCpu(peer);
   const deadline = startedAt + timeoutMs;
   let next = 0;
   let done = 0;
@@ -151,7 +151,7 @@ async function enqueuePhase(peer: QueuePeer, jobs: number, producers: number, ti
     seconds,
     perSecond: done / seconds,
     cpuMicrosPerJob: cpuPerJob(cpuBefore, done),
-    serverCpuMicrosPerJob: serverCpuPerJob(serverCpuBefore, done),
+    serverCpuMicrosPerJob: serverCpuPerJob(peer, serverCpuBefore, done),
   };
 }
 
@@ -210,8 +210,13 @@ function cpuPerJob(before: NodeJS.CpuUsage, jobs: number): number {
   return jobs > 0 ? (used.user + used.system) / jobs : Number.NaN;
 }
 
-function serverCpuPerJob(before: number | undefined, jobs: number): number | undefined {
-  const after = postgresServerCpu();
+/** The PostgreSQL server's CPU so far, for peers that keep their jobs there. */
+function serverCpu(peer: QueuePeer): number | undefined {
+  return peer.store.startsWith('PostgreSQL') ? postgresServerCpu() : undefined;
+}
+
+function serverCpuPerJob(peer: QueuePeer, before: number | undefined, jobs: number): number | undefined {
+  const after = serverCpu(peer);
   return before === undefined || after === undefined || jobs === 0 ? undefined : (after - before) / jobs;
 }
 
