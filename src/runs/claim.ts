@@ -45,7 +45,7 @@ export function claimInOneTrip(
   const now = ctx.now();
   const { leaseToken, values } = claimArguments(limits, max, now);
   return store.runStatement(statements.claim, values, (rows, scope) => {
-    const written = rows.map((row) => toWritten(row));
+    const written = rows.map(toWritten);
     announceWritten(scope, ctx, written);
     return written.map(({ run }) => ({ run, leaseToken }));
   });
@@ -61,7 +61,7 @@ async function claimStatement(
   now: number,
 ): Promise<ClaimedRun[]> {
   const { leaseToken, values } = claimArguments(limits, max, now);
-  const written = (await statements.claim.execute(scope.trx, values)).map((row) => toWritten(row));
+  const written = (await statements.claim.execute(scope.trx, values)).map(toWritten);
   await runHooks(scope, ctx, written);
   announceWritten(scope, ctx, written);
   return written.map(({ run }) => ({ run, leaseToken }));

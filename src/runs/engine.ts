@@ -213,6 +213,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
 
   const statements = store.dialect === 'postgres' ? preparePostgresStatements(store) : undefined;
+  /** Whether a transition recording an event of `type` needs a transaction for the hooks' writes. */
+  const hooksWriteFor = (type: RunEventType) => ctx.hooks.some((hook) => hookActsOn(hook, type));
 
   /**
    * Runs a hot transition's single statement (postgres-statements.ts): on its own when no hook
@@ -233,7 +235,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       if (accepted.teardown) ctx.teardownQueued(scope);
       return accepted.result;
     };
-    if (!ctx.hooks.some((hook) => hookActsOn(hook, type))) {
+    if (!hooksWriteFor(type)) {
       const done = await store.runStatement(statement, values, (rows, scope) => {
         const accepted = accept(rows);
         return accepted && { result: record(scope, accepted) };
@@ -430,12 +432,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
 
     claim(max = Number.MAX_SAFE_INTEGER) {
       // Nothing to run under the lock and nothing for hooks to write: one round trip.
-      if (
-        statements &&
-        !ctx.hooks.some((hook) => hookActsOn(hook, RUN_EVENT.claimed)) &&
-        !beforeClaim &&
-        queue.perRepositoryConcurrency === 0
-      ) {
+      if (statements && !hooksWriteFor(RUN_EVENT.claimed) && !beforeClaim && queue.perRepositoryConcurrency === 0) {
         return claimInOneTrip(store, ctx, statements, queue, max);
       }
       return write((scope) => claimInTransaction(scope, store.dialect, ctx, queue, max, statements, beforeClaim));

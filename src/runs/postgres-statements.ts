@@ -81,9 +81,10 @@ export function toEnqueued(row: { id: number; event_id: number }, v: QueuedRunVa
 /**
  * Takes the `dispatch_state` lock that serialises claims (see claim.ts) and lets this
  * transaction's COMMIT return before its WAL is flushed, as `CLAIM` does: for a claim that must do
- * more under the lock than `CLAIM` can (a per-repository limit). Bitmap scans are off for the same
- * reason as in `CLAIM`'s function: the count of slots in use that follows must not visit every dead
- * version since the last vacuum.
+ * more under the lock than `CLAIM` can (hold and release runs for the daily budgets, then `CLAIM`;
+ * or pick under a per-repository limit). Bitmap scans are off for the rest of the transaction, for
+ * the reason given in `CLAIM`'s function: a count of slots in use must not visit every dead version
+ * since the last vacuum.
  */
 const CLAIM_LOCK = `SELECT paused, set_config('synchronous_commit', 'off', true) AS commit_mode,
   set_config('enable_bitmapscan', 'off', true) AS slot_count_plan FROM dispatch_state WHERE id = 1 FOR UPDATE`;
