@@ -16,9 +16,8 @@ RETURNING id`;
 
 export type OutboxInsert = PreparedStatement<{ id: number }>;
 
-export function prepareOutboxInsert(store: Pick<Store, 'dialect' | 'prepare'>): OutboxInsert {
-  let n = 0;
-  return store.prepare(store.dialect === 'postgres' ? INSERT.replace(/\?/g, () => `$${++n}`) : INSERT);
+export function prepareOutboxInsert(store: Pick<Store, 'prepare'>): OutboxInsert {
+  return store.prepare(INSERT);
 }
 
 /**

@@ -5,7 +5,7 @@
  * reading 38 columns back. On SQLite, where the database works in-process, building these queries
  * through Kysely and reading whole rows back cost more than SQLite's own work (bench/README.md).
  *
- * Written with `?` placeholders; PostgreSQL gets them numbered (`$1`…) at preparation.
+ * Written with `?` placeholders; PostgreSQL gets them numbered at preparation (`Store.prepare`).
  */
 import type { PreparedStatement, Store } from '../store/index.js';
 import { parseJson, toRun, type RunRow } from './rows.js';
@@ -59,18 +59,11 @@ export function insertEventValues(e: EventValues): unknown[] {
 
 export type RunStatements = ReturnType<typeof prepareRunStatements>;
 
-export function prepareRunStatements(store: Pick<Store, 'dialect' | 'prepare'>) {
-  const text = (sql: string) => (store.dialect === 'postgres' ? numberPlaceholders(sql) : sql);
+export function prepareRunStatements(store: Pick<Store, 'prepare'>) {
   return {
-    insertRun: store.prepare<{ id: number }>(text(INSERT_RUN)),
-    insertEvent: store.prepare<{ id: number }>(text(INSERT_EVENT)),
+    insertRun: store.prepare<{ id: number }>(INSERT_RUN),
+    insertEvent: store.prepare<{ id: number }>(INSERT_EVENT),
   } satisfies Record<string, PreparedStatement<{ id: number }>>;
-}
-
-/** `?` → `$1`, `$2`…; the statements here hold no `?` inside a literal. */
-export function numberPlaceholders(sql: string): string {
-  let n = 0;
-  return sql.replace(/\?/g, () => `$${++n}`);
 }
 
 /**

@@ -78,12 +78,21 @@ export async function recordTransitions(
     ctx,
     entries.map((e) => ({ run: e.run, type: e.type, from: e.from, to: e.run.status, data: e.data })),
   );
-  if (entries.some((e) => wakesDispatcher(e.from, e.run.status)))
+  wakeFor(
+    scope,
+    ctx,
+    entries.map((e) => ({ from: e.from, to: e.run.status })),
+  );
+  return events;
+}
+
+/** Registers the dispatchers' wake-up that `changes` call for, if any (every replica's for new work). */
+function wakeFor(scope: EffectScope, ctx: TransitionContext, changes: ReadonlyArray<{ from: RunStatus | null; to: RunStatus }>): void {
+  if (changes.some(({ from, to }) => wakesDispatcher(from, to)))
     ctx.wake(
       scope,
-      entries.some((e) => bringsWork(e.run.status)),
+      changes.some(({ to }) => bringsWork(to)),
     );
-  return events;
 }
 
 /** An event that changes no status: a coalesced duplicate, a follow-up request, a progress batch. */
@@ -148,12 +157,11 @@ export async function runHooks(scope: TransactionScope, ctx: TransitionContext, 
 /** …and what `recordTransitions` registers after its INSERT: the announcements and the wake-up. */
 export function announceWritten(scope: EffectScope, ctx: TransitionContext, written: ReadonlyArray<{ run: Run; event: RunEvent }>): void {
   for (const { run, event } of written) ctx.announce(scope, event, run);
-  if (written.some(({ run, event }) => wakesDispatcher(event.fromStatus, run.status))) {
-    ctx.wake(
-      scope,
-      written.some(({ run }) => bringsWork(run.status)),
-    );
-  }
+  wakeFor(
+    scope,
+    ctx,
+    written.map(({ run, event }) => ({ from: event.fromStatus, to: run.status })),
+  );
 }
 
 /**

@@ -71,7 +71,8 @@ export interface Store {
    */
   transaction<T>(fn: (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>): Promise<T>;
   /**
-   * Prepares `text` (placeholders in the dialect's own form, `$1` or `?`). List result columns by
+   * Prepares `text`, written with `?` placeholders for both dialects (PostgreSQL gets them
+   * numbered, `$1`…; text numbered already is kept), and no other `?`. List result columns by
    * name, never `*`: on PostgreSQL a prepared statement whose result columns change (a column
    * added by another replica's migration) fails instead of being planned again.
    */
@@ -251,6 +252,12 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
 
 const NOTIFY = 'SELECT pg_notify($1, $2)';
 
+/** `?` → `$1`, `$2`… (see `Store.prepare`). */
+function numberPlaceholders(text: string): string {
+  let n = 0;
+  return text.replace(/\?/g, () => `$${++n}`);
+}
+
 function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }, effects: EffectRunner): Store {
   // Named once per connection: replicas are hinted after most commits.
   const prepared = new Map<string, string>([[NOTIFY, 'baton_notify']]);
@@ -275,8 +282,9 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
     db,
     transaction,
     prepare(text) {
-      if (!prepared.has(text)) prepared.set(text, `baton_${prepared.size + 1}`);
-      return preparedStatement(text);
+      const numbered = numberPlaceholders(text);
+      if (!prepared.has(numbered)) prepared.set(numbered, `baton_${prepared.size + 1}`);
+      return preparedStatement(numbered);
     },
     async runStatement(statement, values, then) {
       const rows = await statement.execute(db, values);
