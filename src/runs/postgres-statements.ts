@@ -91,9 +91,9 @@ const CLAIM_LOCK = `SELECT paused, set_config('synchronous_commit', 'off', true)
 
 /**
  * $1 now, $2 most runs to claim, $3 concurrency, $4 lease token, $5 lease expiry. The whole claim
- * in one round trip: `baton_claim_runs` (migration 0085) takes the lock, reads `paused`, counts the
- * slots in use under the lock and claims the due runs in order, writing their `run:claimed` events;
- * paused, it claims nothing.
+ * in one round trip: `baton_claim_runs` (migrations 0085 and 0086) takes the lock, reads
+ * `paused`, counts the slots in use under the lock and claims the due runs in order by their ids,
+ * writing their `run:claimed` events; paused, it claims nothing.
  *
  * Why a claim's COMMIT may skip the WAL flush: claims hold the lock through their COMMIT, so the
  * flush (a few ms on a real disk) would bound how fast anyone can claim. What a database crash can

@@ -95,6 +95,40 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     expect(hints.slice(4)).toEqual(['wake']);
   });
 
+  it('claims by reading a few pages, however many runs are queued', async () => {
+    // Pages a claim of one run reads (buffers, nested statements included), in a transaction that
+    // is rolled back so every claim sees the same queue. Eight claims on one connection: past the
+    // five after which PostgreSQL may switch a function's statements to their generic plans.
+    const pagesPerClaim = async (): Promise<number[]> => {
+      const pages: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        await other!.query('BEGIN');
+        const { rows } = await other!.query<{ 'QUERY PLAN': Array<{ Plan: Record<string, number> }> }>(
+          `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT * FROM baton_claim_runs($1, 1, 10, 'lease', $1)`,
+          [Date.now()],
+        );
+        await other!.query('ROLLBACK');
+        const plan = rows[0]!['QUERY PLAN'][0]!.Plan;
+        pages.push(plan['Shared Hit Blocks']! + plan['Shared Read Blocks']!);
+      }
+      return pages.slice(1); // the first also reads the catalog into the new connection's caches
+    };
+    const enqueueMany = (from: number, to: number) =>
+      other!.query(
+        `INSERT INTO runs (key, stage, owner, repo, number, status, payload, attempts, max_attempts, run_at, followup, created_at, updated_at)
+         SELECT 'develop:acme/app#' || n, 'develop', 'acme', 'app', n, 'queued', '{}', 0, 3, n, 0, n, n FROM generate_series($1::int, $2::int) AS n`,
+        [from, to],
+      );
+    await enqueueMany(1, 20);
+    await other!.query('ANALYZE runs');
+    const few = Math.max(...(await pagesPerClaim()));
+    await enqueueMany(21, 20_000);
+    await other!.query('ANALYZE runs');
+    const many = await pagesPerClaim();
+    // A claim that joined its candidates to every queued run read hundreds of pages more here.
+    expect(Math.max(...many)).toBeLessThanOrEqual(few + 10);
+  });
+
   it("claims, starts and ends runs as stored, also once another replica's migration has added a column to runs", async () => {
     for (let n = 1; n <= 2; n++) await engine.enqueue(task(n));
     const step = async (n: number) => {

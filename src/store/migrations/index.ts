@@ -16,6 +16,7 @@ import { agentAttempts } from './0067-agent-attempts.js';
 import { issueIndex } from './0075-issue-index.js';
 import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
+import { claimByIds } from './0086-claim-by-ids.js';
 import type { Migration } from './types.js';
 
 export type { Migration } from './types.js';
@@ -48,4 +49,5 @@ export const migrations: readonly Migration[] = [
   issueIndex,
   dropWebhookDeliveries,
   claimFunction,
+  claimByIds,
 ].sort((a, b) => a.name.localeCompare(b.name));
