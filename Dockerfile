@@ -6,7 +6,7 @@
 #
 # The entrypoint is the `baton` bin, so `docker run baton migrate` or `baton config check` work too.
 # Runtime dependencies only: TypeScript, vitest, the benchmark peers and the Claude Code CLI are
-# devDependencies and never reach this image (see "Dependencies" in the README).
+# devDependencies and never reach this image (see "Dependencies" in docs/development.md).
 
 ARG NODE_IMAGE=node:20-bookworm-slim
 

@@ -3,7 +3,7 @@ import { parseCommand, subcommandOf, UsageError, type CommandGroup } from './arg
 import { formatTime, table } from './format.js';
 import type { CommandIo } from './io.js';
 
-/** The API's budget overview (README, "Budgets and held runs"). */
+/** The API's budget overview (docs/budgets.md). */
 interface Amount {
   limit: number;
   used: number;

@@ -3,7 +3,7 @@ import { parseCommand, subcommandOf, UsageError, type CommandGroup, type Command
 import { formatTime, table } from './format.js';
 import type { CommandIo } from './io.js';
 
-/** The parts of the API's delivery view the commands print (README, "Deliveries inspector"). */
+/** The parts of the API's delivery view the commands print (docs/api.md, "Deliveries inspector"). */
 interface DeliveryView {
   id: number;
   deliveryId: string | null;

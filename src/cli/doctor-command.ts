@@ -472,7 +472,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
         status: 'warn',
         check: 'agent login',
         detail: 'neither CLAUDE_OAUTH_TOKEN nor local.claudeCredentials is set: claude has no login inside a run',
-        fix: 'set CLAUDE_OAUTH_TOKEN (claude setup-token) or local.claudeCredentials (README, "Logging claude in")',
+        fix: 'set CLAUDE_OAUTH_TOKEN (claude setup-token) or local.claudeCredentials (docs/sandbox.md, "Logging claude in")',
       });
     }
   }

@@ -42,7 +42,7 @@ Options:
   -v, --version    Print the version
 
 Configuration comes from environment variables and an optional baton.yaml (BATON_CONFIG);
-see the README's configuration reference.`;
+see docs/configuration.md.`;
 
 export { logsCommand, queueCommand, runsCommand, sseMessages } from './operator-commands.js';
 export type { CommandIo } from './io.js';

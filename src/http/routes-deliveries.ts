@@ -9,7 +9,7 @@ const MAX_LIMIT = 200;
 
 /**
  * The deliveries inspector under /api (auth is applied by the app before these run: reading needs
- * `read`, replaying, a POST, needs `operate`). Documented in the README's "Deliveries inspector";
+ * `read`, replaying, a POST, needs `operate`). Documented in docs/api.md, "Deliveries inspector";
  * keep the two in step.
  */
 export function deliveriesRoutes(inspector: DeliveryInspector): Hono<AuthEnv> {

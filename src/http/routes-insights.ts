@@ -25,8 +25,8 @@ const USAGE_PARAMS = ['from', 'to', 'groupBy'];
 
 /**
  * Views over many runs, for people: one issue through its stages (`GET /api/issues/OWNER/REPO/N`)
- * and tokens and cost over a range (`GET /api/usage`). Read-only; documented in the README's
- * "Runs API" section.
+ * and tokens and cost over a range (`GET /api/usage`). Read-only; documented in
+ * docs/api.md, "One issue through its stages, and usage".
  */
 export function insightsRoutes(options: InsightsRoutesOptions): Hono<AuthEnv> {
   const { runs, forgeUrl, now } = options;

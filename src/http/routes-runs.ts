@@ -45,8 +45,8 @@ const MAX_ARGUMENTS_LENGTH = 16 * 1024;
 const SUBMISSION_KEYS = ['stage', 'repository', 'number', 'issue', 'arguments', 'ref'];
 
 /**
- * The runs API under /api (auth is applied by the app before these run). Documented in the
- * README's "Runs API" section; keep the two in step.
+ * The runs API under /api (auth is applied by the app before these run). Documented in
+ * docs/api.md, "Runs API"; keep the two in step.
  */
 export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
   const { engine, runs: queries, forgeUrl, now, submit } = options;

@@ -3,8 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Node } from '../../src/config-schema/index.js';
 import { FILE_NODE } from '../../src/config/load.js';
 
-const README = fs.readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
-const REFERENCE = README.slice(README.indexOf('## Configuration reference'), README.indexOf('## HTTP endpoints'));
+const REFERENCE = fs.readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
 
 /** Every setting at a fixed place in baton.yaml: its path, and its variable when it has one. */
 function settings(node: Node, path: string[]): { path: string[]; env?: string; secret: boolean }[] {
@@ -13,8 +12,8 @@ function settings(node: Node, path: string[]): { path: string[]; env?: string; s
   return Object.entries(node.shape).flatMap(([name, child]) => settings(child, [...path, name]));
 }
 
-// The README's configuration reference is the user's view of the sections: it must not fall behind them.
-describe('README configuration reference', () => {
+// The configuration reference (docs/configuration.md) is the user's view of the sections: it must not fall behind them.
+describe('configuration reference', () => {
   it.each(settings(FILE_NODE, []).map((s) => [s.path.join('.'), s] as const))('documents %s', (_, setting) => {
     const full = setting.path.join('.');
     const last = setting.path.at(-1)!;
@@ -22,9 +21,9 @@ describe('README configuration reference', () => {
     const spelled = [`\`${full}\``, `\`${full}File\``, `\`${last}\``, `\`${last}File\``, `${full.split('.')[0]}.${last}`];
     expect(
       spelled.some((form) => REFERENCE.includes(form)),
-      `${full} in the README`,
+      `${full} in docs/configuration.md`,
     ).toBe(true);
-    if (setting.env) expect(REFERENCE, `${setting.env} in the README`).toContain(`\`${setting.env}\``);
+    if (setting.env) expect(REFERENCE, `${setting.env} in docs/configuration.md`).toContain(`\`${setting.env}\``);
     if (setting.secret && setting.env) expect(REFERENCE).toContain(`\`${setting.env}_FILE\``);
   });
 });
