@@ -7,14 +7,7 @@ import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
 import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import {
-  createCommentHandler,
-  createOutbox,
-  createStatusCommentHook,
-  PermanentDeliveryError,
-  RetryLaterError,
-  type Outbox,
-} from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -124,10 +117,6 @@ export function createApp(config: Config, deps: AppDeps): App {
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
-        errors: {
-          permanent: (message) => new PermanentDeliveryError(message),
-          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
-        },
       }),
     },
   });
