@@ -10,7 +10,9 @@ describe('stream-json parser', () => {
         message: { id: 'm1', content: [], usage: { input_tokens: -5_000_000_000, output_tokens: 7, cache_read_input_tokens: 1e30 } },
       }),
     );
-    expect(assistant).toContainEqual(expect.stringMatching(/^\[baton\] refused assistant usage\.input_tokens = -5000000000 .*counts as 0$/));
+    expect(assistant).toContainEqual(
+      expect.stringMatching(/^\[baton\] refused assistant usage\.input_tokens = -5000000000 .*counts as 0$/),
+    );
     expect(assistant).toContainEqual(expect.stringMatching(/^\[baton\] refused assistant usage\.cache_read_input_tokens = 1e\+30 /));
     expect(parser.streamedUsage).toEqual({ inputTokens: 0, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 });
     expect(parser.streamedTokens).toBe(7);

@@ -59,7 +59,11 @@ describe('usage and cost from a workspace are claims', () => {
 
   it('counts a negative, infinite-looking or absurd completion as zero, says so in the run log, and never credits the budget', async () => {
     const honest = await runningRun(1);
-    const ok = await post(`/api/runs/${honest.id}/complete`, { status: 'succeeded', usage: { inputTokens: 600 }, costUsd: 1 }, honest.token);
+    const ok = await post(
+      `/api/runs/${honest.id}/complete`,
+      { status: 'succeeded', usage: { inputTokens: 600 }, costUsd: 1 },
+      honest.token,
+    );
     expect(ok.status).toBe(200);
     expect(await used()).toEqual({ tokens: 600, costUsd: 1 });
 
@@ -79,7 +83,9 @@ describe('usage and cost from a workspace are claims', () => {
 
     const log = await logOf(cheat.id);
     expect(log).toContain('working');
-    expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused progress usage\.inputTokens = -1000000000 from the workspace: .* counts as 0$/));
+    expect(log).toContainEqual(
+      expect.stringMatching(/^\[baton\] refused progress usage\.inputTokens = -1000000000 from the workspace: .* counts as 0$/),
+    );
     expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused progress costUsd = -4 /));
     expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused completion usage\.inputTokens = -5000000000 /));
     expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused completion usage\.outputTokens = 1e\+300 /));
