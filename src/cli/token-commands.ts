@@ -46,7 +46,11 @@ export async function tokenCommand(argv: string[], io: CommandIo, config: () => 
   const action = tokenAction(argv, io);
   const loaded = config();
   if (!loaded) return 1;
-  const store = createStore({ url: loaded.database.url, sqliteSynchronous: loaded.database.sqliteSynchronous });
+  const store = createStore({
+    url: loaded.database.url,
+    sqliteSynchronous: loaded.database.sqliteSynchronous,
+    timeouts: loaded.database.timeouts,
+  });
   try {
     await store.migrate();
     return await action(createTokenStore({ store }));
