@@ -1,17 +1,7 @@
 export { runAgent, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
 export { SETUP_TOKENS, type SetupToken } from '../pipeline/index.js';
-export {
-  readRunnerSecrets,
-  formatRunnerSecrets,
-  parseRunnerSecrets,
-  RUNNER_SECRETS,
-  SecretsError,
-  type RunnerSecrets,
-  type RunnerSecretName,
-} from './secrets.js';
 export { nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
-export { findCommand } from './find-command.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
 export {
   CLAUDE_COMMAND,

@@ -3,14 +3,13 @@ import {
   checkRunner,
   createCallbackClient,
   nestedSandboxSpawn,
-  readRunnerSecrets,
   runAgent,
-  SecretsError,
   SETUP_TOKENS,
   type RunAgentOptions,
   type SetupToken,
 } from '../agent/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
+import { readRunnerSecrets, SecretsError } from '../runner-contract/index.js';
 
 const HELP = `Usage: baton agent [options]
 

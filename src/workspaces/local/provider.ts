@@ -2,7 +2,7 @@ import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions, type StdioOpt
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../agent/index.js';
+import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../runner-contract/index.js';
 import { PermanentError } from '../../background/index.js';
 import { transientErrorCode, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
 import {
