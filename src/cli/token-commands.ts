@@ -3,7 +3,7 @@ import { createStore } from '../store/index.js';
 import { createTokenStore, isTokenScope, TOKEN_SCOPES, TokenError, type TokenStore } from '../tokens/index.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 const TOKEN_CREATE = {
   command: 'baton token create',
@@ -42,7 +42,9 @@ export const TOKEN_COMMANDS: CommandGroup = {
  * operator can mint the first tokens before or without a running server. The command line is
  * checked first; `config` is asked for only then (undefined: it was bad and has been reported).
  */
-export async function tokenCommand(argv: string[], io: CommandIo, config: () => Config | undefined): Promise<number> {
+export async function tokenCommand(argv: string[], rawIo: CommandIo, config: () => Config | undefined): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const action = tokenAction(argv, io);
   const loaded = config();
   if (!loaded) return 1;
