@@ -27,7 +27,7 @@ export async function openExistingStore(config: Config, cwd = process.cwd()): Pr
       `no baton database at ${target.file} (DATABASE_URL ${maskUrlCredentials(url)}, working directory ${cwd}): ${FIX}`,
     );
   }
-  const store = createStore({ url, sqliteSynchronous: config.database.sqliteSynchronous });
+  const store = createStore({ url, sqliteSynchronous: config.database.sqliteSynchronous, timeouts: config.database.timeouts });
   try {
     const pending = await store.pendingMigrations();
     if (pending.length === migrations.length) {

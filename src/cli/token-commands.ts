@@ -33,7 +33,8 @@ const TOKEN_REVOKE = {
 
 export const TOKEN_COMMANDS: CommandGroup = {
   command: 'baton token',
-  summary: 'API tokens, on the database directly (DATABASE_URL): works without a running server, on a database baton serve or baton migrate made.',
+  summary:
+    'API tokens, on the database directly (DATABASE_URL): works without a running server, on a database baton serve or baton migrate made.',
   subcommands: [TOKEN_CREATE, { ...TOKEN_LIST, aliases: ['ls'] }, TOKEN_REVOKE],
 };
 

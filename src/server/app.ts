@@ -90,7 +90,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   const now = deps.now ?? Date.now;
 
   // 1. The store.
-  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous, logger });
+  const store =
+    deps.store ??
+    createStore({
+      url: config.database.url,
+      sqliteSynchronous: config.database.sqliteSynchronous,
+      timeouts: config.database.timeouts,
+      logger,
+    });
 
   // 2. Metrics, which every later part may count into.
   const metrics = createMetricsRegistry();
