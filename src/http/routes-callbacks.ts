@@ -11,8 +11,7 @@ import {
   type RunOutcome,
   type Usage,
 } from '../runs/index.js';
-import { limitBody } from './body-limit.js';
-import { HttpError } from './errors.js';
+import { limitBody, HttpError } from '../web-kit/index.js';
 
 /** Largest callback or progress body a workspace may send. */
 const MAX_BODY_BYTES = 1024 * 1024;
