@@ -211,6 +211,7 @@ describe('operator commands over the API', () => {
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     const hostile = ['\u001b[2J\u001b[Hall tests passed', 'ok\rFAILED', 'csi \u009b31m red', 'name \u202egpj.exe'];
     await engine.appendEvent(run.id, 'run:progress', { lines: hostile });
+    // eslint-disable-next-line no-control-regex
     const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/;
 
     const logs = io();
