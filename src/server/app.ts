@@ -9,6 +9,7 @@ import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import {
   createCommentHandler,
+  createReactionHandler,
   createOutbox,
   createStatusCommentHook,
   PermanentDeliveryError,
@@ -121,6 +122,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     ...deps.outbox,
     handlers: {
       comment: createCommentHandler({ accounts }),
+      reaction: createReactionHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
@@ -179,6 +181,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     pipeline: config.pipeline,
     webhooks: config.webhooks,
     permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
+    commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
