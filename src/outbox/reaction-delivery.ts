@@ -1,5 +1,5 @@
 import { ForgeError, type ForgeAccounts } from '../forge/index.js';
-import { PermanentDeliveryError, RetryLaterError } from './errors.js';
+import { PermanentError, RetryLaterError } from '../background/index.js';
 import type { OutboxEntry, OutboxHandler } from './types.js';
 
 /** Payload of a `reaction` entry: which bot reacts how to which comment. */
@@ -27,16 +27,16 @@ export function createReactionHandler(options: { accounts: ForgeAccounts }): Out
       typeof p.commentId !== 'number' ||
       typeof p.content !== 'string'
     ) {
-      throw new PermanentDeliveryError(`outbox entry ${entry.id} is not a valid reaction (needs account, owner, repo, commentId, content)`);
+      throw new PermanentError(`outbox entry ${entry.id} is not a valid reaction (needs account, owner, repo, commentId, content)`);
     }
     const client = options.accounts[p.account];
-    if (!client) throw new PermanentDeliveryError(`no forge account "${p.account}" is configured`);
+    if (!client) throw new PermanentError(`no forge account "${p.account}" is configured`);
     try {
       await client.addCommentReaction(p.owner, p.repo, p.commentId, p.content);
     } catch (err) {
-      if (err instanceof ForgeError && !err.retryable) throw new PermanentDeliveryError(err.message, { cause: err });
+      if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });
       if (err instanceof ForgeError && err.retryAfterMs !== undefined)
-        throw new RetryLaterError(err.message, err.retryAfterMs, { cause: err });
+        throw new RetryLaterError(err.message, { delayMs: err.retryAfterMs, cause: err });
       throw err;
     }
   };
