@@ -40,4 +40,5 @@ export {
   type ResolvedOf,
   type DepsOf,
 } from './section.js';
+export { ConfigError } from './problems.js';
 export { show, maskUrlCredentials, maskUrlCredentialsInJson, SECRET_MASK } from './show.js';

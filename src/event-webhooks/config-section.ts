@@ -1,5 +1,5 @@
 import { httpUrl, invalid, list, mapping, oneOf, secret, section } from '../config-schema/index.js';
-import type { EventsConfig } from '../config/index.js';
+import type { EventsConfig } from '../server/index.js';
 
 /**
  * Names of outbound event webhooks (`events.webhooks[].events`). `run.progress` is opt-in: it

@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import type { Config } from '../server/index.js';
 import { createGiteaClient } from './gitea/index.js';
 import type { ForgeClient } from './types.js';
 

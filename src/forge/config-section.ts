@@ -1,5 +1,5 @@
 import { httpUrl, mapping, secret, section, text, type ResolveContext } from '../config-schema/index.js';
-import type { BotAccount } from '../config/index.js';
+import type { BotAccount } from '../server/index.js';
 import { generatedWebhookSecretPath, readGeneratedWebhookSecret } from './webhook-secret.js';
 
 export interface GiteaSettings {

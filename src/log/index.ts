@@ -1,6 +1,6 @@
 import pino, { type Logger } from 'pino';
 import { maskUrlCredentialsInJson } from '../config-schema/index.js';
-import type { LogLevel } from '../config/index.js';
+import type { LogLevel } from '../server/index.js';
 
 export type { Logger } from 'pino';
 

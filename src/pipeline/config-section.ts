@@ -17,7 +17,7 @@ import {
   text,
   type ResolveContext,
 } from '../config-schema/index.js';
-import type { MaintenanceRepo } from '../config/index.js';
+import type { MaintenanceRepo } from '../server/index.js';
 import { DEFAULT_MENTION } from './chatops.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
 import { SETUP_TOKENS } from '../runner-contract/index.js';

@@ -1,5 +1,5 @@
 import { int, mapping, number, section } from '../config-schema/index.js';
-import type { CleanupConfig, QueueConfig } from '../config/index.js';
+import type { CleanupConfig, QueueConfig } from '../server/index.js';
 import { DEFAULT_RUN_LOG_MAX_BYTES, MIN_RUN_LOG_MAX_BYTES, type RunLogLimits } from './run-log.js';
 
 const ms = (seconds: number) => Math.round(seconds * 1000);

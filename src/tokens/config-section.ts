@@ -1,5 +1,5 @@
 import { bool, invalid, mapping, secret, section } from '../config-schema/index.js';
-import type { ApiConfig } from '../config/index.js';
+import type { ApiConfig } from '../server/index.js';
 
 /** An admin token anyone could guess in a day is no token: 32 characters of a random source are. */
 const MIN_BOOTSTRAP_LENGTH = 32;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DURATION_GRACE_MS } from '../../src/budgets/index.js';
-import { DEFAULTS, loadConfig } from '../../src/config/index.js';
+import { DEFAULTS, loadConfig } from '../../src/server/index.js';
 import { createRunEngine, createSweeper, type FullRunEngine } from '../../src/runs/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';

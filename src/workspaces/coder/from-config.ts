@@ -1,4 +1,4 @@
-import type { Config } from '../../config/index.js';
+import type { Config } from '../../server/index.js';
 import type { Workspace } from '../types.js';
 import { createCoderProvider, type CoderProvider, type CoderProviderOptions } from './provider.js';
 

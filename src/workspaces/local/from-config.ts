@@ -1,6 +1,6 @@
 import path from 'node:path';
 import { findCommand } from '../../runner-contract/index.js';
-import type { Config } from '../../config/index.js';
+import type { Config } from '../../server/index.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';
 import { isInside, runtimePaths } from './sandbox.js';

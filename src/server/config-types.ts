@@ -1,5 +1,5 @@
 import type { DepsOf, ResolvedOf } from '../config-schema/index.js';
-import type { SECTIONS } from './sections.js';
+import type { SECTIONS } from './config-sections.js';
 
 export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 export type WorkspaceProviderName = 'local' | 'coder';

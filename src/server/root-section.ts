@@ -1,5 +1,5 @@
 import { httpUrl, int, mapping, number, oneOf, text } from '../config-schema/index.js';
-import type { LogLevel, WorkspaceProviderName } from './types.js';
+import type { LogLevel, WorkspaceProviderName } from './config-types.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const PROVIDERS: readonly WorkspaceProviderName[] = ['local', 'coder'];

@@ -1,6 +1,6 @@
 import YAML from 'yaml';
 import { isMapping, maskUrlCredentials, SECRET_MASK, type Node, type Source } from '../config-schema/index.js';
-import { FILE_NODE, type LoadedConfig } from './load.js';
+import { FILE_NODE, type LoadedConfig } from './load-config.js';
 
 /**
  * The configuration in baton.yaml's shape, every secret masked and every URL's password too: for

@@ -1,6 +1,6 @@
 import { checkSection } from '../config-schema/index.js';
 import { queueSection } from '../runs/index.js';
-import type { QueueConfig } from './types.js';
+import type { QueueConfig } from './config-types.js';
 
 /** The queue settings with nothing configured, for code that builds a run engine on its own (tests, benchmarks). */
 export function defaultQueueConfig(): QueueConfig {

@@ -1,11 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
-import { contextFor, mapping, readNode, type Env, type Node, type Source } from '../config-schema/index.js';
-import { ConfigError } from './problems.js';
+import { ConfigError, contextFor, mapping, readNode, type Env, type Node, type Source } from '../config-schema/index.js';
 import { rootNode } from './root-section.js';
-import { SECTIONS } from './sections.js';
-import type { Config, RootSettings } from './types.js';
+import { SECTIONS } from './config-sections.js';
+import type { Config, RootSettings } from './config-types.js';
 
 export type { Env };
 
