@@ -1,4 +1,5 @@
-import type { Config } from '../server/index.js';
+import type { ResolvedOf } from '../config-schema/index.js';
+import type { botsSection, giteaSection } from './config-section.js';
 import { createGiteaClient } from './gitea/index.js';
 import type { ForgeClient } from './types.js';
 
@@ -16,7 +17,10 @@ export interface ForgeAccountsOptions {
  * The dev bot acts with `GITEA_DEV_TOKEN`, the review bot with `GITEA_REVIEW_TOKEN`
  * (`config.bots`). Without `GITEA_URL` there is no forge and the result is empty.
  */
-export function createForgeAccounts(config: Pick<Config, 'gitea' | 'bots'>, options: ForgeAccountsOptions = {}): ForgeAccounts {
+export function createForgeAccounts(
+  config: { gitea: ResolvedOf<typeof giteaSection>; bots: ResolvedOf<typeof botsSection> },
+  options: ForgeAccountsOptions = {},
+): ForgeAccounts {
   const baseUrl = config.gitea.url;
   if (!baseUrl) return Object.freeze({});
   const accounts: Record<string, ForgeClient> = {};

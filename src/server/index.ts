@@ -7,6 +7,5 @@ export { StartupError, type Worker } from './lifecycle.js';
 export { createConfiguredProvider } from './workspaces.js';
 export { loadConfig, AGENT_PASSTHROUGH_ENV, SECRET_ENV, type LoadedConfig } from './load-config.js';
 export { describeConfig, formatConfig } from './describe-config.js';
-export { DEFAULTS, defaultQueueConfig } from './config-defaults.js';
 export { SECTIONS } from './config-sections.js';
 export type * from './config-types.js';

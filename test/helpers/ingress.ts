@@ -1,4 +1,4 @@
-import { DEFAULTS } from '../../src/server/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import {
   createGiteaIngress,
   createInboxProcessing,

@@ -1,10 +1,11 @@
 import path from 'node:path';
 import { findCommand } from '../../runner-contract/index.js';
-import type { Config } from '../../server/index.js';
+import type { ResolvedOf } from '../../config-schema/index.js';
+import type { claudeSection } from '../config-section.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';
 import { isInside, runtimePaths } from './sandbox.js';
-import { hiddenPaths } from './hidden-paths.js';
+import { hiddenPaths, type HiddenPathsInput } from './hidden-paths.js';
 import type { LocalSettings } from './settings.js';
 
 /**
@@ -13,7 +14,7 @@ import type { LocalSettings } from './settings.js';
  * `/ready` runs `baton agent --check` in such a sandbox.
  */
 export function createLocalProviderFromConfig(
-  config: Config,
+  config: HiddenPathsInput & { agentEnv: Readonly<Record<string, string>>; claude: ResolvedOf<typeof claudeSection> },
   settings: LocalSettings,
   deps: { batonBin: string; execPath?: string } & Pick<LocalProviderOptions, 'onError' | 'spawn'>,
 ): WorkspaceProvider {
