@@ -1,48 +1,6 @@
-/**
- * The completion statuses a runner reports. `timed_out` is only for the duration limit; every
- * other way a run can end badly (token cap, crash, clone failure, SIGTERM) is `failed` with a
- * summary saying why.
- */
-export const AGENT_STATUS = {
-  succeeded: 'succeeded',
-  failed: 'failed',
-  timedOut: 'timed_out',
-} as const;
+import type { AgentStatus, AgentUsage } from '../agents/index.js';
 
-export type AgentStatus = (typeof AGENT_STATUS)[keyof typeof AGENT_STATUS];
-
-/**
- * Machine-readable reason in the completion body's `error` field; `summary` carries the words
- * for people.
- */
-export const FAILURE_KIND = {
-  cloneFailed: 'clone_failed',
-  commandFileInvalid: 'command_file_invalid',
-  setupFailed: 'setup_failed',
-  agentNotStarted: 'agent_not_started',
-  agentError: 'agent_error',
-  /** The agent's API answered 529 (overloaded) or another 5xx: worth trying again later. */
-  agentOverloaded: 'agent_overloaded',
-  /** The agent's API answered 429 (rate limit): worth trying again later. */
-  agentRateLimited: 'agent_rate_limited',
-  /** The agent could not reach its API (connection refused, reset, DNS): worth trying again later. */
-  agentUnreachable: 'agent_unreachable',
-  /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
-  noTurns: 'no_turns',
-  noResult: 'no_result',
-  tokenCap: 'token_cap',
-  maxDuration: 'max_duration',
-  runnerTerminated: 'runner_terminated',
-  runnerError: 'runner_error',
-} as const;
-
-/** Token totals in the camelCase shape of Claude Code's `modelUsage` entries. */
-export interface AgentUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadInputTokens: number;
-  cacheCreationInputTokens: number;
-}
+export { AGENT_STATUS, FAILURE_KIND, emptyUsage, addUsage, type AgentStatus, type AgentUsage } from '../agents/index.js';
 
 /** Body of `POST CALLBACK_URL`: the contract with the server. */
 export interface CompletionBody {
@@ -69,17 +27,4 @@ export interface AgentOutcome extends CompletionBody {
   callbackDelivered: boolean;
   /** Where the full log was written. */
   logFile: string;
-}
-
-export function emptyUsage(): AgentUsage {
-  return { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
-}
-
-export function addUsage(a: AgentUsage, b: AgentUsage): AgentUsage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
-    cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
-  };
 }

@@ -10,6 +10,7 @@ import {
   type RunAgentOptions,
   type SetupToken,
 } from '../agent/index.js';
+import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 
 const HELP = `Usage: baton agent [options]
@@ -32,7 +33,10 @@ Options:
   --log-port N              live log HTTP port, 0 = off       [BATON_AGENT_LOG_PORT, default: 13338]
   --max-duration-ms N       longest run                       [BATON_MAX_DURATION_MS, default: 5400000]
   --token-cap N             stop after N tokens, 0 = no cap   [BATON_TOKEN_CAP, default: 0]
-  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: ["claude"]]
+  --agent NAME              claude | codex | gemini | opencode | text
+                                                              [BATON_AGENT, default: claude]
+  --model NAME              the agent's model                 [BATON_AGENT_MODEL, default: the CLI's]
+  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: the agent's executable]
   --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
   --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
@@ -40,11 +44,12 @@ Options:
                             start here; print what was found, exit 0 or 1
   -h, --help                show this help
 
-Secrets: CALLBACK_TOKEN, GITEA_TOKEN and CLAUDE_CODE_OAUTH_TOKEN as NAME=value lines, read once
+Secrets: CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN and the other agents' keys
+(CODEX_API_KEY, GEMINI_API_KEY, OPENCODE_API_KEY) as NAME=value lines, read once
 at start from BATON_SECRETS_FILE (a file of mode 0600, deleted once read) or BATON_SECRETS_FD (an
 inherited descriptor, closed once read). Secrets in the environment still work but are warned
-about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and
-CLAUDE_CODE_OAUTH_TOKEN, never CALLBACK_TOKEN; install and build commands get only the tokens
+about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and its
+own credential only (in the variables its CLI reads), never CALLBACK_TOKEN; install and build commands get only the tokens
 named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
 Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
@@ -57,7 +62,10 @@ With stream-json output the agent command names the Claude Code executable only:
 <command> -p --output-format stream-json --verbose, then --allowedTools <tools…> from the command
 file's allowed-tools (else --dangerously-skip-permissions unless BATON_STAGE_SKIP_PERMISSIONS=false),
 --model=<model> from its model, then -- <prompt>, or the prompt on stdin when it is over 100 KiB.
-With text output it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
+Codex CLI, Gemini CLI and OpenCode get their headless JSON options from baton and the prompt on
+stdin (codex exec --json … -, gemini --output-format=stream-json --skip-trust …, opencode run
+--format=json …); the agent command names their executable only.
+With text output (or --agent text) it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
 without {prompt} the prompt goes to stdin.
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
@@ -88,6 +96,8 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
         'max-duration-ms': { type: 'string' },
         'token-cap': { type: 'string' },
         'agent-command': { type: 'string' },
+        agent: { type: 'string' },
+        model: { type: 'string' },
         'output-format': { type: 'string' },
         install: { type: 'string' },
         build: { type: 'string' },
@@ -149,7 +159,18 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       console.log(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
       return 1;
     }
-    const result = await checkRunner({ env, cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(), agentCommand, spawn: stepSpawn });
+    const agentName = opt('agent', 'BATON_AGENT') ?? 'claude';
+    if (!isAgentName(agentName)) {
+      console.log(`BATON_AGENT must be one of ${AGENT_NAMES.join(', ')}, got ${JSON.stringify(agentName)}`);
+      return 1;
+    }
+    const result = await checkRunner({
+      env,
+      cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
+      agentCommand,
+      agent: agentName,
+      spawn: stepSpawn,
+    });
     console.log(result.message);
     return result.ok ? 0 : 1;
   }
@@ -193,13 +214,26 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     agentCommand = parseAgentCommand(rawCommand);
     if (agentCommand === undefined) problems.push(agentCommandProblem(rawCommand));
   }
-  const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? 'stream-json';
+  const rawAgent = opt('agent', 'BATON_AGENT') ?? 'claude';
+  let agentName: AgentName = 'claude';
+  if (isAgentName(rawAgent)) agentName = rawAgent;
+  else problems.push(`BATON_AGENT must be one of ${AGENT_NAMES.join(', ')}, got ${JSON.stringify(rawAgent)}`);
+  const model = opt('model', 'BATON_AGENT_MODEL');
+  if (model !== undefined && !MODEL_NAME.test(model)) {
+    problems.push(
+      `BATON_AGENT_MODEL must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5, got ${JSON.stringify(model)}`,
+    );
+  }
+  const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? (agentName === 'text' ? 'text' : 'stream-json');
   if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
     problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
   }
-  if (outputFormat === 'stream-json' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+  if (outputFormat === 'stream-json' && agentName !== 'text' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+    const adapter = agentAdapter(agentName);
     problems.push(
-      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`,
+      agentName === 'claude'
+        ? `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`
+        : `BATON_AGENT_COMMAND for ${adapter.title} names its executable only, such as ["${adapter.executable}"] (baton adds the headless options, the model and the prompt); got ${JSON.stringify(rawCommand)}`,
     );
   }
   if (outputFormat === 'text' && !agentCommand)
@@ -274,6 +308,9 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       callbackToken,
       env,
       claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
+      agent: outputFormat === 'text' ? 'text' : agentName,
+      model,
+      agentSecret: agentSecretOf(agentName, secrets),
       forgeToken: secrets.GITEA_TOKEN || undefined,
       setupTokens,
       spawn: stepSpawn,
@@ -311,6 +348,15 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     process.off('SIGTERM', onSignal);
     process.off('SIGINT', onSignal);
   }
+}
+
+/** Model names as the CLIs take them: `opus`, `gpt-5-codex`, `gemini-2.5-pro`, `anthropic/claude-sonnet-4-5`. */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@/[\]-]{0,127}$/;
+
+/** The one credential of the run's agent; the others stay with the runner. */
+function agentSecretOf(agent: AgentName, secrets: Partial<Record<string, string>>): string | undefined {
+  const name = agentAdapter(agent).credential?.secret;
+  return (name && name !== 'CLAUDE_CODE_OAUTH_TOKEN' ? secrets[name] : undefined) || undefined;
 }
 
 function isHttpUrl(value: string): boolean {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamParser, judgeResult, type ResultSummary } from './stream-json.js';
+import { createStreamParser, judgeResult, type ResultSummary } from './claude-stream.js';
 
 describe('stream-json parser', () => {
   it('takes the last result, sums modelUsage over models and reads total_cost_usd', () => {
