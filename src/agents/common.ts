@@ -1,3 +1,4 @@
+import { checkClaim, type RefusedClaim } from '../budgets/index.js';
 import { RunFailure } from './errors.js';
 import { FAILURE_KIND } from './outcome.js';
 import type { AgentInvocation } from './types.js';
@@ -10,8 +11,13 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-export function num(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
+/**
+ * A token count (or cost) the agent claims: it is untrusted, so anything but a finite number from
+ * 0 to the claim ceiling counts as 0, never as a credit (budgets/claims.ts).
+ */
+export function num(v: unknown, kind: 'tokens' | 'costUsd' = 'tokens'): number {
+  const refused: RefusedClaim[] = [];
+  return checkClaim(v, kind, 'usage', refused) ?? 0;
 }
 
 export function str(v: unknown): string | undefined {

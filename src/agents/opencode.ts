@@ -107,8 +107,8 @@ function createOpencodeStream(): AgentStream {
         case 'step_finish': {
           steps += 1;
           usage = addUsage(usage, opencodeUsage(part.tokens));
-          if (typeof part.cost === 'number' && Number.isFinite(part.cost)) {
-            cost += part.cost;
+          if (typeof part.cost === 'number') {
+            cost += num(part.cost, 'costUsd');
             costSeen = true;
           }
           return [`[step] ${str(part.reason) ?? 'finished'}: ${tokens().toLocaleString('en-US')} tokens, $${cost.toFixed(4)} so far`];

@@ -109,7 +109,11 @@ async function checkDatabase(config: Config): Promise<Line[]> {
   if ('kind' in target && target.kind === 'sqlite' && target.file !== ':memory:' && !fs.existsSync(target.file)) {
     return [{ status: 'info', check: 'database', detail: `${shown} does not exist yet; baton serve creates it` }];
   }
-  const store = createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
+  const store = createStore({
+    url: config.database.url,
+    sqliteSynchronous: config.database.sqliteSynchronous,
+    timeouts: config.database.timeouts,
+  });
   try {
     await store.ping();
     const pending = await store.pendingMigrations();

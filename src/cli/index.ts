@@ -129,7 +129,11 @@ const commands: Record<string, Command> = {
     const loaded = loadOrReport();
     if (!loaded) return 1;
     const { createStore } = await import('../store/index.js');
-    const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
+    const store = createStore({
+      url: loaded.config.database.url,
+      sqliteSynchronous: loaded.config.database.sqliteSynchronous,
+      timeouts: loaded.config.database.timeouts,
+    });
     try {
       const result = await store.migrate();
       console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : `up to date (${result.alreadyApplied} migrations)`);

@@ -5,9 +5,8 @@ import type { DeliveryInspector } from '../ingress/index.js';
 import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
-import { limitBody } from './body-limit.js';
+import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
-import { errorHandler, notFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
@@ -20,7 +19,6 @@ import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes, type RunSubmitter } from './routes-runs.js';
 import { tokenRoutes } from './routes-tokens.js';
-import { securityHeaders } from './security-headers.js';
 
 /** The services the routes stand on; the composition root (`src/server/`) makes them. */
 export interface HttpDeps {

@@ -5,9 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { identify, peerAddress, sameOrigin, SESSION_COOKIE, type Credentials } from './auth.js';
-import { limitBody } from './body-limit.js';
+import { limitBody, errorBody, type HttpErrorStatus } from '../web-kit/index.js';
 import type { DashboardSettings } from './config-section.js';
-import { errorBody, type HttpErrorStatus } from './errors.js';
 import { createRateLimiter } from './rate-limit.js';
 
 const TYPES: Record<string, string> = {

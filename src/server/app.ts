@@ -7,14 +7,7 @@ import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
 import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import {
-  createCommentHandler,
-  createOutbox,
-  createStatusCommentHook,
-  PermanentDeliveryError,
-  RetryLaterError,
-  type Outbox,
-} from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -97,7 +90,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   const now = deps.now ?? Date.now;
 
   // 1. The store.
-  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous, logger });
+  const store =
+    deps.store ??
+    createStore({
+      url: config.database.url,
+      sqliteSynchronous: config.database.sqliteSynchronous,
+      timeouts: config.database.timeouts,
+      logger,
+    });
 
   // 2. Metrics, which every later part may count into.
   const metrics = createMetricsRegistry();
@@ -124,10 +124,6 @@ export function createApp(config: Config, deps: AppDeps): App {
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
-        errors: {
-          permanent: (message) => new PermanentDeliveryError(message),
-          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
-        },
       }),
     },
   });

@@ -2,5 +2,5 @@ export { createInboxStore, INBOX_CHANNEL, sha256Hex, subjectOf, type EarlierCopy
 export { createDeliveryProcessor, LABEL_MEMORY_SCOPE, type DeliveryProcessor, type ProcessOptions, type RunAnswer } from './process.js';
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions } from './worker.js';
 export { createInboxProcessing, type InboxProcessing, type InboxProcessingDeps } from './processing.js';
-export { RetryDeliveryError, DeliveryLeaseLostError } from './errors.js';
+export { DeliveryLeaseLostError } from './errors.js';
 export * from './types.js';

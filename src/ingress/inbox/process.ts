@@ -1,3 +1,4 @@
+import { RetryLaterError } from '../../background/index.js';
 import type { Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
 import { LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
 import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
@@ -14,7 +15,7 @@ import {
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
 import { createIngressState, type IssueRef } from '../state.js';
-import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
+import { DeliveryLeaseLostError } from './errors.js';
 import { readPermissionFailure } from './permission-answer.js';
 import type { InboxStore } from './store.js';
 import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './types.js';
@@ -58,7 +59,7 @@ export type DeliveryProcessor = (claimed: ClaimedDelivery, options?: ProcessOpti
 /**
  * Turns one stored delivery into its effect and verdict: parse → normalise → endpoint filter →
  * dedup against earlier copies → label diff → route → permission → enqueue + verdict in one
- * transaction. Throws `RetryDeliveryError` for what may pass (forge API down, database trouble):
+ * transaction. Throws `RetryLaterError` for what may pass (forge API down, database trouble):
  * the worker puts the delivery off; everything permanent ends as a verdict.
  *
  * Dedup is per stage, not per delivery: a copy of the body (a manual redelivery under a new id,
@@ -185,7 +186,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       } catch (err) {
         const failure = readPermissionFailure(err);
         if (failure.kind === 'transient') {
-          throw new RetryDeliveryError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+          throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
         }
         if (failure.kind === 'misconfigured') {
           const problem =
@@ -261,7 +262,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       });
     } catch (err) {
       if (err instanceof DeliveryLeaseLostError) throw err;
-      throw new RetryDeliveryError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
+      throw new RetryLaterError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
     }
   }
 }

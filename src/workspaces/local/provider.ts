@@ -3,14 +3,8 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../agent/index.js';
-import {
-  PermanentWorkspaceError,
-  transientErrorCode,
-  type Workspace,
-  type WorkspaceProvider,
-  type WorkspaceSpec,
-  type WorkspaceStatus,
-} from '../types.js';
+import { PermanentError } from '../../background/index.js';
+import { transientErrorCode, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
 import {
   isProcessAlive,
   isRunAlive,
@@ -197,7 +191,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const dirOf = (name: string) => path.join(root, name);
   const checkName = (name: string) => {
     if (!NAME_PATTERN.test(name)) {
-      throw new PermanentWorkspaceError(
+      throw new PermanentError(
         `workspace name ${JSON.stringify(name)} is not valid for the local provider: use 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
       );
     }
@@ -488,7 +482,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       const message = `the local runner could not be started: ${spawnError?.message ?? 'no pid'}`;
       // Out of processes or descriptors for a while (EAGAIN, EMFILE): the run waits and retries.
       if (transientErrorCode(spawnError)) throw new Error(message, { cause: spawnError });
-      throw new PermanentWorkspaceError(
+      throw new PermanentError(
         `the local runner command ${JSON.stringify(sandbox.kind === 'bwrap' ? (bwrapPath() ?? 'bwrap') : options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
         { cause: spawnError },
       );
