@@ -3,7 +3,7 @@ import type { AgentLog } from './agent-log.js';
 import { agentAdapter, RunFailure, type AgentInvocation, type AgentName, type AgentSession } from '../agents/index.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import type { StopRequest } from './stop.js';
-import { FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
+import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
 
 /** The parts of RunAgentOptions that shape the agent process. */
 export interface AgentProcessOptions {
