@@ -10,6 +10,7 @@ import {
   type RunAgentOptions,
   type SetupToken,
 } from '../agent/index.js';
+import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 
 const HELP = `Usage: baton agent [options]
@@ -126,18 +127,6 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
 
   const sandbox = env.BATON_SANDBOX?.trim() || undefined;
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
-  const agentCommandProblem = (raw: string) =>
-    `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
-  const parseAgentCommand = (raw: string): string[] | undefined => {
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string')) return parsed as string[];
-    } catch {
-      // Reported below.
-    }
-    return undefined;
-  };
-
   if (values.check) {
     const raw = opt('agent-command', 'BATON_AGENT_COMMAND');
     const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
