@@ -14,3 +14,14 @@ export {
 } from './stages.js';
 export { manualRequest, type ManualRun } from './manual.js';
 export { webhookEventsFor, pipelineLabels, type PipelineLabel } from './onboarding.js';
+export {
+  commandOf,
+  parseCommand,
+  chatHelp,
+  commandRequest,
+  CHAT_COMMANDS,
+  DEFAULT_MENTION,
+  MAX_COMMAND_TEXT,
+  type ChatCommand,
+  type ChatCommandName,
+} from './chatops.js';

@@ -153,6 +153,8 @@ export interface Pipeline {
   /** Account key → forge login (`dev` → `claude-dev`). */
   accounts: Record<string, string>;
   deploy: DeploySettings;
+  /** What a comment starts with to be a command (`@baton retry`); @default DEFAULT_MENTION (`@baton`). */
+  mention?: string;
 }
 
 export interface DeploySettings {
