@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { findCommand } from '../agent/index.js';
+import { findCommand } from '../runner-contract/index.js';
 import { ConfigError, loadConfig, parseAgentCommand, type Config } from '../config/index.js';
 import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import { createLogger } from '../log/index.js';
