@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { checkRunner, createCallbackClient, nestedSandboxSpawn, runAgent, type RunAgentOptions } from '../agent/index.js';
 import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
+// The same checks the configuration pass applies to what baton passes on (config check, doctor).
+import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
   readRunnerSecrets,
@@ -165,20 +167,6 @@ function takeSecrets(env: NodeJS.ProcessEnv): RunnerSecrets | null {
     console.error(`baton agent: ${err.message}; the outcome cannot be reported`);
     return null;
   }
-}
-
-function agentCommandProblem(raw: string): string {
-  return `${RUNNER_ENV.agentCommand} must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
-}
-
-function parseAgentCommand(raw: string): string[] | undefined {
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string')) return parsed as string[];
-  } catch {
-    // Reported by the caller.
-  }
-  return undefined;
 }
 
 /** `--check`: can the agent command (and the nested sandbox) start here. */
