@@ -14,7 +14,7 @@ import {
 } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox } from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -128,6 +128,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     ...deps.outbox,
     handlers: {
       comment: createCommentHandler({ accounts }),
+      reaction: createReactionHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
@@ -182,6 +183,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     pipeline: config.pipeline,
     webhooks: config.webhooks,
     permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
+    commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
@@ -315,6 +318,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicMetrics: config.api.publicMetrics,
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
+    trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     budgets,
