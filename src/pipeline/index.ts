@@ -7,6 +7,8 @@ export {
   DEFAULT_LABELS,
   DEFAULT_DEPLOY,
   DEFAULT_SKIP_PERMISSIONS,
+  DEFAULT_SUCCESS,
+  successOf,
   DEPLOY_ENV_PATTERN,
   defaultStages,
   defaultPipeline,
