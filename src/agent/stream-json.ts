@@ -1,5 +1,6 @@
 import { checkClaim, type RefusedClaim } from '../budgets/index.js';
-import { addUsage, emptyUsage, FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
+import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
+import { addUsage, emptyUsage } from './types.js';
 
 /**
  * Reads Claude Code's `--output-format stream-json --verbose` NDJSON, one stdout line at a time

@@ -3,7 +3,7 @@ import { createTokenStore, isTokenScope, TOKEN_SCOPES, TokenError, type TokenSto
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';
 import { NoDatabaseError, openExistingStore } from './existing-store.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 const TOKEN_CREATE = {
   command: 'baton token create',
@@ -43,7 +43,9 @@ export const TOKEN_COMMANDS: CommandGroup = {
  * tokens without a running server; the database must exist (`baton migrate` or `serve` made it). The command line is
  * checked first; `config` is asked for only then (undefined: it was bad and has been reported).
  */
-export async function tokenCommand(argv: string[], io: CommandIo, config: () => Config | undefined): Promise<number> {
+export async function tokenCommand(argv: string[], rawIo: CommandIo, config: () => Config | undefined): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const action = tokenAction(argv, io);
   const loaded = config();
   if (!loaded) return 1;

@@ -6,6 +6,7 @@ import type { BudgetService, FullRunEngine, Run, RunOutcome, RunQueries } from '
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
+import { createClientAddressResolver } from './client-address.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
 import type { EventHub } from './event-hub.js';
 import { budgetRoutes } from './routes-budgets.js';
@@ -43,6 +44,8 @@ export interface HttpDeps {
   dashboard: DashboardSettings;
   /** `http.maxBodyBytes`: the body limit of every route but the webhooks and the workspace callbacks. */
   maxBodyBytes: HttpLimits['maxBodyBytes'];
+  /** `http.trustedProxies`: whose X-Forwarded-For names the client (the login limiter). */
+  trustedProxies?: HttpLimits['trustedProxies'];
   /** GITEA_URL, for the issue links in run views. */
   forgeUrl?: string;
   /** Queues a run asked for through `POST /api/runs`. */
@@ -95,7 +98,8 @@ export function createHttpApp(deps: HttpDeps): Hono {
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
   if (deps.deliveries) app.route('/', deliveriesRoutes(deps.deliveries));
   app.route('/', eventRoutes(deps.events));
-  app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));
+  const clientAddress = createClientAddressResolver(deps.trustedProxies ?? []);
+  app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now, clientAddress }));
   return app;
 }
 

@@ -1,3 +1,4 @@
+import type { SetupToken } from '../runner-contract/index.js';
 import type { TaskRequest } from '../runs/index.js';
 
 /**
@@ -108,13 +109,6 @@ export interface Trigger {
 }
 
 export type BuildWeight = 'light' | 'heavy';
-
-/**
- * Tokens a stage may hand to its install and build commands, which run the repository's code:
- * `forge` (the bot's forge token and git credentials), `agent` (`CLAUDE_CODE_OAUTH_TOKEN`).
- */
-export const SETUP_TOKENS = ['forge', 'agent'] as const;
-export type SetupToken = (typeof SETUP_TOKENS)[number];
 
 /**
  * What success of a stage's run means, checked against the forge after its agent ends:

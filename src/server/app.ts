@@ -283,6 +283,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicMetrics: config.api.publicMetrics,
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
+    trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),

@@ -1,5 +1,4 @@
 import type { ForgeAccounts } from '../forge/index.js';
-import type { Logger } from '../log/index.js';
 import { successOf, type Pipeline } from '../pipeline/index.js';
 import { branchNamesIssue, OUTCOME_MISSING, type Run, type RunOutcome } from '../runs/index.js';
 
@@ -25,7 +24,11 @@ export type OutcomeCheck = (run: Run, outcome: RunOutcome) => Promise<RunOutcome
  * When the forge cannot be asked (down, no account), the agent's claim stands: an outage of the
  * forge must not fail work that may well be done; the server's log says so.
  */
-export function createOutcomeCheck(deps: { pipeline: Pipeline; accounts: ForgeAccounts; logger: Pick<Logger, 'warn'> }): OutcomeCheck {
+export function createOutcomeCheck(deps: {
+  pipeline: Pipeline;
+  accounts: ForgeAccounts;
+  logger: { warn(details: object, message: string): void };
+}): OutcomeCheck {
   return async (run, outcome) => {
     if (outcome.status !== 'succeeded' || run.number === null || run.payload.declared === true) return outcome;
     const stage = deps.pipeline.stages.find((s) => s.name === run.stage) ?? { name: run.stage };

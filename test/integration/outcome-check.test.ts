@@ -55,7 +55,7 @@ describe('the outcome check', () => {
       startedAt: Date.now(),
       createdAt: Date.now(),
       claimedAt: Date.now(),
-    }) as Run;
+    }) as unknown as Run;
 
   it('fails a develop run that pushed nothing and opened no pull request, saying so', async () => {
     // A pull request of the issue from an hour ago does not count for this run.
