@@ -11,6 +11,7 @@ export {
 } from './secrets.js';
 export { nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
+export { gatedFetch, startEgressBridge } from './egress-bridge.js';
 export { findCommand } from './find-command.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
 export {

@@ -2,7 +2,9 @@ import { parseArgs } from 'node:util';
 import {
   checkRunner,
   createCallbackClient,
+  gatedFetch,
   nestedSandboxSpawn,
+  startEgressBridge,
   readRunnerSecrets,
   runAgent,
   SecretsError,
@@ -50,7 +52,10 @@ Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (defa
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner).
+that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
+callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
+when any of them connects, directly or through the gate).
 BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
 
 With stream-json output the agent command names the Claude Code executable only: baton runs
@@ -125,6 +130,19 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   }
 
   const sandbox = env.BATON_SANDBOX?.trim() || undefined;
+  // With a gate the sandbox has no network of its own: the relay is how its tools reach the
+  // gate, and the runner's own callbacks go to the gate's socket.
+  const egressSocket = env.BATON_EGRESS_SOCKET?.trim() || undefined;
+  const gateFetch = egressSocket ? gatedFetch(egressSocket) : undefined;
+  if (egressSocket) {
+    const port = Number(env.BATON_EGRESS_PORT ?? '3128');
+    try {
+      await startEgressBridge({ socketPath: egressSocket, port });
+    } catch (err) {
+      // Reported, not fatal: the callbacks do not need the relay, and the run's log says why its tools cannot connect.
+      console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
+    }
+  }
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
   const agentCommandProblem = (raw: string) =>
     `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
@@ -149,7 +167,18 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       console.log(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
       return 1;
     }
-    const result = await checkRunner({ env, cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(), agentCommand, spawn: stepSpawn });
+    const unreachable = (env.BATON_CHECK_UNREACHABLE ?? '')
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => t !== '');
+    const result = await checkRunner({
+      env,
+      cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
+      agentCommand,
+      spawn: stepSpawn,
+      unreachable,
+      egressSocket,
+    });
     console.log(result.message);
     return result.ok ? 0 : 1;
   }
@@ -233,6 +262,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       progressUrl,
       token: callbackToken,
       maxRetryMs: callbackMaxRetryMs,
+      fetch: gateFetch,
       log: (line) => console.error(line),
     });
     await client.complete({
@@ -272,6 +302,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       callbackUrl,
       progressUrl,
       callbackToken,
+      fetch: gateFetch,
       env,
       claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
       forgeToken: secrets.GITEA_TOKEN || undefined,
@@ -303,6 +334,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
       progressUrl,
       token: callbackToken,
       maxRetryMs: callbackMaxRetryMs,
+      fetch: gateFetch,
       log: (line) => console.error(line),
     });
     await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_error' });
