@@ -7,7 +7,7 @@ import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
 import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createCommentHandler, createOutbox, createStatusCommentHook, type Outbox } from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -90,7 +90,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   const now = deps.now ?? Date.now;
 
   // 1. The store.
-  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous, logger });
+  const store =
+    deps.store ??
+    createStore({
+      url: config.database.url,
+      sqliteSynchronous: config.database.sqliteSynchronous,
+      timeouts: config.database.timeouts,
+      logger,
+    });
 
   // 2. Metrics, which every later part may count into.
   const metrics = createMetricsRegistry();
@@ -114,6 +121,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     ...deps.outbox,
     handlers: {
       comment: createCommentHandler({ accounts }),
+      reaction: createReactionHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
@@ -168,6 +176,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     pipeline: config.pipeline,
     webhooks: config.webhooks,
     permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
+    commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
@@ -286,6 +296,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicMetrics: config.api.publicMetrics,
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
+    trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     budgets,

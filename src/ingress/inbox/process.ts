@@ -1,6 +1,7 @@
 import { RetryLaterError } from '../../background/index.js';
-import type { Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
-import { LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
+import type { ChatCommand, Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
+import { commandOf, LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
+import { readCommandContext, refuseCommand, runCommand, type CommandDeps } from './commands.js';
 import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
 import type { Store, TransactionScope } from '../../store/index.js';
 import {
@@ -44,6 +45,12 @@ export interface DeliveryProcessorDeps {
   permissionOf?: PermissionLookup;
   /** Earlier copies received longer ago than this do not count as duplicates. */
   retentionMs: number;
+  /**
+   * ChatOps: comments that start with the mention are commands (commands.ts). Without it they are
+   * plain comments. `permissionOf` here is always asked (cached by the caller), whatever
+   * `webhooks.requireWritePermission` says: only people with write access give commands.
+   */
+  commands?: CommandDeps & { permissionOf: PermissionLookup };
   /** Told after every permission lookup: the configuration problem it revealed, or null when it worked. */
   onPermissionProblem?: (problem: string | null) => void;
   now?: () => number;
@@ -115,6 +122,11 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${pendingCopy.id}` });
     }
     const actedOn = new Set(copies.flatMap((c) => c.stages));
+
+    const command = deps.commands && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
+    if (command && deps.commands) {
+      return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0);
+    }
 
     const issue: IssueRef | undefined =
       event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
@@ -229,6 +241,69 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       return answers;
     });
   };
+
+  /**
+   * A command: from a bot or an ignored user it is nothing (a bot's reply quoting the help must
+   * not loop); from someone without write access it gets a reply saying so; otherwise it is
+   * carried out with its reaction and reply, in the verdict's transaction.
+   */
+  async function processCommand(
+    commands: NonNullable<DeliveryProcessorDeps['commands']>,
+    claimed: ClaimedDelivery,
+    event: ForgeEvent & { number: number },
+    command: ChatCommand,
+    copied: boolean,
+  ) {
+    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) => record(claimed, verdict, write);
+    const sender = event.sender.toLowerCase();
+    if (deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender)) {
+      return finish({
+        outcome: DELIVERY_OUTCOME.ignored,
+        verdict: `ignored: command from ${deps.pipeline.botUsers.includes(sender) ? 'a bot' : 'an ignored user'}`,
+      });
+    }
+    if (copied) return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: 'duplicate: an earlier copy of this command was taken' });
+    let permitted = false;
+    try {
+      permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+      deps.onPermissionProblem?.(null);
+    } catch (err) {
+      const failure = readPermissionFailure(err);
+      if (failure.kind === 'transient') {
+        throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+      }
+      if (failure.kind === 'misconfigured') {
+        return finish({
+          outcome: DELIVERY_OUTCOME.misconfigured,
+          verdict: `misconfigured: the forge refused the permission lookup of a command (${failure.message})`,
+        });
+      }
+    }
+    if (!permitted) {
+      return finish(
+        { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: ${event.sender} lacks write permission for a command` },
+        async (scope) => {
+          await refuseCommand(commands, scope, event);
+          return [];
+        },
+      );
+    }
+    const context = await readCommandContext(commands, event, command).catch((err: unknown) => {
+      throw new RetryLaterError(`could not read the issue's runs: ${messageOf(err)}`, { cause: err });
+    });
+    const verdict: DeliveryVerdict = { outcome: DELIVERY_OUTCOME.command, verdict: `command ${command.name}` };
+    return finish(verdict, async (scope) => {
+      const result = await runCommand(commands, scope, event, command, context, deps.pipeline, `delivery-${claimed.delivery.id}`);
+      if (!result) {
+        // Taken already: catch-up delivered the comment again after its webhook (or the reverse).
+        Object.assign(verdict, { outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: command ${command.name} already taken` });
+        return [];
+      }
+      const said = `command ${command.name}: ${result.reply.split('\n')[0]!.slice(0, 200)}`;
+      verdict.verdict = said;
+      return result.runIds.map((runId, i) => ({ stage: result.stages[i]!, runId, outcome: 'queued' as const, reason: said }));
+    });
+  }
 
   async function enqueue(scope: TransactionScope, request: TaskRequest, event: ForgeEvent, deliveryId?: string): Promise<RunAnswer> {
     const payload = { ...request.payload, forge: event.forge, ...(deliveryId !== undefined ? { delivery: deliveryId } : {}) };
