@@ -8,6 +8,8 @@ import {
   startEgressBridge,
   type RunAgentOptions,
 } from '../agent/index.js';
+// The same checks the configuration pass applies to what baton passes on (config check, doctor).
+import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
   readRunnerSecrets,
@@ -166,20 +168,6 @@ function takeSecrets(env: NodeJS.ProcessEnv): RunnerSecrets | null {
     console.error(`baton agent: ${err.message}; the outcome cannot be reported`);
     return null;
   }
-}
-
-function agentCommandProblem(raw: string): string {
-  return `${RUNNER_ENV.agentCommand} must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
-}
-
-function parseAgentCommand(raw: string): string[] | undefined {
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string')) return parsed as string[];
-  } catch {
-    // Reported by the caller.
-  }
-  return undefined;
 }
 
 /**
