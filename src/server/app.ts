@@ -38,6 +38,7 @@ import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createOutcomeCheck } from './outcome-check.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
@@ -335,6 +336,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
     deliveries: createDeliveryInspector({ inbox: inbox.inbox, store, spool }),
