@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { findCommand } from '../runner-contract/index.js';
+import { findCommand, parseAgentCommand } from '../runner-contract/index.js';
 import { loadConfig, type Config } from '../server/index.js';
 import { ConfigError } from '../config-schema/index.js';
 import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
@@ -526,12 +526,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
 function agentCommandOf(config: Config): string | null {
   const raw = config.agentEnv.BATON_AGENT_COMMAND;
   if (raw === undefined) return 'claude';
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return Array.isArray(parsed) && typeof parsed[0] === 'string' ? parsed[0] : null;
-  } catch {
-    return null;
-  }
+  return parseAgentCommand(raw)?.[0] ?? null;
 }
 
 function isLoopback(url: string): boolean {

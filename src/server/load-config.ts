@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { createConfigLoader, sensitiveVariables, type Env, type LoadedSettings, type LoadReport } from '../config-schema/index.js';
+import { agentEnvProblems } from '../runner-contract/index.js';
 import { SECTIONS } from './config-sections.js';
 import type { Config, RootSettings } from './config-types.js';
 import { rootNode } from './root-section.js';
@@ -60,7 +61,9 @@ function fromEnvironment(report: LoadReport): Pick<Config, 'agentEnv'> {
         'Remove REDIS_URL; set DATABASE_URL (default sqlite:DATA_DIR/baton.db, or postgres://… to share the queue between replicas).',
     );
   }
-  return { agentEnv: Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!])) };
+  const agentEnv = Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
+  report.problems.push(...agentEnvProblems(agentEnv));
+  return { agentEnv };
 }
 
 /**
