@@ -38,6 +38,7 @@ import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createOutcomeCheck } from './outcome-check.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
@@ -222,7 +223,21 @@ export function createApp(config: Config, deps: AppDeps): App {
       : undefined;
 
   // 6. Workspaces.
-  const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
+  // Each refusal of a run's egress gate: a line in the run's log (what the operator reads first),
+  // the counter, and baton's own log.
+  const egressRefused = metrics.counter('baton_egress_refused_total', "Connections runs' egress gates refused.");
+  egressRefused.inc({}, 0);
+  const provider =
+    deps.provider ??
+    createConfiguredProvider(config, logger, runs, {
+      onRefused: (run, refusal) => {
+        egressRefused.inc();
+        const target = refusal.path !== undefined ? `http://baton.internal${refusal.path}` : `${refusal.host}:${refusal.port}`;
+        logger.warn({ runId: run.runId, stage: run.stage, target, reason: refusal.reason }, 'egress refused');
+        const line = `[baton] egress refused: ${refusal.method} ${target}: ${refusal.reason} (widen with egress.allow or egress.stages.${run.stage} in baton.yaml)`;
+        void engine.appendProgress(run.runId, { lines: [line] }).catch(() => {});
+      },
+    });
 
   // 7. The workers: started in this order, stopped in the reverse one. A new background worker
   // is one more entry here.
@@ -321,6 +336,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
     deliveries: createDeliveryInspector({ inbox: inbox.inbox, store, spool }),
