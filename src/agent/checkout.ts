@@ -98,7 +98,9 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
     env,
   });
   if (checkout.code !== 0) {
-    throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`, { transient: passes(checkout) });
+    throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`, {
+      transient: passes(checkout),
+    });
   }
   log(`[baton] on branch ${target}`);
   return repoDir;

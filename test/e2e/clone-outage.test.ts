@@ -147,7 +147,12 @@ describe('baton serve: a forge outage during the clones', () => {
       expect(done, `${done.last_error}\n${server.output()}`).toMatchObject({ status: 'succeeded' });
       expect(done.agent_attempt).toBeGreaterThan(1);
       expect(done.agent_attempt).toBeLessThanOrEqual(6);
-      const retries = await store.db.selectFrom('run_events').select('data').where('run_id', '=', id).where('type', '=', 'run:retrying').execute();
+      const retries = await store.db
+        .selectFrom('run_events')
+        .select('data')
+        .where('run_id', '=', id)
+        .where('type', '=', 'run:retrying')
+        .execute();
       for (const r of retries) expect(JSON.parse(r.data ?? '{}')).toMatchObject({ error: 'clone_unavailable' });
     }
     expect(git.refusedDuringOutage).toBeGreaterThanOrEqual(ISSUES.length);

@@ -59,7 +59,10 @@ describe('git in the workspace', () => {
     expect(await runAgent(fixture.options('success', { cloneUrl }))).toMatchObject({ status: 'succeeded' });
     // A forge that cannot be reached at all is an outage too.
     const closed = `http://127.0.0.1:1/acme/app.git`;
-    expect(await runAgent(fixture.options('success', { cloneUrl: closed }))).toMatchObject({ status: 'failed', error: 'clone_unavailable' });
+    expect(await runAgent(fixture.options('success', { cloneUrl: closed }))).toMatchObject({
+      status: 'failed',
+      error: 'clone_unavailable',
+    });
   });
 
   it('refuses a default branch that starts with "-" before git sees it', async () => {
