@@ -5,7 +5,7 @@ import { CLAUDE_COMMAND, claudeInvocation, templateInvocation, type AgentInvocat
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import type { StopRequest } from './stop.js';
 import { createStreamParser, judgeResult } from './stream-json.js';
-import { FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
+import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
 
 /** The parts of RunAgentOptions that shape the agent process. */
 export interface AgentProcessOptions {

@@ -1,5 +1,5 @@
 import { CLAUDE_COMMAND } from './invocation.js';
-import { findCommand } from './find-command.js';
+import { findCommand } from '../runner-contract/index.js';
 import { startProcess, type SpawnFunction } from './process-group.js';
 
 export interface RunnerCheck {

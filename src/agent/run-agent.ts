@@ -9,12 +9,11 @@ import { runAgentProcess } from './agent-process.js';
 import { sessionFromFrontMatter, type ClaudeSession } from './invocation.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
-import type { SetupToken } from '../pipeline/index.js';
+import type { SetupToken } from '../runner-contract/index.js';
 import { isHeavyStage } from './stages.js';
 import { Stopped, type StopRequest } from './stop.js';
-import { FAILURE_KIND, type AgentOutcome, type AgentUsage, type CompletionBody } from './types.js';
-
-export { FAILURE_KIND } from './types.js';
+import { FAILURE_KIND, type AgentUsage, type CompletionBody } from '../runner-contract/index.js';
+import type { AgentOutcome } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
 

@@ -2,6 +2,39 @@ import { describe, expect, it } from 'vitest';
 import { createStreamParser, judgeResult, type ResultSummary } from './stream-json.js';
 
 describe('stream-json parser', () => {
+  it('refuses negative, non-finite and absurd usage and cost claims: they count as zero, with a line saying so', () => {
+    const parser = createStreamParser();
+    const assistant = parser.push(
+      JSON.stringify({
+        type: 'assistant',
+        message: { id: 'm1', content: [], usage: { input_tokens: -5_000_000_000, output_tokens: 7, cache_read_input_tokens: 1e30 } },
+      }),
+    );
+    expect(assistant).toContainEqual(
+      expect.stringMatching(/^\[baton\] refused assistant usage\.input_tokens = -5000000000 .*counts as 0$/),
+    );
+    expect(assistant).toContainEqual(expect.stringMatching(/^\[baton\] refused assistant usage\.cache_read_input_tokens = 1e\+30 /));
+    expect(parser.streamedUsage).toEqual({ inputTokens: 0, outputTokens: 7, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 });
+    expect(parser.streamedTokens).toBe(7);
+
+    const result = parser.push(
+      JSON.stringify({
+        type: 'result',
+        subtype: 'success',
+        is_error: false,
+        num_turns: 1,
+        total_cost_usd: -100,
+        modelUsage: { opus: { inputTokens: -1, outputTokens: 3, cacheReadInputTokens: '9', cacheCreationInputTokens: 2 } },
+      }),
+    );
+    expect(result.filter((l) => l.startsWith('[baton] refused'))).toHaveLength(3);
+    expect(result.join('\n')).toContain('refused result.total_cost_usd = -100');
+    expect(parser.result).toMatchObject({
+      costUsd: null,
+      usage: { inputTokens: 0, outputTokens: 3, cacheReadInputTokens: 0, cacheCreationInputTokens: 2 },
+    });
+  });
+
   it('takes the last result, sums modelUsage over models and reads total_cost_usd', () => {
     const parser = createStreamParser();
     parser.push(JSON.stringify({ type: 'result', subtype: 'error_max_turns', is_error: true, errors: ['first'] }));

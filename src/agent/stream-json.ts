@@ -1,10 +1,14 @@
-import { addUsage, emptyUsage, FAILURE_KIND, type AgentStatus, type AgentUsage } from './types.js';
+import { checkClaim, type RefusedClaim } from '../budgets/index.js';
+import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
+import { addUsage, emptyUsage } from './types.js';
 
 /**
  * Reads Claude Code's `--output-format stream-json --verbose` NDJSON, one stdout line at a time
  * (see ../shared/reference/claude-code/STREAM-JSON.md). It turns each line into readable log
  * lines, counts tokens from assistant messages as they arrive (for the token cap and live
- * progress) and keeps the LAST `result` message, which alone decides the outcome.
+ * progress) and keeps the LAST `result` message, which alone decides the outcome. Every usage and
+ * cost number is the agent's claim: one that is negative, not finite or over its ceiling counts as
+ * zero, with a `[baton] refused …` line in the log (budgets/claims.ts).
  */
 
 export interface ResultSummary {
@@ -73,35 +77,41 @@ export function createStreamParser(): StreamParser {
         return [line];
       }
       if (!isRecord(message) || typeof message.type !== 'string') return [line];
-      switch (message.type) {
-        case 'system':
-          return [describeSystem(message)];
-        case 'assistant': {
-          const inner = isRecord(message.message) ? message.message : {};
-          const usage = snakeUsage(inner.usage);
-          if (usage) {
-            if (typeof inner.id === 'string') {
-              const before = usageById.get(inner.id);
-              const after = maxUsage(before, usage);
-              usageById.delete(inner.id);
-              usageById.set(inner.id, after);
-              if (usageById.size > RECENT_MESSAGE_IDS) usageById.delete(usageById.keys().next().value!);
-              total = addUsage(before ? subtractUsage(total, before) : total, after);
-            } else total = addUsage(total, usage);
-          }
-          return describeAssistant(message, inner);
-        }
-        case 'user':
-          return describeUser(message);
-        case 'result': {
-          result = readResult(message);
-          return [describeResult(result)];
-        }
-        default:
-          return [`[${message.type}] ${snippet(JSON.stringify(message))}`];
-      }
+      const refused: RefusedClaim[] = [];
+      const lines = describeLine(message, message.type, refused);
+      return refused.length > 0 ? [...lines, ...refused.map((r) => r.line)] : lines;
     },
   };
+
+  function describeLine(message: Record<string, unknown>, type: string, refused: RefusedClaim[]): string[] {
+    switch (type) {
+      case 'system':
+        return [describeSystem(message)];
+      case 'assistant': {
+        const inner = isRecord(message.message) ? message.message : {};
+        const usage = snakeUsage(inner.usage, 'assistant usage', refused);
+        if (usage) {
+          if (typeof inner.id === 'string') {
+            const before = usageById.get(inner.id);
+            const after = maxUsage(before, usage);
+            usageById.delete(inner.id);
+            usageById.set(inner.id, after);
+            if (usageById.size > RECENT_MESSAGE_IDS) usageById.delete(usageById.keys().next().value!);
+            total = addUsage(before ? subtractUsage(total, before) : total, after);
+          } else total = addUsage(total, usage);
+        }
+        return describeAssistant(message, inner);
+      }
+      case 'user':
+        return describeUser(message);
+      case 'result': {
+        result = readResult(message, refused);
+        return [describeResult(result)];
+      }
+      default:
+        return [`[${type}] ${snippet(JSON.stringify(message))}`];
+    }
+  }
 }
 
 /**
@@ -172,8 +182,9 @@ export function apiFailureKind(status: number | undefined, text: string): string
   return FAILURE_KIND.agentError;
 }
 
-function readResult(m: Record<string, unknown>): ResultSummary {
-  const cost = firstNumber(m.total_cost_usd, m.total_cost, m.cost_usd);
+function readResult(m: Record<string, unknown>, refused: RefusedClaim[]): ResultSummary {
+  const costKey = ['total_cost_usd', 'total_cost', 'cost_usd'].find((k) => m[k] !== undefined && m[k] !== null);
+  const cost = costKey === undefined ? null : checkClaim(m[costKey], 'costUsd', `result.${costKey}`, refused);
   return {
     subtype: typeof m.subtype === 'string' ? m.subtype : '(none)',
     isError: typeof m.is_error === 'boolean' ? m.is_error : null,
@@ -182,35 +193,40 @@ function readResult(m: Record<string, unknown>): ResultSummary {
     numTurns: typeof m.num_turns === 'number' ? m.num_turns : undefined,
     apiErrorStatus: typeof m.api_error_status === 'number' ? m.api_error_status : undefined,
     costUsd: cost,
-    usage: modelUsage(m.modelUsage) ?? snakeUsage(m.usage),
+    usage: modelUsage(m.modelUsage, refused) ?? snakeUsage(m.usage, 'result usage', refused),
   };
 }
 
 /** Sum over models; `modelUsage` includes subagents, `usage` only the main loop. */
-function modelUsage(raw: unknown): AgentUsage | null {
+function modelUsage(raw: unknown, refused: RefusedClaim[]): AgentUsage | null {
   if (!isRecord(raw)) return null;
-  const models = Object.values(raw).filter(isRecord);
+  const models = Object.entries(raw).filter((e): e is [string, Record<string, unknown>] => isRecord(e[1]));
   if (models.length === 0) return null;
-  return models.reduce<AgentUsage>(
-    (sum, m) =>
-      addUsage(sum, {
-        inputTokens: num(m.inputTokens),
-        outputTokens: num(m.outputTokens),
-        cacheReadInputTokens: num(m.cacheReadInputTokens),
-        cacheCreationInputTokens: num(m.cacheCreationInputTokens),
-      }),
-    emptyUsage(),
-  );
+  return models.reduce<AgentUsage>((sum, [model, m]) => {
+    const field = (key: string) => tokens(m[key], `result modelUsage[${JSON.stringify(model.slice(0, 80))}].${key}`, refused);
+    return addUsage(sum, {
+      inputTokens: field('inputTokens'),
+      outputTokens: field('outputTokens'),
+      cacheReadInputTokens: field('cacheReadInputTokens'),
+      cacheCreationInputTokens: field('cacheCreationInputTokens'),
+    });
+  }, emptyUsage());
 }
 
-function snakeUsage(raw: unknown): AgentUsage | null {
+function snakeUsage(raw: unknown, where: string, refused: RefusedClaim[]): AgentUsage | null {
   if (!isRecord(raw)) return null;
+  const field = (key: string) => tokens(raw[key], `${where}.${key}`, refused);
   return {
-    inputTokens: num(raw.input_tokens),
-    outputTokens: num(raw.output_tokens),
-    cacheReadInputTokens: num(raw.cache_read_input_tokens),
-    cacheCreationInputTokens: num(raw.cache_creation_input_tokens),
+    inputTokens: field('input_tokens'),
+    outputTokens: field('output_tokens'),
+    cacheReadInputTokens: field('cache_read_input_tokens'),
+    cacheCreationInputTokens: field('cache_creation_input_tokens'),
   };
+}
+
+/** A token count the agent claims; a refused one (negative, not finite, absurd) counts as 0. */
+function tokens(v: unknown, field: string, refused: RefusedClaim[]): number {
+  return checkClaim(v, 'tokens', field, refused) ?? 0;
 }
 
 function subtractUsage(a: AgentUsage, b: AgentUsage): AgentUsage {
@@ -302,15 +318,6 @@ function describeResult(r: ResultSummary): string {
 
 function snippet(text: string): string {
   return text.length > MAX_SNIPPET ? `${text.slice(0, MAX_SNIPPET)}…` : text;
-}
-
-function firstNumber(...values: unknown[]): number | null {
-  for (const v of values) if (typeof v === 'number' && Number.isFinite(v)) return v;
-  return null;
-}
-
-function num(v: unknown): number {
-  return typeof v === 'number' && Number.isFinite(v) ? v : 0;
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -17,3 +17,4 @@ export {
 } from './budgets.js';
 export { dayKey, nextDayStart, isTimeZone } from './day.js';
 export { addUsage, readBudgetDay, setTodayLimits, type BudgetDay } from './ledger.js';
+export { checkClaim, nonNegative, MAX_CLAIMED_COST_USD, MAX_CLAIMED_TOKENS, type ClaimKind, type RefusedClaim } from './claims.js';

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/index.js';
 import { budgetStatus, configuredBudgets, type BudgetLimit, type BudgetScope, type BudgetsConfig, type BudgetStatus } from './budgets.js';
+import { nonNegative } from './claims.js';
 import { dayKey, nextDayStart } from './day.js';
 
 /** Today's budgets, as every replica reads them from the database. */
@@ -23,6 +24,9 @@ export async function addUsage(
   db: Kysely<Database>,
   entry: { day: string; scopes: readonly BudgetScope[]; tokens: number; costUsd: number; now: number },
 ): Promise<void> {
+  // Budgets only ever grow: a negative amount would switch a spent budget back on.
+  const tokens = nonNegative(entry.tokens);
+  const costUsd = nonNegative(entry.costUsd);
   if (entry.scopes.length === 0) return;
   await db
     .insertInto('budget_usage')
@@ -30,8 +34,8 @@ export async function addUsage(
       entry.scopes.map((scope) => ({
         day: entry.day,
         scope,
-        tokens: entry.tokens,
-        cost_usd: entry.costUsd,
+        tokens,
+        cost_usd: costUsd,
         runs: 1,
         updated_at: entry.now,
       })),

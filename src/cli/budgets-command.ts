@@ -1,7 +1,7 @@
 import { createApiClient } from './api-client.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup } from './args.js';
 import { formatTime, table } from './format.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 /** The API's budget overview (docs/budgets.md). */
 interface Amount {
@@ -43,7 +43,9 @@ export const BUDGETS_COMMANDS: CommandGroup = {
 };
 
 /** `baton budgets ls|set`. */
-export async function budgetsCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function budgetsCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   // `baton budgets` alone lists them.
   const [spec, rest] = subcommandOf(BUDGETS_COMMANDS, argv.length === 0 ? ['ls'] : argv);
   if (spec.command === BUDGETS_LS.command) {

@@ -5,7 +5,7 @@ import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';
 import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
 import { UsageError } from './args.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 import { isPrivateOrLoopbackUrl } from './network.js';
 
 const USAGE = 'usage: baton connect OWNER/REPO [--dry-run] [--recreate]';
@@ -32,7 +32,9 @@ bot's token. Exit code 0 when the repository is ready, 1 when something is not.`
 type Mark = 'ok' | 'change' | 'warn' | 'FAIL';
 
 /** `baton connect OWNER/REPO`: webhook, labels and bot access of one repository, idempotent. */
-export async function connectCommand(argv: string[], io: CommandIo, config: Config): Promise<number> {
+export async function connectCommand(argv: string[], rawIo: CommandIo, config: Config): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   let values: { 'dry-run'?: boolean; recreate?: boolean; help?: boolean };
   let positionals: string[];
   try {

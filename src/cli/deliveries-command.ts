@@ -1,7 +1,7 @@
 import { createApiClient } from './api-client.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 /** The parts of the API's delivery view the commands print (docs/api.md, "Deliveries inspector"). */
 interface DeliveryView {
@@ -71,7 +71,9 @@ export const DELIVERIES_COMMANDS: CommandGroup = {
 };
 
 /** `baton deliveries ls|show|replay`. */
-export async function deliveriesCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function deliveriesCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const [spec, rest] = subcommandOf(DELIVERIES_COMMANDS, argv);
   switch (spec.command) {
     case DELIVERIES_LS.command: {

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { findCommand } from '../agent/index.js';
-import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { findCommand } from '../runner-contract/index.js';
+import { ConfigError, loadConfig, parseAgentCommand, type Config } from '../config/index.js';
 import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import { createLogger } from '../log/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
@@ -10,7 +10,7 @@ import { createConfiguredProvider } from '../server/index.js';
 import { createStore, parseDatabaseUrl } from '../store/index.js';
 import { createCoderClient, WORKSPACE_PARAMETERS } from '../workspaces/index.js';
 import { UsageError } from './args.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 import { isPrivateOrLoopbackUrl } from './network.js';
 
 const USAGE = 'usage: baton doctor [--repo OWNER/REPO]…';
@@ -50,7 +50,9 @@ const PROBE_MS = 5_000;
 const SANDBOX_CHECK_MS = 90_000;
 
 /** `baton doctor`: every configured part checked, one line each with a fix. Changes nothing. */
-export async function doctorCommand(argv: string[], io: CommandIo, cwd = process.cwd()): Promise<number> {
+export async function doctorCommand(argv: string[], rawIo: CommandIo, cwd = process.cwd()): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   let values: { repo?: string[]; help?: boolean };
   try {
     ({ values } = parseArgs({
@@ -109,7 +111,11 @@ async function checkDatabase(config: Config): Promise<Line[]> {
   if ('kind' in target && target.kind === 'sqlite' && target.file !== ':memory:' && !fs.existsSync(target.file)) {
     return [{ status: 'info', check: 'database', detail: `${shown} does not exist yet; baton serve creates it` }];
   }
-  const store = createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous });
+  const store = createStore({
+    url: config.database.url,
+    sqliteSynchronous: config.database.sqliteSynchronous,
+    timeouts: config.database.timeouts,
+  });
   try {
     await store.ping();
     const pending = await store.pendingMigrations();
@@ -519,12 +525,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
 function agentCommandOf(config: Config): string | null {
   const raw = config.agentEnv.BATON_AGENT_COMMAND;
   if (raw === undefined) return 'claude';
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return Array.isArray(parsed) && typeof parsed[0] === 'string' ? parsed[0] : null;
-  } catch {
-    return null;
-  }
+  return parseAgentCommand(raw)?.[0] ?? null;
 }
 
 function isLoopback(url: string): boolean {

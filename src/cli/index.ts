@@ -2,7 +2,7 @@ import { createRequire } from 'node:module';
 import { ConfigError, formatConfig, loadConfig, SECRET_ENV, type LoadedConfig } from '../config/index.js';
 import { ApiError } from './api-client.js';
 import { describeUsageError, HelpRequested, parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
-import { processIo, type CommandIo } from './io.js';
+import { processIo, visibleIo, type CommandIo } from './io.js';
 import { logsCommand, queueCommand, runsCommand } from './operator-commands.js';
 
 const HELP = `baton: orchestrates AI coding agents for Gitea/Forgejo issues on Coder or local workspaces
@@ -75,7 +75,8 @@ const CONFIG: CommandGroup = {
  * Runs a command, turning a bad command line into its message and usage (exit 2), `--help` into
  * the help text (exit 0) and an API error into its message (exit 1).
  */
-async function run(command: Command, argv: string[], io: CommandIo = processIo()): Promise<number> {
+async function run(command: Command, argv: string[], rawIo: CommandIo = processIo()): Promise<number> {
+  const io = visibleIo(rawIo);
   try {
     return await command(argv, io);
   } catch (err) {
@@ -129,7 +130,11 @@ const commands: Record<string, Command> = {
     const loaded = loadOrReport();
     if (!loaded) return 1;
     const { createStore } = await import('../store/index.js');
-    const store = createStore({ url: loaded.config.database.url, sqliteSynchronous: loaded.config.database.sqliteSynchronous });
+    const store = createStore({
+      url: loaded.config.database.url,
+      sqliteSynchronous: loaded.config.database.sqliteSynchronous,
+      timeouts: loaded.config.database.timeouts,
+    });
     try {
       const result = await store.migrate();
       console.log(result.applied.length ? `applied: ${result.applied.join(', ')}` : `up to date (${result.alreadyApplied} migrations)`);

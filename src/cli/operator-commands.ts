@@ -2,7 +2,7 @@ import { BACKOFF, backoffDelay } from '../background/index.js';
 import { createApiClient, type ApiClient } from './api-client.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatDuration, formatTime, table } from './format.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 /** The parts of the API's run view the commands print. */
 interface RunView {
@@ -92,7 +92,9 @@ export const RUNS_COMMANDS: CommandGroup = {
 };
 
 /** `baton runs ls|show|retry|cancel`. */
-export async function runsCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function runsCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const [spec, rest] = subcommandOf(RUNS_COMMANDS, argv);
   switch (spec.command) {
     case RUNS_LS.command: {
@@ -209,7 +211,9 @@ export const QUEUE_COMMANDS: CommandGroup = {
 };
 
 /** `baton queue pause|resume|stats`. */
-export async function queueCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function queueCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const [spec, rest] = subcommandOf(QUEUE_COMMANDS, argv);
   const { values } = parseCommand(spec, rest);
   const api = createApiClient(io);
@@ -270,7 +274,9 @@ export const LOGS_COMMAND = {
  * `baton logs <run> [--follow]`: prints the run's log; with --follow keeps printing new lines
  * from the event stream until the run ends, reconnecting from the last event id after a drop.
  */
-export async function logsCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function logsCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const { positionals, values } = parseCommand(LOGS_COMMAND, argv);
   const id = runId(positionals[0], LOGS_COMMAND);
   const api = createApiClient(io);

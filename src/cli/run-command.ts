@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { createApiClient } from './api-client.js';
 import { UsageError } from './args.js';
-import type { CommandIo } from './io.js';
+import { type CommandIo, visibleIo } from './io.js';
 import { logsCommand } from './operator-commands.js';
 
 const USAGE = 'usage: baton run STAGE --repo OWNER/REPO [--issue N] [--arg TEXT]… [--ref BRANCH] [--follow] [--json]';
@@ -29,7 +29,9 @@ interface SubmitAnswer {
 }
 
 /** `baton run STAGE --repo OWNER/REPO …`: a manual run; with --follow, its log until it ends. */
-export async function runCommand(argv: string[], io: CommandIo): Promise<number> {
+export async function runCommand(argv: string[], rawIo: CommandIo): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   let parsed: ReturnType<typeof parse>;
   try {
     parsed = parse(argv);

@@ -1,9 +1,9 @@
 import type { Config } from '../config/index.js';
-import { createStore } from '../store/index.js';
 import { createTokenStore, isTokenScope, TOKEN_SCOPES, TokenError, type TokenStore } from '../tokens/index.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';
-import type { CommandIo } from './io.js';
+import { NoDatabaseError, openExistingStore } from './existing-store.js';
+import { type CommandIo, visibleIo } from './io.js';
 
 const TOKEN_CREATE = {
   command: 'baton token create',
@@ -33,22 +33,31 @@ const TOKEN_REVOKE = {
 
 export const TOKEN_COMMANDS: CommandGroup = {
   command: 'baton token',
-  summary: 'API tokens, on the database directly (DATABASE_URL): works before or without a running server.',
+  summary:
+    'API tokens, on the database directly (DATABASE_URL): works without a running server, on a database baton serve or baton migrate made.',
   subcommands: [TOKEN_CREATE, { ...TOKEN_LIST, aliases: ['ls'] }, TOKEN_REVOKE],
 };
 
 /**
- * `baton token create|list|revoke`: works on the database directly (like `baton migrate`), so an
- * operator can mint the first tokens before or without a running server. The command line is
+ * `baton token create|list|revoke`: works on the database directly, so an operator can mint
+ * tokens without a running server; the database must exist (`baton migrate` or `serve` made it). The command line is
  * checked first; `config` is asked for only then (undefined: it was bad and has been reported).
  */
-export async function tokenCommand(argv: string[], io: CommandIo, config: () => Config | undefined): Promise<number> {
+export async function tokenCommand(argv: string[], rawIo: CommandIo, config: () => Config | undefined): Promise<number> {
+  // Forge and agent text is printed below: it must not drive the terminal.
+  const io = visibleIo(rawIo);
   const action = tokenAction(argv, io);
   const loaded = config();
   if (!loaded) return 1;
-  const store = createStore({ url: loaded.database.url, sqliteSynchronous: loaded.database.sqliteSynchronous });
+  let store;
   try {
-    await store.migrate();
+    store = await openExistingStore(loaded);
+  } catch (err) {
+    if (!(err instanceof NoDatabaseError)) throw err;
+    io.err(err.message);
+    return 1;
+  }
+  try {
     return await action(createTokenStore({ store }));
   } catch (err) {
     if (err instanceof TokenError) {

@@ -1,3 +1,4 @@
+import { PermanentError, RetryLaterError } from '../background/index.js';
 import type { EventWebhook } from '../config/index.js';
 import type { Counter } from '../metrics/index.js';
 import type { WebhookEntryPayload } from './hook.js';
@@ -13,14 +14,6 @@ export interface WebhookDeliveryOptions {
   timeoutMs?: number;
   /** `baton_webhook_deliveries_total{result}`: delivered, retried, failed. */
   deliveries?: Counter;
-  /**
-   * How to say "don't retry" and "retry no sooner than" to the outbox (its PermanentDeliveryError
-   * and RetryLaterError). Plain errors (retried with backoff) when absent.
-   */
-  errors?: {
-    permanent(message: string): Error;
-    retryLater(message: string, delayMs: number): Error;
-  };
 }
 
 /** What a delivered entry records. */
@@ -39,21 +32,17 @@ export function createWebhookDelivery(
   const doFetch = options.fetch ?? fetch;
   const now = options.now ?? Date.now;
   const timeoutMs = options.timeoutMs ?? 10_000;
-  const errors = options.errors ?? {
-    permanent: (message: string) => new Error(message),
-    retryLater: (message: string) => new Error(message),
-  };
 
   return async (entry) => {
     const payload = entry.payload as Partial<WebhookEntryPayload> | null;
     if (!payload || typeof payload.url !== 'string' || typeof payload.body !== 'string') {
       options.deliveries?.inc({ result: 'failed' });
-      throw errors.permanent('webhook entry has no url or body');
+      throw new PermanentError('webhook entry has no url or body');
     }
     const webhook = options.webhooks.find((w) => w.url === payload.url);
     if (!webhook) {
       options.deliveries?.inc({ result: 'failed' });
-      throw errors.permanent('the endpoint is no longer in events.webhooks');
+      throw new PermanentError('the endpoint is no longer in events.webhooks');
     }
     const timestamp = Math.floor(now() / 1000);
     let response: Response;
@@ -90,14 +79,16 @@ export function createWebhookDelivery(
     if (status === 429) {
       options.deliveries?.inc({ result: 'retried' });
       const retryAfter = Number(response.headers.get('retry-after'));
-      throw errors.retryLater(message, Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 3600) * 1000 : 60_000);
+      throw new RetryLaterError(message, {
+        delayMs: Number.isFinite(retryAfter) && retryAfter > 0 ? Math.min(retryAfter, 3600) * 1000 : 60_000,
+      });
     }
     if (status === 408 || status >= 500) {
       options.deliveries?.inc({ result: 'retried' });
       throw new Error(message);
     }
     options.deliveries?.inc({ result: 'failed' });
-    throw errors.permanent(`${message}; not retried`);
+    throw new PermanentError(`${message}; not retried`);
   };
 }
 

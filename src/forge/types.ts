@@ -164,6 +164,11 @@ export interface ForgeClient {
   listComments(owner: string, repo: string, number: number): Promise<ForgeComment[]>;
   createComment(owner: string, repo: string, number: number, body: string): Promise<ForgeComment>;
   editComment(owner: string, repo: string, commentId: number, body: string): Promise<ForgeComment>;
+  /**
+   * Reacts to a comment as this account (`eyes`, `+1`, `rocket`, …). Adding a reaction the account
+   * already gave is no error: the forge answers with the existing one (Gitea: 200 instead of 201).
+   */
+  addCommentReaction(owner: string, repo: string, commentId: number, content: string): Promise<void>;
   /** Labels defined in the repository (every page). */
   listRepoLabels(owner: string, repo: string): Promise<ForgeLabel[]>;
   /**

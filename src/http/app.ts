@@ -5,9 +5,9 @@ import type { DeliveryInspector } from '../ingress/index.js';
 import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
-import { limitBody } from './body-limit.js';
+import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
+import { createClientAddressResolver } from './client-address.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
-import { errorHandler, notFound } from './errors.js';
 import type { EventHub } from './event-hub.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
@@ -20,7 +20,6 @@ import { metricsRoutes } from './routes-metrics.js';
 import { queueRoutes } from './routes-queue.js';
 import { runsRoutes, type RunSubmitter } from './routes-runs.js';
 import { tokenRoutes } from './routes-tokens.js';
-import { securityHeaders } from './security-headers.js';
 
 /** The services the routes stand on; the composition root (`src/server/`) makes them. */
 export interface HttpDeps {
@@ -45,6 +44,8 @@ export interface HttpDeps {
   dashboard: DashboardSettings;
   /** `http.maxBodyBytes`: the body limit of every route but the webhooks and the workspace callbacks. */
   maxBodyBytes: HttpLimits['maxBodyBytes'];
+  /** `http.trustedProxies`: whose X-Forwarded-For names the client (the login limiter). */
+  trustedProxies?: HttpLimits['trustedProxies'];
   /** GITEA_URL, for the issue links in run views. */
   forgeUrl?: string;
   /** Queues a run asked for through `POST /api/runs`. */
@@ -97,7 +98,8 @@ export function createHttpApp(deps: HttpDeps): Hono {
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
   if (deps.deliveries) app.route('/', deliveriesRoutes(deps.deliveries));
   app.route('/', eventRoutes(deps.events));
-  app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now }));
+  const clientAddress = createClientAddressResolver(deps.trustedProxies ?? []);
+  app.route('/', dashboardRoutes({ credentials, settings: deps.dashboard, now: deps.now, clientAddress }));
   return app;
 }
 

@@ -2,7 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import type { Context, MiddlewareHandler } from 'hono';
 import { getCookie } from 'hono/cookie';
 import { scopeAllows, type ApiToken, type DashboardSession, type SessionStore, type TokenScope, type TokenStore } from '../tokens/index.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../web-kit/index.js';
 
 /** The dashboard's session cookie: a random session id (HttpOnly, SameSite=Strict, Secure but on loopback). */
 export const SESSION_COOKIE = 'baton_session';

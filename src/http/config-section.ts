@@ -1,4 +1,5 @@
-import { bool, int, mapping, number, section } from '../config-schema/index.js';
+import { bool, int, list, mapping, number, section, text } from '../config-schema/index.js';
+import { parseTrustedProxy } from './client-address.js';
 
 /** How the HTTP server guards itself against slow, many or large requests (`http:` in baton.yaml). */
 export interface HttpLimits {
@@ -12,6 +13,11 @@ export interface HttpLimits {
   maxConnections: number;
   /** Largest body of any route that reads one, except the forge webhooks (`webhooks.maxBodyBytes`) and the workspace callbacks. */
   maxBodyBytes: number;
+  /**
+   * Reverse proxies (addresses or CIDRs) whose `X-Forwarded-For` names the client, for the login
+   * limiter. Empty: the socket's peer is the client, and the header is never read.
+   */
+  trustedProxies: string[];
 }
 
 /** The dashboard's sessions and login (`dashboard:` in baton.yaml). */
@@ -25,9 +31,9 @@ export interface DashboardSettings {
    * Anyone on the network path can then steal a session. @default false
    */
   allowInsecureHttp: boolean;
-  /** Login attempts one client address may make per minute. */
+  /** Failed logins one client address may make per minute (a token that verifies always gets in). */
   loginAttemptsPerMinute: number;
-  /** Login attempts all clients together may make per minute. */
+  /** Failed logins all clients together may make per minute. */
   loginAttemptsPerMinuteTotal: number;
 }
 
@@ -45,6 +51,10 @@ export const httpSection = section(
       default: 1024 * 1024,
       doc: 'largest request body of any route but the forge webhooks (webhooks.maxBodyBytes) and workspace callbacks; larger gets 413',
     }),
+    trustedProxies: list(text({ doc: 'an address or CIDR, e.g. 10.0.0.0/8' }), {
+      env: 'BATON_TRUSTED_PROXIES',
+      doc: "reverse proxies whose X-Forwarded-For names the client (addresses or CIDRs); the login limiter counts that client's failures. Default none: the header is ignored",
+    }),
   }),
   (v, ctx): HttpLimits => {
     if (v.headersTimeoutSeconds > v.requestTimeoutSeconds) {
@@ -53,7 +63,13 @@ export const httpSection = section(
         `http.headersTimeoutSeconds (${v.headersTimeoutSeconds}) must not be longer than http.requestTimeoutSeconds (${v.requestTimeoutSeconds})`,
       );
     }
+    const trustedProxies = v.trustedProxies ?? [];
+    for (const entry of trustedProxies) {
+      if (!parseTrustedProxy(entry))
+        ctx.problem(`http.trustedProxies: "${entry.slice(0, 60)}" is not an IP address or CIDR (e.g. 10.0.0.7 or 10.0.0.0/8)`);
+    }
     return {
+      trustedProxies,
       headersTimeoutMs: ms(v.headersTimeoutSeconds),
       requestTimeoutMs: ms(v.requestTimeoutSeconds),
       keepAliveTimeoutMs: ms(v.keepAliveTimeoutSeconds),
@@ -77,8 +93,16 @@ export const dashboardSection = section(
       default: false,
       doc: 'send the session cookie without Secure over plain http from any address (default: only on loopback); warned about at every start',
     }),
-    loginAttemptsPerMinute: int({ min: 1, default: 10, doc: 'login attempts per client address and minute; more get 429' }),
-    loginAttemptsPerMinuteTotal: int({ min: 1, default: 60, doc: 'login attempts of all clients together per minute; more get 429' }),
+    loginAttemptsPerMinute: int({
+      min: 1,
+      default: 10,
+      doc: 'failed logins per client address and minute; more get 429 (a token that verifies always gets in)',
+    }),
+    loginAttemptsPerMinuteTotal: int({
+      min: 1,
+      default: 60,
+      doc: 'failed logins of all clients together per minute; more get 429 (a token that verifies always gets in)',
+    }),
   }),
   (v, ctx): DashboardSettings => {
     if (v.allowInsecureHttp) ctx.warn(INSECURE_HTTP_WARNING);

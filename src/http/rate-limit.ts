@@ -19,6 +19,8 @@ export type RateLimitVerdict = { ok: true } | { ok: false; retryAfterMs: number;
 export interface RateLimiter {
   /** Counts one attempt for `key`, or says how long until the next one may be made. Refused attempts are not counted. */
   take(key: string): RateLimitVerdict;
+  /** Whether `key` may make one more attempt, without counting it (see `take`). */
+  check(key: string): RateLimitVerdict;
 }
 
 /**
@@ -34,21 +36,28 @@ export function createRateLimiter(options: RateLimitOptions): RateLimiter {
   let total = 0;
   const counts = new Map<string, number>();
 
+  function check(key: string): RateLimitVerdict {
+    const t = now();
+    if (t >= windowStart + windowMs) {
+      windowStart = t;
+      total = 0;
+      counts.clear();
+    }
+    const retryAfterMs = windowStart + windowMs - t;
+    const count = counts.get(key) ?? 0;
+    if (count >= options.perKey) return { ok: false, retryAfterMs, reason: 'address' };
+    if (total >= options.total || (count === 0 && counts.size >= maxKeys)) return { ok: false, retryAfterMs, reason: 'total' };
+    return { ok: true };
+  }
+
   return {
+    check,
     take(key) {
-      const t = now();
-      if (t >= windowStart + windowMs) {
-        windowStart = t;
-        total = 0;
-        counts.clear();
-      }
-      const retryAfterMs = windowStart + windowMs - t;
-      const count = counts.get(key) ?? 0;
-      if (count >= options.perKey) return { ok: false, retryAfterMs, reason: 'address' };
-      if (total >= options.total || (count === 0 && counts.size >= maxKeys)) return { ok: false, retryAfterMs, reason: 'total' };
-      counts.set(key, count + 1);
+      const verdict = check(key);
+      if (!verdict.ok) return verdict;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
       total += 1;
-      return { ok: true };
+      return verdict;
     },
   };
 }

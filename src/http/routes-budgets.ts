@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { parseScope } from '../budgets/index.js';
 import type { BudgetService } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../web-kit/index.js';
 
 const BODY_KEYS = ['scope', 'tokens', 'costUsd'] as const;
 

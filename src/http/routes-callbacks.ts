@@ -1,4 +1,5 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
+import { checkClaim, type RefusedClaim } from '../budgets/index.js';
 import { maskUrlCredentials } from '../config-schema/index.js';
 import type { Logger } from '../log/index.js';
 import {
@@ -10,8 +11,7 @@ import {
   type RunOutcome,
   type Usage,
 } from '../runs/index.js';
-import { limitBody } from './body-limit.js';
-import { HttpError } from './errors.js';
+import { limitBody, HttpError } from '../web-kit/index.js';
 
 /** Largest callback or progress body a workspace may send. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -51,10 +51,14 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<Call
     if (lines !== undefined && (!Array.isArray(lines) || !lines.every((l) => typeof l === 'string'))) {
       throw new HttpError(400, 'invalid_body', 'lines must be an array of strings');
     }
+    const refused: RefusedClaim[] = [];
     const batch: ProgressBatch = { lines: (lines ?? []).slice(0, MAX_LINES_PER_BATCH) };
-    const usage = optionalUsage(body.usage);
+    const usage = optionalUsage(body.usage, refused);
     if (usage) batch.usage = usage;
-    if (typeof body.costUsd === 'number' && Number.isFinite(body.costUsd)) batch.costUsd = body.costUsd;
+    const costUsd = checkClaim(body.costUsd, 'costUsd', 'progress costUsd', refused);
+    if (costUsd !== null) batch.costUsd = costUsd;
+    // What was refused goes into the run's own log, after the lines it came with.
+    batch.lines.push(...refusalLines(run, refused));
     if (!holdsSlot(run.status)) {
       return c.json({ ok: true, accepted: false, reason: `run ${run.id} is ${run.status}` }, 202);
     }
@@ -63,9 +67,18 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<Call
     return c.json({ ok: true, accepted: true }, 202);
   });
 
+  /** Lines for the run's log naming each refused claim; the server's log gets one warning per batch. */
+  function refusalLines(run: Run, refused: RefusedClaim[]): string[] {
+    if (refused.length === 0) return [];
+    logger.warn({ runId: run.id, key: run.key, fields: refused.map((r) => r.field) }, 'refused usage or cost claimed by a workspace');
+    return refused.map((r) => r.line);
+  }
+
   async function complete(c: Context, run: Run) {
     const body = await readJson(c);
-    const outcome = parseOutcome(body);
+    const refused: RefusedClaim[] = [];
+    const outcome = parseOutcome(body, refused);
+    if (refused.length > 0 && holdsSlot(run.status)) await engine.appendProgress(run.id, { lines: refusalLines(run, refused) });
     const { run: after, changed } = await engine.complete(run.id, outcome);
     logger.info({ runId: run.id, key: run.key, status: after.status, changed }, changed ? 'run completed' : 'repeated completion ignored');
     return c.json({ ok: true, runId: after.id, status: after.status, changed });
@@ -106,7 +119,7 @@ async function readJson(c: Context): Promise<Record<string, unknown>> {
   return parsed as Record<string, unknown>;
 }
 
-function parseOutcome(body: Record<string, unknown>): RunOutcome {
+function parseOutcome(body: Record<string, unknown>, refused: RefusedClaim[]): RunOutcome {
   const status = body.status;
   if (typeof status !== 'string' || !(OUTCOME_STATUSES as readonly string[]).includes(status)) {
     throw new HttpError(400, 'invalid_body', `status must be one of ${OUTCOME_STATUSES.join(', ')}, got ${JSON.stringify(status ?? null)}`);
@@ -128,16 +141,23 @@ function parseOutcome(body: Record<string, unknown>): RunOutcome {
     status: status as RunOutcome['status'],
     exitCode: num('exitCode'),
     summary: str('summary', 65_536),
-    usage: optionalUsage(body.usage),
-    costUsd: num('costUsd'),
+    usage: optionalUsage(body.usage, refused, 'completion usage'),
+    costUsd: checkClaim(body.costUsd, 'costUsd', 'completion costUsd', refused),
     durationMs: num('durationMs'),
     error: str('error', 8_192),
   };
 }
 
-function optionalUsage(raw: unknown): Usage | null {
+/** Most keys a usage object may carry (the runner sends four). */
+const MAX_USAGE_KEYS = 16;
+
+/** Token counts the workspace claims: each checked; a refused one is left out (it counts as 0). */
+function optionalUsage(raw: unknown, refused: RefusedClaim[], where = 'progress usage'): Usage | null {
   if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
   const usage: Usage = {};
-  for (const [key, value] of Object.entries(raw)) if (typeof value === 'number' && Number.isFinite(value)) usage[key] = value;
+  for (const [key, value] of Object.entries(raw).slice(0, MAX_USAGE_KEYS)) {
+    const claimed = checkClaim(value, 'tokens', `${where}.${/^\w{1,64}$/.test(key) ? key : JSON.stringify(key.slice(0, 64))}`, refused);
+    if (claimed !== null) usage[key] = claimed;
+  }
   return usage;
 }

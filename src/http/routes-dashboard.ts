@@ -5,9 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { Hono, type Context } from 'hono';
 import { deleteCookie, getCookie, setCookie } from 'hono/cookie';
 import { identify, peerAddress, sameOrigin, SESSION_COOKIE, type Credentials } from './auth.js';
-import { limitBody } from './body-limit.js';
+import { limitBody, errorBody, type HttpErrorStatus } from '../web-kit/index.js';
 import type { DashboardSettings } from './config-section.js';
-import { errorBody, type HttpErrorStatus } from './errors.js';
+import { createClientAddressResolver, type ClientAddressResolver } from './client-address.js';
 import { createRateLimiter } from './rate-limit.js';
 
 const TYPES: Record<string, string> = {
@@ -23,6 +23,8 @@ export const LOGIN_MAX_BODY_BYTES = 4 * 1024;
 export interface DashboardRoutesOptions {
   credentials: Credentials;
   settings: DashboardSettings;
+  /** The client's address behind the operator's trusted proxies (`http.trustedProxies`). */
+  clientAddress?: ClientAddressResolver;
   assetsDir?: string;
   now?: () => number;
 }
@@ -39,7 +41,10 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
   const assetsDir = options.assetsDir ?? defaultAssetsDir();
   const app = new Hono();
   const read = (name: string) => fs.promises.readFile(path.join(assetsDir, name), 'utf8');
-  const limiter = createRateLimiter({
+  const clientAddress = options.clientAddress ?? createClientAddressResolver([]);
+  // Failed logins only: a token that verifies always gets in, so a flood of wrong guesses (from
+  // one address, or from everyone behind one proxy) cannot lock the operator out.
+  const failures = createRateLimiter({
     perKey: settings.loginAttemptsPerMinute,
     total: settings.loginAttemptsPerMinuteTotal,
     now: options.now,
@@ -63,46 +68,46 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
     return c.html(await read('index.html'), 200, { 'cache-control': 'no-store' });
   });
 
-  app.post(
-    '/login',
-    // Counted before anything is read: every attempt costs the attacker a share, right or wrong.
-    async (c, next) => {
-      const verdict = limiter.take(peerAddress(c) ?? 'unknown');
-      if (verdict.ok) return next();
-      const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
-      c.header('Retry-After', String(seconds));
-      const who = verdict.reason === 'address' ? 'from this address' : 'from all clients together';
-      return refuse(c, 429, 'too_many_requests', `too many login attempts ${who}; try again in ${seconds} s`);
-    },
-    limitBody(LOGIN_MAX_BODY_BYTES),
-    async (c) => {
-      // Another site's form posting its own token here would log the victim in as the attacker.
-      if (!sameOrigin(c)) return refuse(c, 403, 'cross_origin', "log in from the dashboard's own page");
-      const transport = cookieTransport(c, settings.allowInsecureHttp);
-      if (transport === 'refused') {
-        return refuse(
-          c,
-          403,
-          'insecure_transport',
-          'This dashboard is reached over plain http from another machine, where the session cookie could be read on the way. ' +
-            'Serve baton over HTTPS (a reverse proxy that sends X-Forwarded-Proto: https), or set dashboard.allowInsecureHttp: true.',
-        );
-      }
-      const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
-      const raw = typeof form.token === 'string' ? form.token.trim() : '';
-      const token = raw ? await credentials.tokens.verify(raw) : null;
-      if (!token) return refuse(c, 401, 'unauthorized', 'That token is not valid (wrong or revoked).');
-      const { sessionId } = await credentials.sessions.create(token);
-      setCookie(c, SESSION_COOKIE, sessionId, {
-        httpOnly: true,
-        sameSite: 'Strict',
-        secure: transport === 'secure',
-        path: '/',
-        maxAge: Math.floor(settings.sessionMaxAgeMs / 1000),
-      });
-      return c.redirect('/', 303);
-    },
-  );
+  /** A wrong token: counted against its address; past the limit the answer is 429 rather than 401. */
+  const refuseWrongToken = (c: Context) => {
+    const client = clientAddress(peerAddress(c), c.req.header('x-forwarded-for')) ?? 'unknown';
+    const verdict = failures.take(client);
+    if (verdict.ok) return refuse(c, 401, 'unauthorized', 'That token is not valid (wrong or revoked).');
+    const seconds = Math.max(1, Math.ceil(verdict.retryAfterMs / 1000));
+    c.header('Retry-After', String(seconds));
+    const who = verdict.reason === 'address' ? 'from this address' : 'from all clients together';
+    return refuse(c, 429, 'too_many_requests', `too many failed login attempts ${who}; try again in ${seconds} s`);
+  };
+
+  app.post('/login', limitBody(LOGIN_MAX_BODY_BYTES), async (c) => {
+    // Another site's form posting its own token here would log the victim in as the attacker.
+    if (!sameOrigin(c)) return refuse(c, 403, 'cross_origin', "log in from the dashboard's own page");
+    const transport = cookieTransport(c, settings.allowInsecureHttp);
+    if (transport === 'refused') {
+      return refuse(
+        c,
+        403,
+        'insecure_transport',
+        'This dashboard is reached over plain http from another machine, where the session cookie could be read on the way. ' +
+          'Serve baton over HTTPS (a reverse proxy that sends X-Forwarded-Proto: https), or set dashboard.allowInsecureHttp: true.',
+      );
+    }
+    const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);
+    const raw = typeof form.token === 'string' ? form.token.trim() : '';
+    const token = raw ? await credentials.tokens.verify(raw) : null;
+    // Checking a token is one hash and one indexed read, so it is done even past the limit:
+    // tokens are random (256 bits), so the limit bounds noise and load, not guessing odds.
+    if (!token) return refuseWrongToken(c);
+    const { sessionId } = await credentials.sessions.create(token);
+    setCookie(c, SESSION_COOKIE, sessionId, {
+      httpOnly: true,
+      sameSite: 'Strict',
+      secure: transport === 'secure',
+      path: '/',
+      maxAge: Math.floor(settings.sessionMaxAgeMs / 1000),
+    });
+    return c.redirect('/', 303);
+  });
 
   app.post('/logout', async (c) => {
     const sessionId = getCookie(c, SESSION_COOKIE);

@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { parseRepositoryName } from '../repositories/index.js';
 import { DELIVERY_SOURCES, InspectorError, type InspectorFilter, type DeliveryInspector, type InspectorSource } from '../ingress/index.js';
 import type { AuthEnv } from './auth.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../web-kit/index.js';
 
 const KNOWN_QUERY = ['repo', 'event', 'verdict', 'source', 'cursor', 'limit'];
 const MAX_LIMIT = 200;

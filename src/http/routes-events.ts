@@ -1,7 +1,7 @@
 import type { HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { AuthEnv } from './auth.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../web-kit/index.js';
 import type { EventHub } from './event-hub.js';
 
 /**

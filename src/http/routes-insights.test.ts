@@ -2,7 +2,7 @@ import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
 import type { IssueView, UsageQuery } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
-import { errorHandler } from './errors.js';
+import { errorHandler } from '../web-kit/index.js';
 import { insightsRoutes } from './routes-insights.js';
 
 /** 2026-12-01 10:00 UTC. */

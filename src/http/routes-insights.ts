@@ -11,7 +11,7 @@ import {
   type UsageQuery,
 } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
-import { HttpError } from './errors.js';
+import { HttpError } from '../web-kit/index.js';
 
 export interface InsightsRoutesOptions {
   runs: Pick<RunQueries, 'issue' | 'usage'>;

@@ -11,8 +11,7 @@ import {
   type RunStatus,
 } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
-import { limitBody } from './body-limit.js';
-import { HttpError } from './errors.js';
+import { limitBody, HttpError } from '../web-kit/index.js';
 import { logLines, runView } from './run-view.js';
 
 /** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */

@@ -1,5 +1,5 @@
 import { ForgeError, type ForgeAccounts } from '../forge/index.js';
-import { PermanentDeliveryError, RetryLaterError } from './errors.js';
+import { PermanentError, RetryLaterError } from '../background/index.js';
 import type { OutboxEntry, OutboxHandler } from './types.js';
 
 /** Payload of a `comment` entry: which bot says what on which issue or PR. */
@@ -34,7 +34,7 @@ export function createCommentHandler(options: { accounts: ForgeAccounts }): Outb
     const payload = parsePayload(entry);
     const client = options.accounts[payload.account];
     if (!client) {
-      throw new PermanentDeliveryError(
+      throw new PermanentError(
         `no forge account "${payload.account}" is configured (known: ${Object.keys(options.accounts).join(', ') || 'none'})`,
       );
     }
@@ -47,9 +47,9 @@ export function createCommentHandler(options: { accounts: ForgeAccounts }): Outb
       const comment = await client.createComment(payload.owner, payload.repo, payload.number, `${payload.body}\n\n${marker}`);
       return { commentId: comment.id, url: comment.htmlUrl };
     } catch (err) {
-      if (err instanceof ForgeError && !err.retryable) throw new PermanentDeliveryError(err.message, { cause: err });
+      if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });
       if (err instanceof ForgeError && err.retryAfterMs !== undefined)
-        throw new RetryLaterError(err.message, err.retryAfterMs, { cause: err });
+        throw new RetryLaterError(err.message, { delayMs: err.retryAfterMs, cause: err });
       throw err;
     }
   };
@@ -65,7 +65,7 @@ function parsePayload(entry: OutboxEntry): CommentPayload {
     typeof p.number !== 'number' ||
     typeof p.body !== 'string'
   ) {
-    throw new PermanentDeliveryError(`outbox entry ${entry.id} is not a valid comment (needs account, owner, repo, number, body)`);
+    throw new PermanentError(`outbox entry ${entry.id} is not a valid comment (needs account, owner, repo, number, body)`);
   }
   return p as CommentPayload;
 }

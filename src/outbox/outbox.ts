@@ -1,8 +1,15 @@
-import { backoffDelay, createLoop, createQueueWorker, errorMessage, type Loop } from '../background/index.js';
+import {
+  backoffDelay,
+  createLoop,
+  createQueueWorker,
+  errorMessage,
+  PermanentError,
+  RetryLaterError,
+  type Loop,
+} from '../background/index.js';
 import type { Store, TransactionScope } from '../store/index.js';
 import { claimDue, nextDueAt, type ClaimedEntry } from './claim.js';
 import { DEFAULT_MAX_ATTEMPTS, enqueueOutbox, prepareOutboxInsert } from './enqueue.js';
-import { PermanentDeliveryError, RetryLaterError } from './errors.js';
 import { toEntry } from './map.js';
 import { markDelivered, markFailed, markRetry } from './settle.js';
 import { withOutboxTable } from './table.js';
@@ -164,7 +171,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
         return report;
       }
       const message = describe(outcome.error);
-      const permanent = outcome.error instanceof PermanentDeliveryError;
+      const permanent = outcome.error instanceof PermanentError;
       if (permanent || entry.attempts >= entry.maxAttempts) {
         await markFailed(store, entry.id, leaseToken, message, at);
         report.failed++;
@@ -175,7 +182,7 @@ export function createOutbox(options: OutboxOptions): Outbox {
         return report;
       }
       let delay = backoffDelay(backoff, entry.attempts, random);
-      if (outcome.error instanceof RetryLaterError) delay = Math.max(delay, outcome.error.delayMs);
+      if (outcome.error instanceof RetryLaterError) delay = Math.max(delay, outcome.error.delayMs ?? 0);
       await markRetry(store, entry.id, leaseToken, message, at + delay, at);
       report.retried++;
       logger.warn(

@@ -6,7 +6,7 @@ import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js
  * text, paths, the operator's token name) live in the run's record, in the API and dashboard.
  *
  * Keyed by the machine-readable reasons a runner reports in its completion's `error` (the agent
- * module's FAILURE_KIND); a test checks that every one of them has its sentence here.
+ * runner contract's FAILURE_KIND); a test checks that every one of them has its sentence here.
  */
 export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   clone_failed: 'The repository could not be cloned.',

@@ -64,8 +64,8 @@ export interface OutboxEntry {
 
 /**
  * Delivers one entry. Resolve (optionally with a JSON-serialisable result) when it is done;
- * throw `PermanentDeliveryError` when retrying cannot help, `RetryLaterError` to choose the
- * delay, anything else to retry with backoff. `entry.attempts` is 1 on the first try.
+ * throw `PermanentError` (background/) when retrying cannot help, `RetryLaterError` to choose
+ * the delay, anything else to retry with backoff. `entry.attempts` is 1 on the first try.
  */
 export type OutboxHandler = (entry: OutboxEntry) => Promise<unknown>;
 

@@ -18,8 +18,10 @@ import {
   type ResolveContext,
 } from '../config-schema/index.js';
 import type { MaintenanceRepo } from '../config/index.js';
+import { DEFAULT_MENTION } from './chatops.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
-import { SETUP_TOKENS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
+import { SETUP_TOKENS } from '../runner-contract/index.js';
+import { TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
 
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -94,6 +96,11 @@ const stage = orFalse(
  */
 export const pipelineSection = section(
   mapping({
+    mention: text({
+      default: DEFAULT_MENTION,
+      doc: 'a comment starting with it is a command (`@baton retry`, `@baton help`); only users with write access may give one',
+      check: (m) => (/^@?[A-Za-z0-9][\w.-]{0,38}$/.test(m) ? undefined : invalid('must be a mention like @baton')),
+    }),
     'ignore-users': names('logins whose events never trigger anything (besides the bot accounts)'),
     ignoreUsers: names('the same as ignore-users'),
     labels: mapping({
@@ -160,6 +167,7 @@ export const pipelineSection = section(
       ignoreUsers: (v['ignore-users'] ?? v.ignoreUsers ?? []).map((u) => u.toLowerCase()),
       accounts: Object.fromEntries(accountNames.map((name) => [name, bots[name]!.username])),
       deploy: { ...v.deploy, environments: v.deploy.environments ?? [] },
+      mention: v.mention,
     };
   },
 );

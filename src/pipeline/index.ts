@@ -3,7 +3,6 @@ export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_
 export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
 export {
-  STAGE,
   DEFAULT_LABELS,
   DEFAULT_DEPLOY,
   DEFAULT_SKIP_PERMISSIONS,
@@ -14,3 +13,14 @@ export {
 } from './stages.js';
 export { manualRequest, type ManualRun } from './manual.js';
 export { webhookEventsFor, pipelineLabels, type PipelineLabel } from './onboarding.js';
+export {
+  commandOf,
+  parseCommand,
+  chatHelp,
+  commandRequest,
+  CHAT_COMMANDS,
+  DEFAULT_MENTION,
+  MAX_COMMAND_TEXT,
+  type ChatCommand,
+  type ChatCommandName,
+} from './chatops.js';

@@ -1,18 +1,5 @@
+import { STAGE } from '../runner-contract/index.js';
 import type { Pipeline, StageDefinition } from './types.js';
-
-/** Stage names of the default SDLC pipeline. Also the prompt names: `.claude/commands/<stage>.md`. */
-export const STAGE = {
-  analyse: 'analyse',
-  fixBug: 'fix-bug',
-  architect: 'architect',
-  develop: 'develop',
-  reviewCode: 'review-code',
-  reworkPr: 'rework-pr',
-  test: 'test',
-  devops: 'devops',
-  release: 'release',
-  maintenance: 'maintenance',
-} as const;
 
 /**
  * The labels the default table listens to, by role. `pipeline.labels` in baton.yaml renames them

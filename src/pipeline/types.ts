@@ -1,3 +1,4 @@
+import type { SetupToken } from '../runner-contract/index.js';
 import type { ForgeName, TaskRequest } from '../runs/index.js';
 
 /**
@@ -111,13 +112,6 @@ export interface Trigger {
 
 export type BuildWeight = 'light' | 'heavy';
 
-/**
- * Tokens a stage may hand to its install and build commands, which run the repository's code:
- * `forge` (the bot's forge token and git credentials), `agent` (`CLAUDE_CODE_OAUTH_TOKEN`).
- */
-export const SETUP_TOKENS = ['forge', 'agent'] as const;
-export type SetupToken = (typeof SETUP_TOKENS)[number];
-
 export interface StageDefinition {
   name: string;
   /** Bot account that acts for the stage: a key of `config.bots` (`dev`, `review`). */
@@ -155,6 +149,8 @@ export interface Pipeline {
   /** Account key → forge login (`dev` → `claude-dev`). */
   accounts: Record<string, string>;
   deploy: DeploySettings;
+  /** What a comment starts with to be a command (`@baton retry`); @default DEFAULT_MENTION (`@baton`). */
+  mention?: string;
 }
 
 export interface DeploySettings {

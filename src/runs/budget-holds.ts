@@ -4,6 +4,7 @@ import {
   dayKey,
   hasBudgets,
   holdReason,
+  nonNegative,
   parseScope,
   readBudgetDay,
   scopesOf,
@@ -55,8 +56,9 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
         usage = (event.data.usage as Usage | null) ?? null;
         cost = typeof event.data.costUsd === 'number' ? event.data.costUsd : null;
       } else return;
-      const tokens = totalTokens(usage) ?? 0;
-      const costUsd = cost ?? 0;
+      // Only non-negative amounts are added: a negative claim must never credit a budget.
+      const tokens = nonNegative(totalTokens(usage));
+      const costUsd = nonNegative(cost);
       if (tokens <= 0 && costUsd <= 0) return;
       await addUsage(scope.trx, {
         day: dayKey(event.createdAt, config.timezone),

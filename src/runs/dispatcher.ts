@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import { createLoop, errorMessage, settleWithin } from '../background/index.js';
+import { createLoop, errorMessage, PermanentError, settleWithin } from '../background/index.js';
 import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
-import { PermanentWorkspaceError, transientErrorCode, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
+import { transientErrorCode, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
 import { hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
 import { LeaseLostError } from './errors.js';
 import { isLive } from './states.js';
@@ -111,7 +111,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         log.info({ status: current?.status }, 'run left provisioning elsewhere');
         return;
       }
-      const permanent = err instanceof PermanentWorkspaceError;
+      const permanent = err instanceof PermanentError;
       const transient = permanent ? null : transientErrorCode(err);
       log.warn({ err, permanent, transient }, transient ? 'provisioning failed for a while; the run waits' : 'provisioning failed');
       const options = permanent ? { permanent } : transient ? { transient } : {};

@@ -24,6 +24,7 @@ import {
   FINAL_STATUSES,
   isFinal,
   RUN_EVENT,
+  LIVE_STATUSES,
   RUN_STATUS,
   type FinalStatus,
   type RunEventType,
@@ -107,6 +108,13 @@ export interface FullRunEngine extends RunEngine {
   wake(): void;
   /** Queues removal of a workspace that outlived its claim (created after the run was cancelled). */
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
+  /** `cancel` inside the caller's transaction (a ChatOps command and its verdict commit together). */
+  cancelIn(scope: TransactionScope, runId: number, reason?: string): Promise<Run>;
+  /**
+   * `retry` inside the caller's transaction; a live run of the same key is a `conflict`
+   * TransitionError, found before anything is written.
+   */
+  retryIn(scope: TransactionScope, runId: number): Promise<Run>;
   /** Appends a log batch from the workspace, keeping the run's stored log within `runLog` (see run-log.ts). */
   appendProgress(runId: number, batch: ProgressBatch): Promise<ProgressAppended>;
 }
@@ -374,6 +382,47 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     return run;
   }
 
+  async function cancelInTransaction(scope: TransactionScope, runId: number, reason = 'cancelled by operator'): Promise<Run> {
+    const run = await requireRun(scope, runId);
+    if (!canTransition(run.status, RUN_STATUS.cancelled)) {
+      throw new TransitionError(`run ${runId} is already ${run.status}; only live runs can be cancelled`, 'conflict');
+    }
+    return finish(scope, run, RUN_STATUS.cancelled, { last_error: reason, followup: 0 }, { reason }, false);
+  }
+
+  /** failed | dead | timed_out | cancelled → queued, attempts reset. */
+  async function retryInTransaction(scope: TransactionScope, run: Run): Promise<Run> {
+    const runId = run.id;
+    if (!isFinal(run.status) || !canTransition(run.status, RUN_STATUS.queued)) {
+      throw new TransitionError(`run ${runId} is ${run.status}; only failed, dead, timed_out or cancelled runs can be retried`, 'conflict');
+    }
+    const t = now();
+    const row = await scope.trx
+      .updateTable('runs')
+      .set({
+        status: RUN_STATUS.queued,
+        attempts: 0,
+        agent_attempt: 1,
+        run_at: t,
+        finished_at: null,
+        claimed_at: null,
+        started_at: null,
+        workspace_id: null,
+        workspace_name: null,
+        callback_token_hash: null,
+        exit_code: null,
+        summary: null,
+        updated_at: t,
+      })
+      .where('id', '=', runId)
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    const queued = toRun(row);
+    await forgetTokens(scope.trx, runId);
+    await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.requeued, { reason: 'retry requested' });
+    return queued;
+  }
+
   async function completeInTransaction(
     scope: TransactionScope,
     runId: number,
@@ -573,51 +622,28 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     cancel(runId, reason = 'cancelled by operator') {
-      return write(async (scope) => {
-        const run = await requireRun(scope, runId);
-        if (!canTransition(run.status, RUN_STATUS.cancelled)) {
-          throw new TransitionError(`run ${runId} is already ${run.status}; only live runs can be cancelled`, 'conflict');
-        }
-        return finish(scope, run, RUN_STATUS.cancelled, { last_error: reason, followup: 0 }, { reason }, false);
-      });
+      return write((scope) => cancelInTransaction(scope, runId, reason));
+    },
+
+    cancelIn: cancelInTransaction,
+
+    async retryIn(scope, runId) {
+      const run = await requireRun(scope, runId);
+      // Checked first: a unique violation would abort the caller's whole transaction on PostgreSQL.
+      const live = await scope.trx
+        .selectFrom('runs')
+        .select('id')
+        .where('key', '=', run.key)
+        .where('status', 'in', [...LIVE_STATUSES])
+        .executeTakeFirst();
+      if (live)
+        throw new TransitionError(`run ${runId} cannot be retried: run ${live.id} for the same stage and issue is live`, 'conflict');
+      return retryInTransaction(scope, run);
     },
 
     async retry(runId) {
       try {
-        return await write(async (scope) => {
-          const run = await requireRun(scope, runId);
-          if (!isFinal(run.status) || !canTransition(run.status, RUN_STATUS.queued)) {
-            throw new TransitionError(
-              `run ${runId} is ${run.status}; only failed, dead, timed_out or cancelled runs can be retried`,
-              'conflict',
-            );
-          }
-          const t = now();
-          const row = await scope.trx
-            .updateTable('runs')
-            .set({
-              status: RUN_STATUS.queued,
-              attempts: 0,
-              agent_attempt: 1,
-              run_at: t,
-              finished_at: null,
-              claimed_at: null,
-              started_at: null,
-              workspace_id: null,
-              workspace_name: null,
-              callback_token_hash: null,
-              exit_code: null,
-              summary: null,
-              updated_at: t,
-            })
-            .where('id', '=', runId)
-            .returningAll()
-            .executeTakeFirstOrThrow();
-          const queued = toRun(row);
-          await forgetTokens(scope.trx, runId);
-          await recordTransition(scope, ctx, queued, run.status, RUN_EVENT.requeued, { reason: 'retry requested' });
-          return queued;
-        });
+        return await write(async (scope) => retryInTransaction(scope, await requireRun(scope, runId)));
       } catch (err) {
         if (isUniqueViolation(err)) {
           throw new TransitionError(`run ${runId} cannot be retried: another run for the same stage and issue is live`, 'conflict', {

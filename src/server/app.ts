@@ -13,14 +13,7 @@ import {
 } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import {
-  createCommentHandler,
-  createOutbox,
-  createStatusCommentHook,
-  PermanentDeliveryError,
-  RetryLaterError,
-  type Outbox,
-} from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -103,7 +96,14 @@ export function createApp(config: Config, deps: AppDeps): App {
   const now = deps.now ?? Date.now;
 
   // 1. The store.
-  const store = deps.store ?? createStore({ url: config.database.url, sqliteSynchronous: config.database.sqliteSynchronous, logger });
+  const store =
+    deps.store ??
+    createStore({
+      url: config.database.url,
+      sqliteSynchronous: config.database.sqliteSynchronous,
+      timeouts: config.database.timeouts,
+      logger,
+    });
 
   // 2. Metrics, which every later part may count into.
   const metrics = createMetricsRegistry();
@@ -127,13 +127,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     ...deps.outbox,
     handlers: {
       comment: createCommentHandler({ accounts }),
+      reaction: createReactionHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,
-        errors: {
-          permanent: (message) => new PermanentDeliveryError(message),
-          retryLater: (message, delayMs) => new RetryLaterError(message, delayMs),
-        },
       }),
     },
   });
@@ -196,6 +193,8 @@ export function createApp(config: Config, deps: AppDeps): App {
             return client.getUserPermission(owner, repo, user);
           }
         : undefined,
+    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
+    commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
@@ -328,6 +327,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     publicMetrics: config.api.publicMetrics,
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
+    trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
     budgets,

@@ -1,5 +1,5 @@
 import type { Config } from '../config/index.js';
-import { HttpError } from '../http/index.js';
+import { HttpError } from '../web-kit/index.js';
 import { isAllowed } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { manualRequest, type ManualRun } from '../pipeline/index.js';

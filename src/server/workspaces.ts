@@ -1,4 +1,5 @@
 import { fileURLToPath } from 'node:url';
+import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
 import type { Config } from '../config/index.js';
 import type { Logger } from '../log/index.js';
@@ -8,7 +9,6 @@ import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
   NO_SANDBOX_WARNING,
-  PermanentWorkspaceError,
   reconcile,
   workspaceNameForKey,
   type WorkspaceProvider,
@@ -115,7 +115,7 @@ export function forgeCloneUrl(
     ['repository', repo],
   ] as const) {
     if (!isForgeName(name)) {
-      throw new PermanentWorkspaceError(
+      throw new PermanentError(
         `${what} name ${JSON.stringify(name.slice(0, 100))} is not a Gitea name (${FORGE_NAME_RULE}): nothing is cloned`,
       );
     }

@@ -4,7 +4,7 @@ import { maskUrlCredentials } from '../config-schema/index.js';
 import { BACKOFF, backoffDelay, consoleLogger, type BackgroundLogger } from '../background/index.js';
 import { parseDatabaseUrl } from './database-url.js';
 import { applyMigrations, listPendingMigrations, type MigrationResult } from './migrate.js';
-import { createPgClient, createPgPool, createPostgresKysely } from './postgres.js';
+import { createPgClient, createPgPool, createPostgresKysely, type PostgresOptions, type PostgresTimeouts } from './postgres.js';
 import type { Database } from './schema.js';
 import { createSqliteKysely, type SqliteSynchronous } from './sqlite.js';
 
@@ -13,6 +13,7 @@ export * from './schema.js';
 export { isUniqueViolation, isConnectionError, isPermanentDatabaseError } from './errors.js';
 export { parseDatabaseUrl, type DatabaseTarget } from './database-url.js';
 export type { MigrationResult } from './migrate.js';
+export { DEFAULT_POSTGRES_TIMEOUTS, type PostgresTimeouts } from './postgres.js';
 export { migrations, type Migration } from './migrations/index.js';
 
 export type StoreDialect = 'sqlite' | 'postgres';
@@ -26,6 +27,8 @@ export interface StoreOptions {
   schema?: string;
   /** PostgreSQL only. @default 10 */
   poolSize?: number;
+  /** PostgreSQL only. @default DEFAULT_POSTGRES_TIMEOUTS */
+  timeouts?: PostgresTimeouts;
   /** Where a failing after-commit effect is reported. @default one line on stderr */
   logger?: BackgroundLogger;
 }
@@ -109,7 +112,7 @@ export function createStore(options: StoreOptions): Store {
   const effects = createEffectRunner(options.logger ?? consoleLogger);
   return target.kind === 'sqlite'
     ? createSqliteStore(target.file, options.sqliteSynchronous ?? 'NORMAL', effects)
-    : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize }, effects);
+    : createPostgresStore({ url: target.url, schema: options.schema, poolSize: options.poolSize, timeouts: options.timeouts }, effects);
 }
 
 type TransactionBody<T> = (trx: Kysely<Database>, scope: TransactionScope) => Promise<T>;
@@ -258,7 +261,7 @@ function numberPlaceholders(text: string): string {
   return text.replace(/\?/g, () => `$${++n}`);
 }
 
-function createPostgresStore(options: { url: string; schema?: string; poolSize?: number }, effects: EffectRunner): Store {
+function createPostgresStore(options: PostgresOptions, effects: EffectRunner): Store {
   // Named once per connection: replicas are hinted after most commits.
   const prepared = new Map<string, string>([[NOTIFY, 'baton_notify']]);
   const pool = createPgPool(options, prepared);
@@ -325,7 +328,7 @@ function createPostgresStore(options: { url: string; schema?: string; poolSize?:
  * `onMessage` once, because notifications sent while it was away are lost.
  */
 async function listenWithReconnect(
-  options: { url: string; schema?: string },
+  options: PostgresOptions,
   channel: string,
   onMessage: (payload: string | null) => void,
 ): Promise<() => Promise<void>> {

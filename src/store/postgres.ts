@@ -13,11 +13,56 @@ const types = {
   },
 };
 
+/**
+ * How long the pool waits for the database. Without them a stalled database (packets dropped, a
+ * failover in progress) held every connection, and every webhook waiting for one, for as long as
+ * TCP took to notice: minutes.
+ */
+export interface PostgresTimeouts {
+  /** A new connection, or a wait for a free one. */
+  connectMs: number;
+  /**
+   * The server cancels a statement running longer; the client gives up on an answer that has not
+   * come this plus READ_MARGIN_MS later (a stalled link: the server may never have seen it) and
+   * drops the connection. 0 = neither.
+   */
+  statementMs: number;
+  /** The server ends a session idle inside a transaction this long (its locks go with it). 0 = no limit. */
+  idleInTransactionMs: number;
+}
+
+export const DEFAULT_POSTGRES_TIMEOUTS: PostgresTimeouts = { connectMs: 5_000, statementMs: 30_000, idleInTransactionMs: 60_000 };
+
+/** After statement_timeout, the server's cancellation has this long to arrive before the client gives up. */
+const READ_MARGIN_MS = 5_000;
+
+/**
+ * TCP keepalive probes start after this long idle, so a connection whose peer vanished (a host
+ * gone without a FIN) is found dead and replaced instead of being handed out.
+ */
+const KEEPALIVE_DELAY_MS = 10_000;
+
 export interface PostgresOptions {
   url: string;
   /** Schema to use instead of `public`; tests give each suite its own. */
   schema?: string;
   poolSize?: number;
+  /** @default DEFAULT_POSTGRES_TIMEOUTS */
+  timeouts?: PostgresTimeouts;
+}
+
+function connectionSettings(options: PostgresOptions, limits = true) {
+  const t = { ...(options.timeouts ?? DEFAULT_POSTGRES_TIMEOUTS), ...(limits ? {} : { statementMs: 0, idleInTransactionMs: 0 }) };
+  return {
+    connectionString: options.url,
+    types,
+    connectionTimeoutMillis: t.connectMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_DELAY_MS,
+    ...(t.statementMs > 0 ? { statement_timeout: t.statementMs, query_timeout: t.statementMs + READ_MARGIN_MS } : {}),
+    ...(t.idleInTransactionMs > 0 ? { idle_in_transaction_session_timeout: t.idleInTransactionMs } : {}),
+    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
+  };
 }
 
 /**
@@ -27,12 +72,9 @@ export interface PostgresOptions {
  */
 export function createPgPool(options: PostgresOptions, prepared: ReadonlyMap<string, string> = new Map()): pg.Pool {
   const pool = new pg.Pool({
-    connectionString: options.url,
+    ...connectionSettings(options),
     max: options.poolSize ?? 10,
-    types,
     Client: preparingClient(prepared),
-    connectionTimeoutMillis: 10_000,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
   });
   // A client that loses its connection emits 'error' (on the pool while idle, on the client while
   // checked out); without listeners that would crash the process. The query in flight, or the
@@ -46,17 +88,17 @@ export function createPostgresKysely(pool: pg.Pool): Kysely<Tables> {
   return new Kysely<Tables>({ dialect: new PostgresDialect({ pool }) });
 }
 
+/** A connection of its own (LISTEN): no statement limits, since it waits for notifications, but keepalive. */
 export function createPgClient(options: PostgresOptions): pg.Client {
-  return new pg.Client({
-    connectionString: options.url,
-    types,
-    ...(options.schema ? { options: `-c search_path=${options.schema}` } : {}),
-  });
+  return new pg.Client(connectionSettings(options, false));
 }
 
 /**
  * A client that turns a query whose text is in `prepared` into a named prepared statement. Kysely
- * sends every query as `query(text, values)`, so this is the one place to name them.
+ * sends every query as `query(text, values)`, so this is the one place to name them. A query
+ * whose answer did not come in time (`query_timeout`) leaves node-postgres waiting on that
+ * connection, and the next query sent on it would wait behind it: the connection is dropped
+ * instead, so the pool replaces it.
  */
 function preparingClient(prepared: ReadonlyMap<string, string>): typeof pg.Client {
   class PreparingClient extends pg.Client {}
@@ -64,7 +106,23 @@ function preparingClient(prepared: ReadonlyMap<string, string>): typeof pg.Clien
   // Assigned rather than overridden: one implementation for all of pg's overloads.
   PreparingClient.prototype.query = function (this: pg.Client, config: unknown, values?: unknown, callback?: unknown) {
     const name = typeof config === 'string' ? prepared.get(config) : undefined;
-    return query.call(this, name ? { name, text: config } : config, values, callback);
+    const result = query.call(this, name ? { name, text: config } : config, values, callback);
+    if (result instanceof Promise) {
+      result.catch((err: unknown) => {
+        if (err instanceof Error && err.message === READ_TIMEOUT) dropConnection(this);
+      });
+    }
+    return result;
   } as pg.Client['query'];
   return PreparingClient;
+}
+
+/** node-postgres's error for a `query_timeout`. */
+const READ_TIMEOUT = 'Query read timeout';
+
+function dropConnection(client: pg.Client): void {
+  // The stream is internal to node-postgres; destroying it makes the client unusable, and the pool
+  // removes an unusable client when it is released.
+  const stream = (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream;
+  stream?.destroy();
 }

@@ -1,5 +1,6 @@
 import { errorMessage } from '../background/index.js';
-import { PermanentWorkspaceError, type Workspace, type WorkspaceProvider, type WorkspaceStatus } from './types.js';
+import { PermanentError } from '../background/index.js';
+import { type Workspace, type WorkspaceProvider, type WorkspaceStatus } from './types.js';
 
 export interface TeardownOptions {
   /** How long to wait for the stop before deleting anyway. @default 300_000 (5 min) */
@@ -68,7 +69,7 @@ export async function teardownWorkspace(provider: WorkspaceProvider, name: strin
         note = `not stopped after ${waitStoppedMs} ms; deleting anyway`;
       }
     } catch (error) {
-      if (error instanceof PermanentWorkspaceError) throw error;
+      if (error instanceof PermanentError) throw error;
       stoppedCleanly = false;
       note = `stop failed (${errorMessage(error)}); deleting anyway`;
     }

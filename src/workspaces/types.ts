@@ -1,3 +1,5 @@
+import { PermanentError } from '../background/index.js';
+
 /**
  * The port every workspace backend implements (coder, local, and the in-memory one for tests).
  * A workspace is named after its run and is idempotent by that name: creating a name that exists
@@ -100,14 +102,6 @@ export interface WorkspaceProvider {
   close?(): Promise<void>;
 }
 
-/** A failure that retrying will not fix (bad credentials, invalid template): the run fails at once. */
-export class PermanentWorkspaceError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'PermanentWorkspaceError';
-  }
-}
-
 /**
  * errno codes of a resource that runs out for a while (disk space, quota, descriptors, processes,
  * memory) or a filesystem remounted read-only: the attempt fails, but the run waits and tries
@@ -121,7 +115,7 @@ export function transientErrorCode(error: unknown): string | null {
   const seen = new Set<unknown>();
   for (let e = error; e && typeof e === 'object' && !seen.has(e); e = (e as { cause?: unknown }).cause) {
     seen.add(e);
-    if (e instanceof PermanentWorkspaceError) return null;
+    if (e instanceof PermanentError) return null;
     const code = (e as { code?: unknown }).code;
     if (typeof code === 'string' && TRANSIENT_CODES.has(code)) return code;
   }

@@ -18,6 +18,8 @@ describe('the built baton bin: tokens and operator commands', () => {
   });
 
   it('mints a token on the database, uses it over HTTP with runs and queue, and revokes it', async () => {
+    // The database comes first (baton migrate, or baton serve): token commands never make one.
+    expect((await runBaton(['migrate'], { cwd })).code).toBe(0);
     const created = await runBaton(['token', 'create', '--name', 'ops'], { cwd });
     expect(created.code).toBe(0);
     const token = created.stdout.trim();
@@ -47,5 +49,37 @@ describe('the built baton bin: tokens and operator commands', () => {
     expect(refused.stderr).toMatch(/BATON_TOKEN was rejected/);
     // The token exists in clear only in the create command's output.
     expect(server.output()).not.toContain(token);
+  });
+
+  it('refuses to make a database for a token command run in the wrong directory, naming where it looked', async () => {
+    const where = path.join(fs.realpathSync(cwd), 'data', 'baton.db');
+    for (const args of [
+      ['token', 'list'],
+      ['token', 'create', '--name', 'ops'],
+      ['token', 'revoke', 'ops'],
+    ]) {
+      const result = await runBaton(args, { cwd });
+      expect(result.code, args.join(' ')).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain(`no baton database at ${where}`);
+      expect(result.stderr).toMatch(/only baton serve and baton migrate create a database/);
+    }
+    expect(fs.existsSync(path.join(cwd, 'data'))).toBe(false);
+
+    // Pointed at the server's database, the same command works, and a token minted there is the server's.
+    server = await startServe({}, cwd);
+    const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-elsewhere-'));
+    try {
+      const created = await runBaton(['token', 'create', '--name', 'ops'], { cwd: elsewhere, env: { DATABASE_URL: `sqlite:${where}` } });
+      expect(created.code, created.stderr).toBe(0);
+      const stats = await runBaton(['queue', 'stats'], {
+        cwd: elsewhere,
+        env: { BATON_URL: server.url, BATON_TOKEN: created.stdout.trim() },
+      });
+      expect(stats.code, stats.stderr).toBe(0);
+      expect(fs.existsSync(path.join(elsewhere, 'data'))).toBe(false);
+    } finally {
+      fs.rmSync(elsewhere, { recursive: true, force: true });
+    }
   });
 });

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { REPO_ROOT } from './child.js';
 import { until } from './until.js';
@@ -18,12 +19,28 @@ export interface BatonRun {
   stderr: string;
 }
 
-/** Runs `baton <args>` to completion (`bin`: another copy of bin/baton.js, e.g. a production install). */
-export function runBaton(args: string[], options: { env?: Record<string, string>; cwd?: string; bin?: string } = {}): Promise<BatonRun> {
+/**
+ * Runs `baton <args>` to completion (`bin`: another copy of bin/baton.js, e.g. a production install).
+ * Without `cwd` it runs in an empty directory of its own, never in the checkout, where a user's
+ * own `./baton.yaml` or `./data` would change what it does.
+ */
+export async function runBaton(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string; bin?: string } = {},
+): Promise<BatonRun> {
   assertBuilt();
+  const ownCwd = options.cwd === undefined ? fs.mkdtempSync(path.join(os.tmpdir(), 'baton-cwd-')) : undefined;
+  try {
+    return await spawnBaton(args, { ...options, cwd: options.cwd ?? ownCwd! });
+  } finally {
+    if (ownCwd) fs.rmSync(ownCwd, { recursive: true, force: true });
+  }
+}
+
+function spawnBaton(args: string[], options: { env?: Record<string, string>; cwd: string; bin?: string }): Promise<BatonRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [options.bin ?? BATON_BIN, ...args], {
-      cwd: options.cwd ?? REPO_ROOT,
+      cwd: options.cwd,
       env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -6,6 +6,12 @@ export interface TcpProxy {
   readonly refused: number;
   /** Drops every connection and refuses new ones, like a database host that went away. */
   cut(): void;
+  /**
+   * Keeps every connection open and accepts new ones, but forwards nothing either way until
+   * `restore`: a database that stopped answering (packets dropped, a frozen host, a failover).
+   */
+  stall(): void;
+  /** Ends a cut or a stall; what a stall held back is forwarded then. */
   restore(): void;
   close(): Promise<void>;
 }
@@ -13,6 +19,7 @@ export interface TcpProxy {
 /** A loopback TCP proxy whose link a test can cut, to take a real server "down" and back. */
 export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1'): Promise<TcpProxy> {
   let up = true;
+  let stalled = false;
   let refused = 0;
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
@@ -32,10 +39,17 @@ export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1
     }
     client.pipe(upstream);
     upstream.pipe(client);
+    // After pipe(), which resumes its source. Paused sockets keep what arrives in their buffers:
+    // nothing is lost, only held back.
+    if (stalled) {
+      client.pause();
+      upstream.pause();
+    }
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const cut = () => {
     up = false;
+    stalled = false;
     for (const s of sockets) s.destroy();
   };
   return {
@@ -44,8 +58,14 @@ export async function createTcpProxy(targetPort: number, targetHost = '127.0.0.1
       return refused;
     },
     cut,
+    stall() {
+      stalled = true;
+      for (const s of sockets) s.pause();
+    },
     restore() {
       up = true;
+      stalled = false;
+      for (const s of sockets) s.resume();
     },
     close() {
       cut();

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { formatRunnerSecrets, parseRunnerSecrets, readRunnerSecrets, SecretsError } from '../../src/agent/secrets.js';
+import { formatRunnerSecrets, parseRunnerSecrets, readRunnerSecrets, SecretsError } from '../../src/runner-contract/index.js';
 
 let dir: string;
 beforeEach(() => {

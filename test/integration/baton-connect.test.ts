@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectCommand } from '../../src/cli/connect-command.js';
 import type { CommandIo } from '../../src/cli/index.js';
 import { loadConfig } from '../../src/config/index.js';
@@ -9,6 +9,16 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 
 const PIPELINE_LABELS = ['bug', 'ready-for-architecture', 'ready-for-development', 'ready-for-testing', 'ready-for-deployment', 'release'];
 const EVENTS = ['issue_comment', 'issue_label', 'issues', 'pull_request', 'pull_request_label', 'pull_request_review', 'pull_request_sync'];
+
+/**
+ * The working directory the config is read in: an empty one, never the checkout, where a user's
+ * `npm start` left ./data/webhook-secret (connect would sign with it) or a `./baton.yaml`.
+ */
+let cwd: string;
+beforeAll(() => {
+  cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-connect-cwd-'));
+});
+afterAll(() => fs.rmSync(cwd, { recursive: true, force: true }));
 
 describe.each([false, true])('baton connect against the fake Gitea (review flag as in Gitea ≤1.23: %s)', (legacyHookReviewEvents) => {
   let gitea: FakeGitea;
@@ -46,7 +56,6 @@ describe.each([false, true])('baton connect against the fake Gitea (review flag 
     const out: string[] = [];
     const err: string[] = [];
     const io: CommandIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: {} };
-    const cwd = process.cwd();
     const { config } = file === undefined ? loadConfig(env(over), cwd) : loadConfig({ ...env(over), BATON_CONFIG: file }, cwd);
     const code = await connectCommand(argv, io, config);
     return { code, out: out.join('\n'), err: err.join('\n') };
@@ -152,12 +161,15 @@ describe('baton connect refusals', () => {
   const run = async (argv: string[], env: Record<string, string>) => {
     const out: string[] = [];
     const err: string[] = [];
-    const { config } = loadConfig({
-      GITEA_URL: gitea.url,
-      PUBLIC_URL: 'http://192.168.1.20:3000',
-      WEBHOOK_SECRET: 'secret-0123456789',
-      ...env,
-    });
+    const { config } = loadConfig(
+      {
+        GITEA_URL: gitea.url,
+        PUBLIC_URL: 'http://192.168.1.20:3000',
+        WEBHOOK_SECRET: 'secret-0123456789',
+        ...env,
+      },
+      cwd,
+    );
     const code = await connectCommand(argv, { out: (t) => out.push(t), err: (t) => err.push(t), env: {} }, config);
     return { code, out: out.join('\n'), err: err.join('\n') };
   };

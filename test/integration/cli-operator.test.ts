@@ -204,4 +204,34 @@ describe('operator commands over the API', () => {
     expect(follow.stdout).toEqual(['before 1\nbefore 2', 'live 1', 'live 2']);
     expect(follow.stderr.at(-1)).toMatch(/cancelled/);
   });
+
+  it("shows the terminal controls in an agent's log and a forge's text as visible escapes, never raw", async () => {
+    const { engine } = server.app;
+    // Agent output that would clear the screen, overwrite a line (CR), use the one-byte CSI (U+009B) and reverse the text (RLO).
+    const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
+    const hostile = ['\u001b[2J\u001b[Hall tests passed', 'ok\rFAILED', 'csi \u009b31m red', 'name \u202egpj.exe'];
+    await engine.appendEvent(run.id, 'run:progress', { lines: hostile });
+    // eslint-disable-next-line no-control-regex
+    const RAW = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u202e]/;
+
+    const logs = io();
+    expect(await logsCommand([String(run.id)], logs)).toBe(0);
+    const printed = logs.stdout.join('\n');
+    expect(printed).not.toMatch(RAW);
+    expect(printed).toContain('\\u001b[2J\\u001b[Hall tests passed');
+    expect(printed).toContain('ok\\u000dFAILED');
+    expect(printed).toContain('csi \\u009b31m red');
+    expect(printed).toContain('name \\u202egpj.exe');
+
+    const show = io();
+    await runsCommand(['show', String(run.id)], show);
+    expect(show.stdout.join('\n')).not.toMatch(RAW);
+    expect(show.stdout.join('\n')).toContain('\\u001b[2J');
+
+    // JSON stays JSON and decodes to what the agent wrote.
+    const json = io();
+    await runsCommand(['show', String(run.id), '--json'], json);
+    expect(json.stdout.join('\n')).not.toMatch(RAW);
+    expect((JSON.parse(json.stdout.join('\n')) as { log: string }).log).toBe(hostile.join('\n'));
+  });
 });

@@ -1,11 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import {
-  CoderApiError,
-  CoderUnavailableError,
-  PermanentWorkspaceError,
-  ttlForRun,
-  type CoderProvider,
-} from '../../src/workspaces/index.js';
+import { PermanentError } from '../../src/background/index.js';
+import { CoderApiError, CoderUnavailableError, ttlForRun, type CoderProvider } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { until } from '../helpers/until.js';
 import { fastProvider, HOUR, specFor } from './coder-support.js';
@@ -103,14 +98,14 @@ describe('coder provider: create', () => {
       () => undefined,
       (err: unknown) => err,
     );
-    expect(failure).toBeInstanceOf(PermanentWorkspaceError);
+    expect(failure).toBeInstanceOf(PermanentError);
     expect((failure as Error).message).toMatch(/gitea_token must be a single line/);
     expect((failure as Error).message).not.toMatch(/forge-secret|forged/);
     expect(coder.requests).toHaveLength(0);
   });
 
   it('refuses an invalid name before calling Coder', async () => {
-    await expect(provider.create(specFor('Bad_Name'))).rejects.toThrow(PermanentWorkspaceError);
+    await expect(provider.create(specFor('Bad_Name'))).rejects.toThrow(PermanentError);
     await expect(provider.create(specFor('Bad_Name'))).rejects.toThrow(/"Bad_Name" is invalid: must be alphanumeric with hyphens/);
     expect(coder.requests).toHaveLength(0);
   });
@@ -205,7 +200,7 @@ describe('coder provider: name already taken (409)', () => {
     const other = coder.addTemplate('someone-elses');
     coder.seedWorkspace({ name: 'bt-w', templateId: other.id, status: 'stopped' });
     await expect(provider.create(specFor('bt-w'))).rejects.toThrow(/taken by a workspace baton does not manage/);
-    await expect(provider.create(specFor('bt-w'))).rejects.toBeInstanceOf(PermanentWorkspaceError);
+    await expect(provider.create(specFor('bt-w'))).rejects.toBeInstanceOf(PermanentError);
     expect(builds()).toHaveLength(0);
   });
 
@@ -215,7 +210,7 @@ describe('coder provider: name already taken (409)', () => {
     coder.seedWorkspace({ name: 'bt-w', status: 'deleting', stuck: true });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
-    expect(error).not.toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).not.toBeInstanceOf(PermanentError);
     expect((error as Error).message).toMatch(/"bt-w" is still taken/);
   });
 });
@@ -268,7 +263,7 @@ describe('coder provider: get, list, stop, delete', () => {
     const unknown = '0b1d3c5e-0000-4000-8000-000000000000';
     provider = fastProvider(coder, { user: unknown });
     const error = await provider.list().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).toBeInstanceOf(PermanentError);
     expect((error as Error).message).toBe(`coder.user "${unknown}" is not a user Coder knows (GET /api/v2/users/${unknown})`);
     expect(coder.requests.some((r) => r.path === '/api/v2/workspaces')).toBe(false);
   });
@@ -347,14 +342,14 @@ describe('coder provider: faults', () => {
     coder.faults.failNext(5, { status: 500 });
     const again = await provider.list().catch((e: unknown) => e);
     expect(again).toBeInstanceOf(CoderUnavailableError);
-    expect(again).not.toBeInstanceOf(PermanentWorkspaceError);
+    expect(again).not.toBeInstanceOf(PermanentError);
   });
 
   it('turns 401 into a permanent error with a clear reason and reports the provider unhealthy', async () => {
     await provider.close?.();
     provider = fastProvider(coder, { token: 'not-the-right-token' });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).toBeInstanceOf(PermanentError);
     expect((error as Error).message).toMatch(
       /Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on POST \/api\/v2\/users\/me\/workspaces/,
     );
@@ -366,7 +361,7 @@ describe('coder provider: faults', () => {
   it('recovers its health once Coder accepts a request again, and treats 403 as permanent', async () => {
     coder.faults.failNext(1, { status: 403, body: { message: 'Unauthorized access to use the template.' } });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).toBeInstanceOf(PermanentError);
     expect((error as Error).message).toContain('Unauthorized access to use the template.');
     expect(provider.health().ok).toBe(false);
     await provider.list();
@@ -382,7 +377,7 @@ describe('coder provider: faults', () => {
       },
     });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).toBeInstanceOf(PermanentError);
     const message = (error as Error).message;
     expect(message).toContain('HTTP 400 on POST /api/v2/users/me/workspaces: Validation failed.');
     expect(message).toContain('[rich_parameter_values: parameter "gitea_token" rejected value "[redacted]"]');

@@ -1,11 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import {
-  createMemoryProvider,
-  PermanentWorkspaceError,
-  teardownWorkspace,
-  TeardownIncompleteError,
-  type CoderProvider,
-} from '../../src/workspaces/index.js';
+import { PermanentError } from '../../src/background/index.js';
+import { createMemoryProvider, teardownWorkspace, TeardownIncompleteError, type CoderProvider } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { until } from '../helpers/until.js';
 import { fastProvider, specFor } from './coder-support.js';
@@ -75,7 +70,7 @@ describe('teardownWorkspace with the coder provider', () => {
     });
     const error = await teardownWorkspace(provider, 'bt-w', { ...fast, waitStoppedMs: 20 }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Error);
-    expect(error).not.toBeInstanceOf(PermanentWorkspaceError);
+    expect(error).not.toBeInstanceOf(PermanentError);
     expect((error as Error).message).toMatch(/a stop build is still active \(stopping\)/);
     expect(provider.health()).toEqual({ ok: true });
     expect(coder.workspace('bt-w')?.deleted).toBe(false);
@@ -133,7 +128,7 @@ describe('teardownWorkspace with the coder provider', () => {
     coder.seedWorkspace({ name: 'bt-w' });
     await provider.close?.();
     provider = fastProvider(coder, { token: 'wrong' });
-    await expect(teardownWorkspace(provider, 'bt-w', fast)).rejects.toBeInstanceOf(PermanentWorkspaceError);
+    await expect(teardownWorkspace(provider, 'bt-w', fast)).rejects.toBeInstanceOf(PermanentError);
   });
 });
 

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config/index.js';
 import { createApp, type App } from '../../src/server/index.js';
-import { createStore } from '../../src/store/index.js';
+import { createStore, type PostgresTimeouts } from '../../src/store/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -31,7 +31,7 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
   });
 
   /** An app whose PostgreSQL connections go through a proxy the test can cut. */
-  async function appBehindProxy(options: { cutFirst: boolean }): Promise<App> {
+  async function appBehindProxy(options: { cutFirst: boolean; timeouts?: PostgresTimeouts }): Promise<App> {
     const admin = new pg.Client({ connectionString: PG_URL });
     await admin.connect();
     await admin.query(`CREATE SCHEMA ${schema}`);
@@ -42,7 +42,7 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     target.host = `127.0.0.1:${proxy.port}`;
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-outage-'));
     const { config } = loadConfig({ BATON_DATA_DIR: dir, DATABASE_URL: target.toString() }, dir);
-    const store = createStore({ url: target.toString(), schema });
+    const store = createStore({ url: target.toString(), schema, timeouts: options.timeouts });
     return createApp(
       { ...config, queue: { ...config.queue, pollMs: 100 } },
       { logger: silentLogger, store, provider: createMemoryProvider() },
@@ -83,5 +83,30 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     proxy!.restore();
     await starting;
     expect((await app.hono.request('/ready')).status).toBe(200);
+  });
+
+  it('answers /ready within a second while the database stalls, and drops the stalled connections so work resumes', async () => {
+    app = await appBehindProxy({ cutFirst: false, timeouts: { connectMs: 1_000, statementMs: 1_000, idleInTransactionMs: 5_000 } });
+    await app.start();
+    expect((await app.hono.request('/ready')).status).toBe(200);
+
+    proxy!.stall();
+    for (const probe of ['/ready', '/ready/ingress']) {
+      const asked = Date.now();
+      const down = await app.hono.request(probe);
+      expect(Date.now() - asked, `${probe} answered in time`).toBeLessThan(1_000);
+      expect(down.status).toBe(503);
+      expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
+    }
+    // A statement sent into the stall fails within its timeout plus the read margin instead of
+    // waiting for TCP, and its connection is dropped rather than handed out again.
+    const started = Date.now();
+    await expect(app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(10_000);
+
+    proxy!.restore();
+    await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
+    const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 });
+    await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
   });
 });

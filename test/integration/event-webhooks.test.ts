@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { PermanentError, RetryLaterError } from '../../src/background/index.js';
 import { DEFAULTS, type EventWebhook } from '../../src/config/index.js';
 import {
   createWebhookDelivery,
@@ -64,16 +65,6 @@ async function startReceiver(secret: string, answer: () => number = () => 200) {
     received,
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
-}
-
-class Permanent extends Error {}
-class RetryLater extends Error {
-  constructor(
-    message: string,
-    readonly delayMs: number,
-  ) {
-    super(message);
-  }
 }
 
 describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }) => {
@@ -233,7 +224,6 @@ describe('event webhook delivery answers', () => {
     receiver = await startReceiver('the-endpoint-secret!', () => statuses.shift() ?? 200);
     deliver = createWebhookDelivery({
       webhooks: [{ url: receiver.url, secret: 'the-endpoint-secret!', events: ['run.failed'] }],
-      errors: { permanent: (m) => new Permanent(m), retryLater: (m, ms) => new RetryLater(m, ms) },
       timeoutMs: 2_000,
     });
   });
@@ -245,20 +235,20 @@ describe('event webhook delivery answers', () => {
     statuses.push(503, 408, 429, 400);
     const e503 = await deliver({ payload: payload(receiver.url), attempts: 1 }).catch((e: unknown) => e);
     expect(e503).toBeInstanceOf(Error);
-    expect(e503).not.toBeInstanceOf(Permanent);
+    expect(e503).not.toBeInstanceOf(PermanentError);
     expect((e503 as Error).message).toMatch(/answered 503/);
     const e408 = await deliver({ payload: payload(receiver.url), attempts: 2 }).catch((e: unknown) => e);
-    expect(e408).not.toBeInstanceOf(Permanent);
+    expect(e408).not.toBeInstanceOf(PermanentError);
     const e429 = await deliver({ payload: payload(receiver.url), attempts: 3 }).catch((e: unknown) => e);
-    expect(e429).toBeInstanceOf(RetryLater);
-    expect((e429 as RetryLater).delayMs).toBe(7_000);
+    expect(e429).toBeInstanceOf(RetryLaterError);
+    expect((e429 as RetryLaterError).delayMs).toBe(7_000);
     const e400 = await deliver({ payload: payload(receiver.url), attempts: 4 }).catch((e: unknown) => e);
-    expect(e400).toBeInstanceOf(Permanent);
+    expect(e400).toBeInstanceOf(PermanentError);
     expect(await deliver({ payload: payload(receiver.url), attempts: 5 })).toEqual({ status: 200 });
   });
 
   it('fails permanently for an endpoint no longer configured, and retries an unreachable one', async () => {
-    await expect(deliver({ payload: payload('http://127.0.0.1:1/gone'), attempts: 1 })).rejects.toBeInstanceOf(Permanent);
+    await expect(deliver({ payload: payload('http://127.0.0.1:1/gone'), attempts: 1 })).rejects.toBeInstanceOf(PermanentError);
     const unreachable = createWebhookDelivery({
       webhooks: [{ url: 'http://127.0.0.1:1/x', secret: 'the-endpoint-secret!', events: ['run.failed'] }],
     });

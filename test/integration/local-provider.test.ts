@@ -5,7 +5,8 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createLocalProvider, PermanentWorkspaceError, type WorkspaceProvider } from '../../src/workspaces/index.js';
+import { PermanentError } from '../../src/background/index.js';
+import { createLocalProvider, type WorkspaceProvider } from '../../src/workspaces/index.js';
 import { defaultSpec } from '../conformance/workspace-provider.js';
 import { startCallbackReceiver } from '../fakes/agent/callback-receiver.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
@@ -197,7 +198,7 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
 
   it('rejects names that are not safe directory names', async () => {
     const p = provider();
-    await expect(p.create(defaultSpec('../escape'))).rejects.toBeInstanceOf(PermanentWorkspaceError);
+    await expect(p.create(defaultSpec('../escape'))).rejects.toBeInstanceOf(PermanentError);
     expect(await p.get('../escape')).toBeNull();
   });
 

@@ -221,34 +221,65 @@ describe('dashboard login and sessions (issue #12)', () => {
     }
   });
 
-  it('rate-limits logins per address and overall with 429 and Retry-After', async () => {
-    // The issue: 300 wrong tokens in 2.7 s. Now the sixth attempt within a minute from one address is refused.
+  it('counts failed logins per address and overall (429 with Retry-After), and never refuses a token that verifies', async () => {
+    // The issue: 300 wrong tokens in 2.7 s. Now the sixth failure within a minute from one address is refused.
     const answers: Answer[] = [];
-    for (let i = 0; i < 8; i++) answers.push(await login(`baton_wrong-${i}`, { localAddress: '127.0.0.2' }));
+    for (let i = 0; i < 6; i++) answers.push(await login(`baton_wrong-${i}`, { localAddress: '127.0.0.2' }));
     expect(answers.slice(0, 5).map((a) => a.status)).toEqual([401, 401, 401, 401, 401]);
     const limited = answers[5]!;
     expect(limited.status).toBe(429);
     expect(Number(limited.headers['retry-after'])).toBeGreaterThanOrEqual(1);
     expect(Number(limited.headers['retry-after'])).toBeLessThanOrEqual(60);
-    expect(JSON.parse(limited.body).error.message).toMatch(/too many login attempts from this address; try again in \d+ s/);
-    // Even the right token waits: the limit is on attempts, not on failures.
-    expect((await login(ADMIN_TOKEN, { localAddress: '127.0.0.2' })).status).toBe(429);
+    expect(JSON.parse(limited.body).error.message).toMatch(/too many failed login attempts from this address; try again in \d+ s/);
+    // The right token still gets in: only failures count, so wrong guesses cannot lock the operator out.
+    expect((await login(ADMIN_TOKEN, { localAddress: '127.0.0.2' })).status).toBe(303);
 
-    // Other addresses still get in, until all of them together reach the overall limit (12).
-    expect((await login(ADMIN_TOKEN, { localAddress: '127.0.0.3' })).status).toBe(303);
-    // 5 + 1 so far; 6 more make 12.
-    for (let i = 0; i < 6; i++) expect((await login(`baton_wrong-${i}`, { localAddress: `127.0.0.${10 + i}` })).status).toBe(401);
-    const overall = await login(ADMIN_TOKEN, { localAddress: '127.0.0.99' });
+    // Other addresses fail on until all of them together reach the overall limit (12): 5 so far, 7 more.
+    for (let i = 0; i < 7; i++) expect((await login(`baton_wrong-${i}`, { localAddress: `127.0.0.${10 + i}` })).status).toBe(401);
+    const overall = await login('baton_wrong-x', { localAddress: '127.0.0.99' });
     expect(overall.status).toBe(429);
     expect(JSON.parse(overall.body).error.message).toMatch(/from all clients together/);
+    // 61 wrong logins from anywhere once locked the admin out; now the admin's token verifies and gets in.
+    expect((await login(ADMIN_TOKEN, { localAddress: '127.0.0.99' })).status).toBe(303);
 
     // A browser gets the form again, with the reason.
-    const page = await login(ADMIN_TOKEN, { localAddress: '127.0.0.99', headers: { accept: 'text/html' } });
+    const page = await login('baton_wrong-y', { localAddress: '127.0.0.99', headers: { accept: 'text/html' } });
     expect(page.status).toBe(429);
-    expect(page.body).toContain('too many login attempts');
+    expect(page.body).toContain('too many failed login attempts');
 
     // A minute later the window has passed.
     clock += 60_000;
-    expect((await login(ADMIN_TOKEN, { localAddress: '127.0.0.2' })).status).toBe(303);
+    expect((await login('baton_wrong-z', { localAddress: '127.0.0.2' })).status).toBe(401);
+  });
+
+  it('ignores X-Forwarded-For unless the peer is a trusted proxy, and then counts the client it names', async () => {
+    // Without trusted proxies the header is the client's own words: changing it does not escape the limit.
+    for (let i = 0; i < 5; i++) {
+      const answer = await login(`baton_wrong-${i}`, { localAddress: '127.0.0.5', headers: { 'x-forwarded-for': `203.0.113.${i}` } });
+      expect(answer.status).toBe(401);
+    }
+    expect((await login('baton_wrong', { localAddress: '127.0.0.5', headers: { 'x-forwarded-for': '203.0.113.77' } })).status).toBe(429);
+
+    const own = await createSqliteTestStore();
+    const proxied = await startTestApp(own, {
+      file: 'http: { trustedProxies: [127.0.0.0/24] }\ndashboard: { loginAttemptsPerMinute: 2, loginAttemptsPerMinuteTotal: 100 }\n',
+      env: { BATON_CONFIG: 'baton.yaml' },
+    });
+    try {
+      const via = (token: string, forwardedFor: string) =>
+        request(proxied.url, { method: 'POST', path: '/login', headers: { ...FORM, 'x-forwarded-for': forwardedFor }, body: form(token) });
+      // Behind one proxy, everyone shares its address: the client it names is counted instead.
+      expect((await via('baton_wrong-1', '198.51.100.6')).status).toBe(401);
+      expect((await via('baton_wrong-2', '198.51.100.6')).status).toBe(401);
+      expect((await via('baton_wrong-3', '198.51.100.6')).status).toBe(429);
+      // A client writing its own X-Forwarded-For is still the address the proxy appended (the rightmost untrusted one).
+      expect((await via('baton_wrong-4', '192.0.2.1, 198.51.100.6')).status).toBe(429);
+      // Another client behind the same proxy is not locked out by the first.
+      expect((await via('baton_wrong-5', '198.51.100.7')).status).toBe(401);
+      expect((await via(ADMIN_TOKEN, '198.51.100.6')).status).toBe(303);
+    } finally {
+      await proxied.close();
+      await own.cleanup();
+    }
   });
 });

@@ -218,6 +218,10 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
       const edited = await request<GiteaComment>('PATCH', path, { body });
       return toComment(edited ?? (await required<GiteaComment>('GET', path)));
     },
+    async addCommentReaction(owner, repo, commentId, content) {
+      // POST …/issues/comments/{id}/reactions (swagger issuePostCommentReaction): 201 new, 200 already given.
+      await request('POST', `${repoPath(owner, repo)}/issues/comments/${commentId}/reactions`, { content });
+    },
     async listRepoLabels(owner, repo) {
       return (await listAll<GiteaLabel>(`${repoPath(owner, repo)}/labels`)).map(toLabel);
     },

@@ -121,6 +121,10 @@ export function createGitHubClient(options: GitHubClientOptions): ForgeClient {
     async editComment(owner, repo, commentId, body) {
       return toComment(await http.required<GitHubComment>('PATCH', `${repoPath(owner, repo)}/issues/comments/${commentId}`, { body }));
     },
+    async addCommentReaction(owner, repo, commentId, content) {
+      // POST …/issues/comments/{id}/reactions: 201 new, 200 when this account already reacted so.
+      await http.exchange('POST', `${repoPath(owner, repo)}/issues/comments/${commentId}/reactions`, { content });
+    },
     async listRepoLabels(owner, repo) {
       return (await listAll<GitHubLabel>(`${repoPath(owner, repo)}/labels`)).map(toLabel);
     },

@@ -1,6 +1,6 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { errorMessage } from '../../background/index.js';
-import { errorBody, errorHandler, HttpError, limitBody } from '../../http/index.js';
+import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
 import { verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';

@@ -1,5 +1,5 @@
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
-import { HttpError } from '../../http/index.js';
+import { HttpError } from '../../web-kit/index.js';
 import { FORGE_NAME_RULE, isForgeName } from '../../repositories/index.js';
 
 type Json = Record<string, unknown>;

@@ -10,5 +10,5 @@ export {
 } from './process.js';
 export { createInboxWorker, type InboxWorker, type InboxWorkerOptions } from './worker.js';
 export { createInboxProcessing, type InboxProcessing, type InboxProcessingDeps } from './processing.js';
-export { RetryDeliveryError, DeliveryLeaseLostError } from './errors.js';
+export { DeliveryLeaseLostError } from './errors.js';
 export * from './types.js';

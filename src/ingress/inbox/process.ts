@@ -1,5 +1,7 @@
-import type { Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
-import { LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
+import { RetryLaterError } from '../../background/index.js';
+import type { ChatCommand, Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
+import { commandOf, LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
+import { readCommandContext, refuseCommand, runCommand, type CommandDeps } from './commands.js';
 import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
 import type { Store, TransactionScope } from '../../store/index.js';
 import {
@@ -15,7 +17,7 @@ import { classifyGitHub, gitHubForgeEvent, GITHUB_WEBHOOK_PATH } from '../github
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
 import { createIngressState, type IssueRef } from '../state.js';
-import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
+import { DeliveryLeaseLostError } from './errors.js';
 import { readPermissionFailure } from './permission-answer.js';
 import type { InboxStore } from './store.js';
 import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './types.js';
@@ -83,6 +85,12 @@ export interface DeliveryProcessorDeps {
   permissionOf?: PermissionLookup;
   /** Earlier copies received longer ago than this do not count as duplicates. */
   retentionMs: number;
+  /**
+   * ChatOps: comments that start with the mention are commands (commands.ts). Without it they are
+   * plain comments. `permissionOf` here is always asked (cached by the caller), whatever
+   * `webhooks.requireWritePermission` says: only people with write access give commands.
+   */
+  commands?: CommandDeps & { permissionOf: PermissionLookup };
   /** Told after every permission lookup: the configuration problem it revealed, or null when it worked. */
   onPermissionProblem?: (problem: string | null) => void;
   now?: () => number;
@@ -98,7 +106,7 @@ export type DeliveryProcessor = (claimed: ClaimedDelivery, options?: ProcessOpti
 /**
  * Turns one stored delivery into its effect and verdict: parse → normalise → endpoint filter →
  * dedup against earlier copies → label diff → route → permission → enqueue + verdict in one
- * transaction. Throws `RetryDeliveryError` for what may pass (forge API down, database trouble):
+ * transaction. Throws `RetryLaterError` for what may pass (forge API down, database trouble):
  * the worker puts the delivery off; everything permanent ends as a verdict.
  *
  * Dedup is per stage, not per delivery: a copy of the body (a manual redelivery under a new id,
@@ -149,6 +157,14 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${pendingCopy.id}` });
     }
     const actedOn = new Set(copies.flatMap((c) => c.stages));
+
+    // ChatOps replies through Gitea's accounts and reads runs by repository name: on GitHub and
+    // GitLab a comment is a comment, never a command, until commands know the forge.
+    const commandForge = event.forge !== 'github' && event.forge !== 'gitlab';
+    const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
+    if (command && deps.commands) {
+      return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0);
+    }
 
     const issue: IssueRef | undefined =
       event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
@@ -221,7 +237,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       } catch (err) {
         const failure = readPermissionFailure(err);
         if (failure.kind === 'transient') {
-          throw new RetryDeliveryError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+          throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
         }
         if (failure.kind === 'misconfigured') {
           const problem =
@@ -265,6 +281,69 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     });
   };
 
+  /**
+   * A command: from a bot or an ignored user it is nothing (a bot's reply quoting the help must
+   * not loop); from someone without write access it gets a reply saying so; otherwise it is
+   * carried out with its reaction and reply, in the verdict's transaction.
+   */
+  async function processCommand(
+    commands: NonNullable<DeliveryProcessorDeps['commands']>,
+    claimed: ClaimedDelivery,
+    event: ForgeEvent & { number: number },
+    command: ChatCommand,
+    copied: boolean,
+  ) {
+    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) => record(claimed, verdict, write);
+    const sender = event.sender.toLowerCase();
+    if (deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender)) {
+      return finish({
+        outcome: DELIVERY_OUTCOME.ignored,
+        verdict: `ignored: command from ${deps.pipeline.botUsers.includes(sender) ? 'a bot' : 'an ignored user'}`,
+      });
+    }
+    if (copied) return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: 'duplicate: an earlier copy of this command was taken' });
+    let permitted = false;
+    try {
+      permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+      deps.onPermissionProblem?.(null);
+    } catch (err) {
+      const failure = readPermissionFailure(err);
+      if (failure.kind === 'transient') {
+        throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+      }
+      if (failure.kind === 'misconfigured') {
+        return finish({
+          outcome: DELIVERY_OUTCOME.misconfigured,
+          verdict: `misconfigured: the forge refused the permission lookup of a command (${failure.message})`,
+        });
+      }
+    }
+    if (!permitted) {
+      return finish(
+        { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: ${event.sender} lacks write permission for a command` },
+        async (scope) => {
+          await refuseCommand(commands, scope, event);
+          return [];
+        },
+      );
+    }
+    const context = await readCommandContext(commands, event, command).catch((err: unknown) => {
+      throw new RetryLaterError(`could not read the issue's runs: ${messageOf(err)}`, { cause: err });
+    });
+    const verdict: DeliveryVerdict = { outcome: DELIVERY_OUTCOME.command, verdict: `command ${command.name}` };
+    return finish(verdict, async (scope) => {
+      const result = await runCommand(commands, scope, event, command, context, deps.pipeline, `delivery-${claimed.delivery.id}`);
+      if (!result) {
+        // Taken already: catch-up delivered the comment again after its webhook (or the reverse).
+        Object.assign(verdict, { outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: command ${command.name} already taken` });
+        return [];
+      }
+      const said = `command ${command.name}: ${result.reply.split('\n')[0]!.slice(0, 200)}`;
+      verdict.verdict = said;
+      return result.runIds.map((runId, i) => ({ stage: result.stages[i]!, runId, outcome: 'queued' as const, reason: said }));
+    });
+  }
+
   async function enqueue(scope: TransactionScope, request: TaskRequest, event: ForgeEvent, deliveryId?: string): Promise<RunAnswer> {
     const payload = { ...request.payload, forge: event.forge, ...(deliveryId !== undefined ? { delivery: deliveryId } : {}) };
     const result = await deps.engine.enqueueIn(scope, { ...request, payload });
@@ -297,7 +376,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       });
     } catch (err) {
       if (err instanceof DeliveryLeaseLostError) throw err;
-      throw new RetryDeliveryError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
+      throw new RetryLaterError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
     }
   }
 }

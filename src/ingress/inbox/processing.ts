@@ -3,6 +3,7 @@ import type { Pipeline } from '../../pipeline/index.js';
 import type { Store } from '../../store/index.js';
 import { createPermissionCache, type PermissionLookup } from '../permissions.js';
 import type { WebhooksConfig } from '../webhooks-config.js';
+import type { CommandDeps } from './commands.js';
 import { createDeliveryProcessor, type DeliveryProcessorDeps } from './process.js';
 import { createInboxStore, type InboxStore } from './store.js';
 import { createInboxWorker, type InboxWorker, type InboxWorkerOptions } from './worker.js';
@@ -14,6 +15,11 @@ export interface InboxProcessingDeps {
   webhooks: WebhooksConfig;
   /** The forge's permission lookup; required when `webhooks.requireWritePermission` is true. */
   permissionOf?: PermissionLookup;
+  /**
+   * ChatOps commands (`@baton retry`): their reactions and replies go through this outbox, as
+   * `account`. They need `permissionOf`; without either, a command is a plain comment.
+   */
+  commands?: Omit<CommandDeps, 'now'>;
   logger: InboxWorkerOptions['logger'];
   now?: () => number;
   /** Fallback poll of the worker. @default 5_000 */
@@ -45,6 +51,10 @@ export function createInboxProcessing(deps: InboxProcessingDeps): InboxProcessin
     webhooks.requireWritePermission && deps.permissionOf
       ? createPermissionCache(deps.permissionOf, webhooks.permissionCacheMs, now)
       : undefined;
+  const commandPermission =
+    deps.commands && deps.permissionOf
+      ? (permissionOf ?? createPermissionCache(deps.permissionOf, webhooks.permissionCacheMs, now))
+      : undefined;
   const inbox = deps.inbox ?? createInboxStore(deps.store, now);
   let problem: string | null = null;
   const process = createDeliveryProcessor({
@@ -53,6 +63,7 @@ export function createInboxProcessing(deps: InboxProcessingDeps): InboxProcessin
     engine: deps.engine,
     pipeline: deps.pipeline,
     permissionOf,
+    ...(deps.commands && commandPermission ? { commands: { ...deps.commands, now, permissionOf: commandPermission } } : {}),
     retentionMs: webhooks.deliveryRetentionDays * 24 * 60 * 60_000,
     onPermissionProblem: (p) => {
       if (p && p !== problem) deps.logger.error({ problem: p }, 'webhook sender permission cannot be checked');

@@ -31,6 +31,7 @@ export type DeliverySource = (typeof DELIVERY_SOURCE)[keyof typeof DELIVERY_SOUR
  * - not_permitted: the sender may not start stages (no write permission, unknown to the forge);
  * - invalid: the payload cannot be understood (missing fields, not an object);
  * - duplicate: an earlier copy of the same body (or delivery id) already had this effect;
+ * - command: a ChatOps command (`@baton retry`) was carried out and answered;
  * - misconfigured: baton's own setup stops it (the bot token may not read permissions): an
  *   operator must act, then replay it.
  */
@@ -41,6 +42,7 @@ export const DELIVERY_OUTCOME = {
   invalid: 'invalid',
   duplicate: 'duplicate',
   misconfigured: 'misconfigured',
+  command: 'command',
 } as const;
 export type DeliveryOutcome = (typeof DELIVERY_OUTCOME)[keyof typeof DELIVERY_OUTCOME];
 

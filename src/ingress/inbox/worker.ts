@@ -8,9 +8,10 @@ import {
   type BackoffPolicy,
   type Loop,
   type WakeSource,
+  RetryLaterError,
 } from '../../background/index.js';
 import type { Store } from '../../store/index.js';
-import { DeliveryLeaseLostError, RetryDeliveryError } from './errors.js';
+import { DeliveryLeaseLostError } from './errors.js';
 import type { DeliveryProcessor } from './process.js';
 import { createAcceptPressure, type AcceptPressure } from './accept-pressure.js';
 import { INBOX_CHANNEL, type InboxStore } from './store.js';
@@ -85,11 +86,11 @@ export function createInboxWorker(options: InboxWorkerOptions): InboxWorker {
         return;
       }
       const delayMs =
-        err instanceof RetryDeliveryError && err.delayMs !== undefined
+        err instanceof RetryLaterError && err.delayMs !== undefined
           ? err.delayMs
           : backoffDelay(options.retry, delivery.attempts, options.random);
       const error = errorMessage(err);
-      if (!(err instanceof RetryDeliveryError)) logger.error({ ...log, err }, 'webhook delivery failed unexpectedly; retrying');
+      if (!(err instanceof RetryLaterError)) logger.error({ ...log, err }, 'webhook delivery failed unexpectedly; retrying');
       else logger.warn({ ...log, error, retryInMs: delayMs }, 'webhook delivery put off');
       // When even this fails (the database is away), the lease runs out and the delivery is taken again.
       await inbox

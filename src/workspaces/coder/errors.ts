@@ -1,4 +1,4 @@
-import { PermanentWorkspaceError } from '../types.js';
+import { PermanentError } from '../../background/index.js';
 import type { CoderResponse } from './api-types.js';
 
 function describeResponse(body: CoderResponse): string {
@@ -28,7 +28,7 @@ export class CoderApiError extends Error {
  * Coder refused the request in a way retrying will not fix: 400 (validation: the message carries
  * Coder's `message` and every `validations` entry), 401/403 (credentials or permissions).
  */
-export class CoderPermanentError extends PermanentWorkspaceError {
+export class CoderPermanentError extends PermanentError {
   readonly status: number;
   readonly response: CoderResponse;
   constructor(status: number, request: string, response: CoderResponse) {

@@ -1,4 +1,5 @@
-import { PermanentWorkspaceError, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
+import { PermanentError } from '../../background/index.js';
+import { type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
 import type { CoderCreateWorkspaceRequest, CoderResponse, CoderRichParameter, CoderTransition, CoderWorkspace } from './api-types.js';
 import { createCoderClient, systemClock, type Clock, type CoderClient } from './client.js';
 import { CoderApiError, CoderWaitTimeoutError } from './errors.js';
@@ -197,7 +198,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     ownerFilter ??= client.getUser(user).then(
       (found) => {
         if (!found) {
-          throw new PermanentWorkspaceError(`coder.user ${JSON.stringify(user)} is not a user Coder knows (GET /api/v2/users/${user})`);
+          throw new PermanentError(`coder.user ${JSON.stringify(user)} is not a user Coder knows (GET /api/v2/users/${user})`);
         }
         return found.username;
       },
@@ -327,14 +328,14 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
 
   async function create(spec: WorkspaceSpec): Promise<Workspace> {
     const problem = coderNameProblem(spec.name);
-    if (problem) throw new PermanentWorkspaceError(`Coder workspace name ${JSON.stringify(spec.name)} is invalid: ${problem}`);
+    if (problem) throw new PermanentError(`Coder workspace name ${JSON.stringify(spec.name)} is invalid: ${problem}`);
     const secrets = { gitea_token: spec.forgeToken, callback_token: spec.callbackToken, claude_oauth_token: options.claudeOauthToken };
     for (const [parameter, value] of Object.entries(secrets)) {
       // The template hands these to the runner as NAME=value lines of its secrets file, where a
       // line break would end the value early and could forge another line; its startup script
       // refuses them, so the run could never report. Refused here, naming only the parameter.
       if (value !== undefined && /[\r\n]/.test(value)) {
-        throw new PermanentWorkspaceError(`Coder parameter ${parameter} must be a single line; the secret given for it has a line break`);
+        throw new PermanentError(`Coder parameter ${parameter} must be a single line; the secret given for it has a line break`);
       }
     }
     const request = createRequest(spec);
@@ -350,7 +351,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       // 409: the name is taken for this owner (a workspace still deleting counts).
       let existing = await client.getWorkspaceByName(user, spec.name);
       if (existing && !isManaged(existing)) {
-        throw new PermanentWorkspaceError(
+        throw new PermanentError(
           `Coder workspace name "${spec.name}" is taken by a workspace baton does not manage (template ${existing.template_name ?? existing.template_id}, owner ${existing.owner_name}); baton will not touch it`,
           { cause: new CoderApiError(409, 'POST /api/v2/users/{user}/workspaces', answer.body as CoderResponse) },
         );

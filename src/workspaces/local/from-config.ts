@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { findCommand } from '../../agent/index.js';
+import { findCommand } from '../../runner-contract/index.js';
 import type { Config } from '../../config/index.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';

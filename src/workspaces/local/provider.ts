@@ -2,15 +2,9 @@ import { spawn as nodeSpawn, type ChildProcess, type SpawnOptions, type StdioOpt
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { findCommand, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../agent/index.js';
-import {
-  PermanentWorkspaceError,
-  transientErrorCode,
-  type Workspace,
-  type WorkspaceProvider,
-  type WorkspaceSpec,
-  type WorkspaceStatus,
-} from '../types.js';
+import { findCommand, formatRunnerEnv, formatRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../runner-contract/index.js';
+import { PermanentError } from '../../background/index.js';
+import { transientErrorCode, type Workspace, type WorkspaceProvider, type WorkspaceSpec, type WorkspaceStatus } from '../types.js';
 import {
   isProcessAlive,
   isRunAlive,
@@ -134,25 +128,24 @@ const CHECK_REFRESH_MS = 5 * 60_000;
  * through `runnerSecrets`.
  */
 export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
-  const env: Record<string, string | undefined> = {
-    TASK_TYPE: spec.stage,
-    ISSUE_NUMBER: spec.number?.toString(),
-    GITEA_URL: spec.forgeUrl,
-    GITEA_ORG: spec.owner,
-    GITEA_REPO: spec.repo,
-    REPO_CLONE_URL: spec.cloneUrl,
-    BATON_ARGUMENTS: spec.arguments,
-    BATON_BRANCH: spec.ref,
-    DEPLOY_ENV: spec.deployEnv,
-    CALLBACK_URL: spec.callbackUrl,
-    BATON_RUN_ID: String(spec.runId),
-    BATON_MAX_DURATION_MS: spec.maxDurationMs?.toString(),
-    BATON_TOKEN_CAP: spec.tokenCap?.toString(),
-    BATON_STAGE_BUILD: spec.build,
-    BATON_SETUP_TOKENS: spec.setupTokens?.join(','),
-    BATON_STAGE_SKIP_PERMISSIONS: spec.skipPermissions?.toString(),
-  };
-  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
+  return formatRunnerEnv({
+    stage: spec.stage,
+    runId: spec.runId,
+    issueNumber: spec.number,
+    forgeUrl: spec.forgeUrl,
+    owner: spec.owner,
+    repo: spec.repo,
+    cloneUrl: spec.cloneUrl,
+    arguments: spec.arguments,
+    branch: spec.ref,
+    deployEnv: spec.deployEnv,
+    callbackUrl: spec.callbackUrl,
+    maxDurationMs: spec.maxDurationMs,
+    tokenCap: spec.tokenCap,
+    stageBuild: spec.build,
+    setupTokens: spec.setupTokens,
+    skipPermissions: spec.skipPermissions,
+  });
 }
 
 /** The run's secrets, as `baton agent` reads them from `BATON_SECRETS_FILE` or `BATON_SECRETS_FD`. */
@@ -197,7 +190,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   const dirOf = (name: string) => path.join(root, name);
   const checkName = (name: string) => {
     if (!NAME_PATTERN.test(name)) {
-      throw new PermanentWorkspaceError(
+      throw new PermanentError(
         `workspace name ${JSON.stringify(name)} is not valid for the local provider: use 1-128 letters, digits, ".", "_" or "-", starting with a letter or digit`,
       );
     }
@@ -488,7 +481,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       const message = `the local runner could not be started: ${spawnError?.message ?? 'no pid'}`;
       // Out of processes or descriptors for a while (EAGAIN, EMFILE): the run waits and retries.
       if (transientErrorCode(spawnError)) throw new Error(message, { cause: spawnError });
-      throw new PermanentWorkspaceError(
+      throw new PermanentError(
         `the local runner command ${JSON.stringify(sandbox.kind === 'bwrap' ? (bwrapPath() ?? 'bwrap') : options.command[0])} could not be started: ${spawnError?.message ?? 'no pid'}`,
         { cause: spawnError },
       );

@@ -60,6 +60,8 @@ const PULL_GROUP = [
   'pull_request_review_request',
   'pull_request_sync',
 ];
+/** modules/setting/ui.go: the default `[ui] REACTIONS`. */
+const ALLOWED_REACTIONS = ['+1', '-1', 'laugh', 'hooray', 'confused', 'heart', 'rocket', 'eyes'];
 const HOOK_TYPES = ['gitea', 'gogs', 'slack', 'discord', 'dingtalk', 'telegram', 'msteams', 'feishu', 'matrix', 'wechatwork', 'packagist'];
 
 /**
@@ -251,6 +253,30 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     comment.body = body;
     comment.updatedAt = state.timestamp();
     return c.json(renderComment(base(), state, repo, comment), 200);
+  });
+
+  // routers/api/v1/repo/issue_reaction.go changeIssueCommentReaction: the content must be one of
+  // setting.UI.Reactions (403 otherwise); a reaction the user already gave answers 200 with it,
+  // a new one 201. Reading the issues is enough to react.
+  app.post('/api/v1/repos/:owner/:repo/issues/comments/:id/reactions', async (c) => {
+    const repo = c.get('repo');
+    const comment = state.comments.get(Number(c.req.param('id')));
+    if (!comment || comment.repoId !== repo.id) return notFound(c);
+    const content = await stringField(c, 'content');
+    if (content === undefined || !ALLOWED_REACTIONS.includes(content))
+      return apiError(c, 403, `'${content ?? ''}' is not an allowed reaction`);
+    const user = c.get('user');
+    const list = state.reactions.get(comment.id) ?? [];
+    const render = (r: { userId: number; content: string; createdAt: string }) => ({
+      user: renderUser(base(), state.users.get(r.userId)!),
+      content: r.content,
+      created_at: r.createdAt,
+    });
+    const existing = list.find((r) => r.userId === user.id && r.content === content);
+    if (existing) return c.json(render(existing), 200);
+    const reaction = { userId: user.id, content, createdAt: state.timestamp() };
+    state.reactions.set(comment.id, [...list, reaction]);
+    return c.json(render(reaction), 201);
   });
 
   app.get('/api/v1/repos/:owner/:repo/issues/:index', (c) => {

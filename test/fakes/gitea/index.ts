@@ -120,6 +120,8 @@ export interface FakeGitea {
   addReview(owner: string, name: string, number: number, review: { author: string; state: ReviewState; body?: string }): ReviewRecord;
   /** Comments on an issue or PR, oldest first. */
   comments(owner: string, name: string, number: number): PostedComment[];
+  /** The reactions on a comment, oldest first: who gave which. */
+  reactions(commentId: number): Array<{ user: string; content: string }>;
   /** The repository's webhooks as stored, oldest first. */
   hooks(owner: string, name: string): StoredHook[];
   /** The repository's label names, as many times as they exist. */
@@ -423,6 +425,9 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
     comments(owner, name, number) {
       const repo = repoOf(owner, name);
       return state.issueComments(repo.id, number).map((c) => ({ id: c.id, author: state.users.get(c.authorId)!.login, body: c.body }));
+    },
+    reactions(commentId) {
+      return (state.reactions.get(commentId) ?? []).map((r) => ({ user: state.users.get(r.userId)!.login, content: r.content }));
     },
     hooks(owner, name) {
       return state.repoHooks(repoOf(owner, name).id).map((h) => ({

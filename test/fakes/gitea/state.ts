@@ -128,6 +128,8 @@ export class FakeGiteaState {
   readonly labels = new Map<number, LabelRecord>();
   readonly issues = new Map<number, IssueRecord>();
   readonly comments = new Map<number, CommentRecord>();
+  /** comment id → its reactions, oldest first (one per user and content, as Gitea keeps them). */
+  readonly reactions = new Map<number, Array<{ userId: number; content: string; createdAt: string }>>();
   readonly reviews = new Map<number, ReviewRecord>();
   readonly hooks = new Map<number, HookRecord>();
   readonly timeline = new Map<number, TimelineRecord>();

@@ -373,6 +373,24 @@ export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?:
     return c.json(commentJson(c, repo, comment));
   });
 
+  app.post(`${R}/issues/comments/:id/reactions`, async (c) => {
+    const repo = repoOf(c);
+    if (repo instanceof Response) return repo;
+    const refused = may(c, repo, 'read');
+    if (refused) return refused;
+    const comment = repo.comments.find((m) => m.id === Number(c.req.param('id')));
+    if (!comment) return fail(c, 404, 'Not Found');
+    const body = (await c.req.json().catch(() => null)) as { content?: unknown } | null;
+    const allowed = ['+1', '-1', 'laugh', 'confused', 'heart', 'hooray', 'rocket', 'eyes'];
+    if (typeof body?.content !== 'string' || !allowed.includes(body.content)) return fail(c, 422, 'Validation Failed');
+    const reactions = (comment.reactions ??= []);
+    const existing = reactions.find((r) => r.user === me(c)!.login && r.content === body.content);
+    if (existing) return c.json({ id: existing.id, content: existing.content, user: user(existing.user) }, 200);
+    const reaction = { id: state.id(), user: me(c)!.login, content: body.content };
+    reactions.push(reaction);
+    return c.json({ id: reaction.id, content: reaction.content, user: user(reaction.user) }, 201);
+  });
+
   app.get(`${R}/labels`, (c) => {
     const repo = repoOf(c);
     if (repo instanceof Response) return repo;

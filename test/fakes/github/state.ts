@@ -32,6 +32,7 @@ export interface CommentRecord {
   body: string;
   createdAt: string;
   updatedAt: string;
+  reactions?: { id: number; user: string; content: string }[];
 }
 
 export interface ReviewRecord {
