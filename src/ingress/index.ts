@@ -41,6 +41,7 @@ export {
   MASK,
   maskBody,
   maskHeaders,
+  type DeliveriesHealth,
   type DeliveryDetail,
   type DeliveryHistoryEntry,
   type DeliveryInspector,
@@ -49,3 +50,4 @@ export {
   type InspectorPage,
   type InspectorSource,
 } from './inspector.js';
+export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';
