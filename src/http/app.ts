@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { DeliveryInspector } from '../ingress/index.js';
-import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
+import type { BudgetService, FullRunEngine, Run, RunOutcome, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
@@ -55,6 +55,8 @@ export interface HttpDeps {
   /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
   onForgeDelivery?: () => void;
   now: () => number;
+  /** Checks a run's claimed success against the forge before it is recorded. */
+  checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>;
   /** Daily budgets (`/api/budgets`); absent in tests that build the app without them. */
   budgets?: BudgetService;
 }
@@ -87,7 +89,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
     healthRoutes(deps.readiness, async (c) => (await identify(c, credentials)) !== null),
   );
   app.route('/', queueRoutes(deps.runs, deps.now));
-  app.route('/', callbackRoutes(deps.engine, deps.logger));
+  app.route('/', callbackRoutes(deps.engine, deps.logger, deps.checkOutcome));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));

@@ -38,6 +38,7 @@ export {
   MASK,
   maskBody,
   maskHeaders,
+  type DeliveriesHealth,
   type DeliveryDetail,
   type DeliveryHistoryEntry,
   type DeliveryInspector,
@@ -46,3 +47,4 @@ export {
   type InspectorPage,
   type InspectorSource,
 } from './inspector.js';
+export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';

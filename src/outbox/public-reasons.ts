@@ -1,4 +1,4 @@
-import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js';
+import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js';
 
 /**
  * What a status comment says about why a run did not succeed. Comments land on issues that may be
@@ -32,6 +32,7 @@ const BATON_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
 
 /** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
 export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {
+  if (event.type === RUN_EVENT.failed && run.lastError?.startsWith(OUTCOME_MISSING)) return run.lastError.slice(OUTCOME_MISSING.length);
   const reported = RUNNER_FAILURE_SENTENCES[run.lastError ?? ''] ?? BATON_FAILURE_SENTENCES[run.lastError ?? ''];
   switch (event.type) {
     case RUN_EVENT.cancelled:

@@ -6,6 +6,8 @@ export {
   DEFAULT_LABELS,
   DEFAULT_DEPLOY,
   DEFAULT_SKIP_PERMISSIONS,
+  DEFAULT_SUCCESS,
+  successOf,
   DEPLOY_ENV_PATTERN,
   defaultStages,
   defaultPipeline,

@@ -142,6 +142,8 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
   if (event.htmlUrl) payload.htmlUrl = event.htmlUrl;
   if (event.title !== undefined) payload.title = event.title;
   if (event.headRef) payload.headRef = event.headRef;
+  // The head when the run was asked for: a push of the run is a head that moved (outcome check).
+  if (event.headSha) payload.headSha = event.headSha;
   if (event.comment?.id !== undefined) payload.commentId = event.comment.id;
   if (event.review) payload.review = event.review.state;
   if (stage.deploys) {

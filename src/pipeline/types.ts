@@ -110,6 +110,14 @@ export interface Trigger {
 
 export type BuildWeight = 'light' | 'heavy';
 
+/**
+ * What success of a stage's run means, checked against the forge after its agent ends:
+ * `pushed`: commits pushed on the run's branch or a pull request opened or updated; `review`: a
+ * review submitted by the stage's bot; `result`: the agent's own result.
+ */
+export const SUCCESS_KINDS = ['pushed', 'review', 'result'] as const;
+export type SuccessKind = (typeof SUCCESS_KINDS)[number];
+
 export interface StageDefinition {
   name: string;
   /** Bot account that acts for the stage: a key of `config.bots` (`dev`, `review`). */
@@ -130,6 +138,8 @@ export interface StageDefinition {
    * @default true (DEFAULT_SKIP_PERMISSIONS)
    */
   skipPermissions?: boolean;
+  /** What success means for its runs. @default DEFAULT_SUCCESS by name, else 'result' */
+  success?: SuccessKind;
   /** The stage's own token cap per run (over `limits.tokenCap`); 0 = none. */
   tokenCap?: number;
   /** The stage's own attempts of the agent per run (over `limits.agentAttempts`). */

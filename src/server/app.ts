@@ -4,7 +4,14 @@ import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { createForgeAccounts } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
+import {
+  createDeliveryInspector,
+  createGiteaIngress,
+  createInboxProcessing,
+  createSpool,
+  createSpoolDrainer,
+  pruneProcessedDeliveries,
+} from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
@@ -31,6 +38,7 @@ import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createOutcomeCheck } from './outcome-check.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
@@ -183,6 +191,18 @@ export function createApp(config: Config, deps: AppDeps): App {
     pollMs: config.queue.pollMs,
   });
 
+  // The replica's spool: a verified delivery the database cannot store within the accept budget
+  // is fsynced here and answered 202; the drainer moves it into the inbox once the database
+  // answers. Drained first at start (the first worker), and new deliveries queue behind it.
+  const spool = config.webhooks.spoolDir ? createSpool({ dir: config.webhooks.spoolDir, logger, now }) : undefined;
+  const spoolDrainer = spool ? createSpoolDrainer({ spool, inbox: inbox.inbox, logger }) : undefined;
+  const ingressRefused = metrics.counter(
+    'baton_ingress_refused_total',
+    'Webhook deliveries answered 503 by this replica: stored neither in the database nor in the spool (lost unless the forge resends).',
+  );
+  // Shown at 0 from the start, so an alert on any increase has a series to compare with.
+  ingressRefused.inc({}, 0);
+
   // Catch-up from the forge API: what webhooks missed goes into the same inbox (source `sync`).
   // It reads as the dev bot; without a forge there is nothing to read.
   const catchup =
@@ -236,6 +256,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
   });
   const workers: Worker[] = [
+    ...(spoolDrainer ? [{ name: 'spool', start: () => spoolDrainer.start(), stop: () => spoolDrainer.stop() }] : []),
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     ...(catchup ? [{ name: 'catch-up', start: () => catchup.start(), stop: () => catchup.stop() }] : []),
@@ -249,6 +270,13 @@ export function createApp(config: Config, deps: AppDeps): App {
   const backlog = metrics.gauge('baton_outbox_backlog', 'Outbox messages (forge comments, event webhooks) not yet delivered.');
   const streamClients = metrics.gauge('baton_event_stream_clients', 'Connected /api/events clients on this replica.');
   const inboxBacklog = metrics.gauge('baton_inbox_backlog', 'Stored webhook deliveries not yet processed (pending or being processed).');
+  const spoolPending = metrics.gauge(
+    'baton_ingress_spool_pending',
+    "Webhook deliveries in this replica's spool, waiting for the database.",
+  );
+  metrics.collect(() => {
+    spoolPending.set({}, spool?.pending ?? 0);
+  });
   metrics.collect(async () => {
     const inboxCounts = await inbox.inbox.counts();
     inboxBacklog.set({}, inboxCounts.pending + inboxCounts.processing);
@@ -276,7 +304,16 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: webhookSecret, logger, now }),
+    webhooks: createGiteaIngress({
+      inbox: inbox.inbox,
+      webhooks: config.webhooks,
+      secret: webhookSecret,
+      logger,
+      now,
+      spool,
+      acceptBudgetMs: config.webhooks.acceptBudgetMs,
+      onRefused: () => ingressRefused.inc({}),
+    }),
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
@@ -285,9 +322,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger),
+    checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
-    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store }),
+    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store, spool }),
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');
@@ -318,6 +356,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     workers,
     closers: [
       { name: 'run metrics', close: stopRunMetrics },
+      // After the workers (the drainer) and the HTTP server: no append comes after this.
+      ...(spool ? [{ name: 'spool', close: () => spool.close() }] : []),
       { name: `provider ${provider.name}`, close: () => provider.close?.() },
       { name: 'store', close: () => store.close() },
     ],
