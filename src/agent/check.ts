@@ -1,5 +1,6 @@
 import { CLAUDE_COMMAND } from './invocation.js';
 import { findCommand } from '../runner-contract/index.js';
+import { probeUnreachable } from './network-probe.js';
 import { startProcess, type SpawnFunction } from './process-group.js';
 
 export interface RunnerCheck {
@@ -20,7 +21,18 @@ export async function checkRunner(options: {
   agentCommand?: readonly string[];
   /** How steps are started (the nested sandbox when the runner is sandboxed). */
   spawn?: SpawnFunction;
+  /** `host:port` of what a run must not connect to (baton's port, its database), from `BATON_CHECK_UNREACHABLE`. */
+  unreachable?: readonly string[];
+  /** The run's egress gate (`BATON_EGRESS_SOCKET`): the targets above must be refused through it too. */
+  egressSocket?: string;
 }): Promise<RunnerCheck> {
+  const reached = await probeUnreachable(options.unreachable ?? [], options.egressSocket);
+  if (reached.length > 0) {
+    return {
+      ok: false,
+      message: `the run's network is not contained: ${reached.join('; ')} (runs must reach baton and its database only through the egress gate; see egress.gate in docs/configuration.md)`,
+    };
+  }
   const command = (options.agentCommand ?? CLAUDE_COMMAND)[0] ?? '';
   const found = findCommand(command, options.env.PATH, options.cwd);
   if (found === null) {

@@ -1,5 +1,13 @@
 import { parseArgs } from 'node:util';
-import { checkRunner, createCallbackClient, nestedSandboxSpawn, runAgent, type RunAgentOptions } from '../agent/index.js';
+import {
+  checkRunner,
+  createCallbackClient,
+  gatedFetch,
+  nestedSandboxSpawn,
+  runAgent,
+  startEgressBridge,
+  type RunAgentOptions,
+} from '../agent/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
 import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
@@ -50,7 +58,10 @@ Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (defa
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner).
+that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
+callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
+when any of them connects, directly or through the gate).
 BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
 
 With stream-json output the agent command names the Claude Code executable only: baton runs
@@ -124,9 +135,10 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
 
   const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
-  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn);
+  const egressSocket = await openEgress(env);
+  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
 
-  const callback = callbackOf(opt, secrets);
+  const callback = callbackOf(opt, secrets, egressSocket);
   if (!callback) return 2;
 
   // From here on every problem is reported to the server as a failed run.
@@ -158,12 +170,30 @@ function takeSecrets(env: NodeJS.ProcessEnv): RunnerSecrets | null {
   }
 }
 
-/** `--check`: can the agent command (and the nested sandbox) start here. */
+/**
+ * With an egress gate the sandbox has no network of its own: the relay on 127.0.0.1 is how its
+ * tools (through HTTPS_PROXY) reach the gate. Returns the gate's socket, for the runner's own calls.
+ */
+async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const socketPath = env[RUNNER_ENV.egressSocket]?.trim() || undefined;
+  if (!socketPath) return undefined;
+  const port = Number(env[RUNNER_ENV.egressPort] ?? '3128');
+  try {
+    await startEgressBridge({ socketPath, port });
+  } catch (err) {
+    // Not fatal: the callbacks do not need the relay, and the run's log says why its tools cannot connect.
+    console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
+  }
+  return socketPath;
+}
+
+/** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */
 async function checkCommand(
   opt: Lookup,
   env: NodeJS.ProcessEnv,
   sandbox: string | undefined,
   spawn: RunAgentOptions['spawn'],
+  egressSocket: string | undefined,
 ): Promise<number> {
   const raw = opt('agent-command', RUNNER_ENV.agentCommand);
   const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
@@ -175,7 +205,18 @@ async function checkCommand(
     console.log(`${RUNNER_ENV.sandbox} must be bwrap or unset, got "${sandbox}"`);
     return 1;
   }
-  const result = await checkRunner({ env, cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(), agentCommand, spawn });
+  const unreachable = (env[RUNNER_ENV.checkUnreachable] ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const result = await checkRunner({
+    env,
+    cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(),
+    agentCommand,
+    spawn,
+    unreachable,
+    egressSocket,
+  });
   console.log(result.message);
   return result.ok ? 0 : 1;
 }
@@ -184,10 +225,12 @@ interface Callback {
   callbackUrl: string;
   progressUrl: string | undefined;
   callbackToken: string;
+  /** Through the run's egress gate, when it has one (Node's fetch ignores proxy variables). */
+  fetch?: typeof fetch;
 }
 
 /** Where and how to report; null (after saying why) when the outcome cannot be reported at all. */
-function callbackOf(opt: Lookup, secrets: RunnerSecrets): Callback | null {
+function callbackOf(opt: Lookup, secrets: RunnerSecrets, egressSocket: string | undefined): Callback | null {
   const callbackUrl = opt('callback-url', RUNNER_ENV.callbackUrl);
   const callbackToken = secrets.CALLBACK_TOKEN || undefined;
   if (!callbackUrl || !callbackToken || !isHttpUrl(callbackUrl)) {
@@ -199,7 +242,12 @@ function callbackOf(opt: Lookup, secrets: RunnerSecrets): Callback | null {
     console.error(`baton agent: ${problem}; the outcome cannot be reported`);
     return null;
   }
-  return { callbackUrl, progressUrl: opt('progress-url', RUNNER_ENV.progressUrl), callbackToken };
+  return {
+    callbackUrl,
+    progressUrl: opt('progress-url', RUNNER_ENV.progressUrl),
+    callbackToken,
+    ...(egressSocket ? { fetch: gatedFetch(egressSocket) } : {}),
+  };
 }
 
 /** What the runner reads of its run from flags and environment (secrets and callback aside). */
@@ -315,6 +363,7 @@ function failedCompletion(callback: Callback, maxRetryMs: number, summary: strin
     callbackUrl: callback.callbackUrl,
     progressUrl: callback.progressUrl,
     token: callback.callbackToken,
+    fetch: callback.fetch,
     maxRetryMs,
     log: (line) => console.error(line),
   });

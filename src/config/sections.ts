@@ -1,5 +1,6 @@
 import { botsSection, giteaSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
+import { egressSection } from '../egress/index.js';
 import { catchupSection } from '../catchup/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
@@ -42,6 +43,7 @@ export const SECTIONS = {
   events: eventsSection,
   pipeline: pipelineSection,
   budgets: budgetsSection,
+  egress: egressSection,
   webhooks: webhooksSection,
   catchup: catchupSection,
   comments: commentsSection,

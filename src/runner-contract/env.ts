@@ -33,6 +33,11 @@ export const RUNNER_ENV = {
   buildCommand: 'BATON_BUILD_COMMAND',
   callbackMaxRetryMs: 'BATON_CALLBACK_MAX_RETRY_MS',
   killGraceMs: 'BATON_KILL_GRACE_MS',
+  /** The run's egress gate: a unix socket (local provider) and the port of 127.0.0.1 the runner relays to it. */
+  egressSocket: 'BATON_EGRESS_SOCKET',
+  egressPort: 'BATON_EGRESS_PORT',
+  /** `host:port,…` that `--check` must find unreachable: baton's port, its database. */
+  checkUnreachable: 'BATON_CHECK_UNREACHABLE',
 } as const;
 
 /** What the server tells a runner about its run. Absent values are not set. */

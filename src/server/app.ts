@@ -223,7 +223,21 @@ export function createApp(config: Config, deps: AppDeps): App {
       : undefined;
 
   // 6. Workspaces.
-  const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
+  // Each refusal of a run's egress gate: a line in the run's log (what the operator reads first),
+  // the counter, and baton's own log.
+  const egressRefused = metrics.counter('baton_egress_refused_total', "Connections runs' egress gates refused.");
+  egressRefused.inc({}, 0);
+  const provider =
+    deps.provider ??
+    createConfiguredProvider(config, logger, runs, {
+      onRefused: (run, refusal) => {
+        egressRefused.inc();
+        const target = refusal.path !== undefined ? `http://baton.internal${refusal.path}` : `${refusal.host}:${refusal.port}`;
+        logger.warn({ runId: run.runId, stage: run.stage, target, reason: refusal.reason }, 'egress refused');
+        const line = `[baton] egress refused: ${refusal.method} ${target}: ${refusal.reason} (widen with egress.allow or egress.stages.${run.stage} in baton.yaml)`;
+        void engine.appendProgress(run.runId, { lines: [line] }).catch(() => {});
+      },
+    });
 
   // 7. The workers: started in this order, stopped in the reverse one. A new background worker
   // is one more entry here.

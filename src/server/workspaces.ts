@@ -2,12 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
 import type { Config } from '../config/index.js';
+import type { EgressRefusal } from '../egress/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
 import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
+  NO_EGRESS_GATE_WARNING,
   NO_SANDBOX_WARNING,
   reconcile,
   workspaceNameForKey,
@@ -19,7 +21,12 @@ import {
 const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
 /** The provider `WORKSPACE_PROVIDER` names, made from the config. */
-export function createConfiguredProvider(config: Config, logger: Logger, runs: Pick<RunQueries, 'findByWorkspace'>): WorkspaceProvider {
+export function createConfiguredProvider(
+  config: Config,
+  logger: Logger,
+  runs: Pick<RunQueries, 'findByWorkspace'>,
+  egress: { onRefused?: (run: { runId: number; stage: string; workspace: string }, refusal: EgressRefusal) => void } = {},
+): WorkspaceProvider {
   if (config.workspaceProvider === 'coder') {
     return createCoderProviderFromConfig(config, {
       // Workspace names are per run, so only the run that named it can own it.
@@ -30,8 +37,10 @@ export function createConfiguredProvider(config: Config, logger: Logger, runs: P
     });
   }
   if (config.local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);
+  else if (config.egress.gate === 'off') logger.warn(NO_EGRESS_GATE_WARNING);
   return createLocalProviderFromConfig(config, config.local, {
     batonBin: BATON_BIN,
+    onEgressRefused: egress.onRefused,
     onError: (message, err) => logger.warn({ err }, message),
   });
 }
