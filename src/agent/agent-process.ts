@@ -161,7 +161,9 @@ export async function runAgentProcess(input: {
   }
 
   const result = parser.result;
-  const streamed = parser.streamedTokens > 0 ? parser.streamedUsage : null;
+  const streamedUsage = parser.streamedUsage;
+  const anyStreamed = Object.values(streamedUsage).some((n) => n > 0);
+  const streamed = anyStreamed ? streamedUsage : null;
   const usage = result?.usage ?? streamed;
   const costUsd = result?.costUsd ?? null;
   if (!result) {
