@@ -12,6 +12,7 @@ export {
   webhooksSection,
   isAllowed,
   ALLOW_UNSIGNED_WARNING,
+  WRITE_PERMISSION_OFF_WARNING,
   WEBHOOK_DEFAULTS,
   type WebhooksConfig,
 } from './webhooks-config.js';
@@ -46,3 +47,4 @@ export {
   type InspectorPage,
   type InspectorSource,
 } from './inspector.js';
+export { seenInSignedDelivery } from './known-repositories.js';

@@ -175,7 +175,13 @@ export function createApp(config: Config, deps: AppDeps): App {
     engine,
     pipeline: config.pipeline,
     webhooks: config.webhooks,
-    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    // Without a forge token no sender's permission can be read: with the check on (the default)
+    // such deliveries are refused as misconfigured, never let through unchecked.
+    permissionOf: accounts.dev
+      ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user)
+      : config.webhooks.requireWritePermission
+        ? noPermissionLookup
+        : undefined,
     // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
     commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
@@ -284,7 +290,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
-    submitRun: createRunSubmission(config, engine, logger),
+    submitRun: createRunSubmission(config, engine, logger, store),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
     deliveries: createDeliveryInspector({ inbox: inbox.inbox, store }),
@@ -337,4 +343,12 @@ function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
       tasks: () => maintenanceRequests(config.maintenance.repos, pipeline),
     },
   ];
+}
+
+/** The permission lookup of a baton without a dev bot token: every answer is "misconfigured". */
+async function noPermissionLookup(): Promise<never> {
+  throw Object.assign(new Error('no dev bot token (GITEA_TOKEN) is set to read the sender’s permission with'), {
+    status: 401,
+    retryable: false,
+  });
 }
