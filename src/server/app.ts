@@ -174,14 +174,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     store,
     engine,
     pipeline: config.pipeline,
-    webhooks: config.webhooks,
-    // Without a forge token no sender's permission can be read: with the check on (the default)
-    // such deliveries are refused as misconfigured, never let through unchecked.
-    permissionOf: accounts.dev
-      ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user)
-      : config.webhooks.requireWritePermission
-        ? noPermissionLookup
-        : undefined,
+    // Without a forge (no dev bot token) no sender's permission can be read; /ready's forge check
+    // fails as soon as a delivery arrives and says what to set.
+    webhooks: accounts.dev ? config.webhooks : { ...config.webhooks, requireWritePermission: false },
+    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
     // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
     commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
@@ -343,12 +339,4 @@ function schedulesFrom(config: Config, pipeline: Pipeline): Schedule[] {
       tasks: () => maintenanceRequests(config.maintenance.repos, pipeline),
     },
   ];
-}
-
-/** The permission lookup of a baton without a dev bot token: every answer is "misconfigured". */
-async function noPermissionLookup(): Promise<never> {
-  throw Object.assign(new Error('no dev bot token (GITEA_TOKEN) is set to read the sender’s permission with'), {
-    status: 401,
-    retryable: false,
-  });
 }
