@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createCallbackClient, createProgressReporter, deriveProgressUrl, type UndeliveredCompletion } from './callback-client.js';
-import type { ProgressBody } from './types.js';
+import type { ProgressBody } from '../runner-contract/index.js';
 
 const completion = { status: 'succeeded' as const, exitCode: 0, summary: 'ok', usage: null, costUsd: null, durationMs: 1 };
 

@@ -1,4 +1,4 @@
-import type { AgentUsage, CompletionBody, ProgressBody } from './types.js';
+import type { AgentUsage, CompletionBody, ProgressBody } from '../runner-contract/index.js';
 
 export interface CallbackClientOptions {
   /** Full completion URL, e.g. `http://baton:3000/api/runs/42/complete`. */

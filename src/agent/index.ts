@@ -1,17 +1,8 @@
-export { runAgent, DEFAULT_MAX_DURATION_MS, FAILURE_KIND, formatDuration, type RunAgentOptions } from './run-agent.js';
-export { SETUP_TOKENS, type SetupToken } from '../pipeline/index.js';
-export {
-  readRunnerSecrets,
-  formatRunnerSecrets,
-  parseRunnerSecrets,
-  RUNNER_SECRETS,
-  SecretsError,
-  type RunnerSecrets,
-  type RunnerSecretName,
-} from './secrets.js';
+export { runAgent, DEFAULT_MAX_DURATION_MS, formatDuration, type RunAgentOptions } from './run-agent.js';
 export { nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
-export { findCommand } from './find-command.js';
+export { gatedFetch, startEgressBridge } from './egress-bridge.js';
+export { probeUnreachable } from './network-probe.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
 export {
   CLAUDE_COMMAND,
@@ -19,13 +10,17 @@ export {
   claudeInvocation,
   templateInvocation,
   sessionFromFrontMatter,
+  createStreamParser,
+  judgeResult,
   type ClaudeSession,
   type AgentInvocation,
-} from './invocation.js';
-export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
+  type StreamParser,
+  type ResultSummary,
+  type ResultOutcome,
+} from '../agents/index.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { createLineSplitter, type LineSplitter } from './process-group.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
 export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
-export { AGENT_STATUS, type AgentStatus, type AgentUsage, type AgentOutcome, type CompletionBody, type ProgressBody } from './types.js';
+export type { AgentOutcome } from './types.js';

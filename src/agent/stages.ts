@@ -1,4 +1,5 @@
-import { defaultStages, STAGE } from '../pipeline/index.js';
+import { defaultStages } from '../pipeline/index.js';
+import { STAGE } from '../runner-contract/index.js';
 
 /**
  * The built-in SDLC stages, from the pipeline's default table (one source for names and build

@@ -1,5 +1,5 @@
 import { spawn as nodeSpawn } from 'node:child_process';
-import { findCommand } from './find-command.js';
+import { findCommand } from '../runner-contract/index.js';
 import type { SpawnFunction } from './process-group.js';
 
 /**

@@ -1,4 +1,4 @@
-import type { AgentStatus } from './types.js';
+import type { AgentStatus } from '../runner-contract/index.js';
 
 /** Why the runner is ending the run early (a limit, or the runner itself being stopped). */
 export interface StopRequest {

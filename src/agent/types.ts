@@ -1,68 +1,4 @@
-/**
- * The completion statuses a runner reports. `timed_out` is only for the duration limit; every
- * other way a run can end badly (token cap, crash, clone failure, SIGTERM) is `failed` with a
- * summary saying why.
- */
-export const AGENT_STATUS = {
-  succeeded: 'succeeded',
-  failed: 'failed',
-  timedOut: 'timed_out',
-} as const;
-
-export type AgentStatus = (typeof AGENT_STATUS)[keyof typeof AGENT_STATUS];
-
-/**
- * Machine-readable reason in the completion body's `error` field; `summary` carries the words
- * for people.
- */
-export const FAILURE_KIND = {
-  cloneFailed: 'clone_failed',
-  commandFileInvalid: 'command_file_invalid',
-  setupFailed: 'setup_failed',
-  agentNotStarted: 'agent_not_started',
-  agentError: 'agent_error',
-  /** The agent's API answered 529 (overloaded) or another 5xx: worth trying again later. */
-  agentOverloaded: 'agent_overloaded',
-  /** The agent's API answered 429 (rate limit): worth trying again later. */
-  agentRateLimited: 'agent_rate_limited',
-  /** The agent could not reach its API (connection refused, reset, DNS): worth trying again later. */
-  agentUnreachable: 'agent_unreachable',
-  /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
-  noTurns: 'no_turns',
-  noResult: 'no_result',
-  tokenCap: 'token_cap',
-  maxDuration: 'max_duration',
-  runnerTerminated: 'runner_terminated',
-  runnerError: 'runner_error',
-} as const;
-
-/** Token totals in the camelCase shape of Claude Code's `modelUsage` entries. */
-export interface AgentUsage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadInputTokens: number;
-  cacheCreationInputTokens: number;
-}
-
-/** Body of `POST CALLBACK_URL`: the contract with the server. */
-export interface CompletionBody {
-  status: AgentStatus;
-  /** Exit code of the agent process; null when it never ran or was ended by a signal. */
-  exitCode: number | null;
-  /** The agent's final text on success; on failure a reason a person can act on. */
-  summary: string;
-  usage: AgentUsage | null;
-  costUsd: number | null;
-  durationMs: number;
-  error?: string;
-}
-
-/** Body of `POST PROGRESS_URL`. */
-export interface ProgressBody {
-  lines: string[];
-  usage?: AgentUsage;
-  costUsd?: number;
-}
+import type { CompletionBody } from '../runner-contract/index.js';
 
 export interface AgentOutcome extends CompletionBody {
   /** Whether the completion callback reached the server (a 2xx). */
@@ -71,15 +7,4 @@ export interface AgentOutcome extends CompletionBody {
   logFile: string;
 }
 
-export function emptyUsage(): AgentUsage {
-  return { inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 };
-}
-
-export function addUsage(a: AgentUsage, b: AgentUsage): AgentUsage {
-  return {
-    inputTokens: a.inputTokens + b.inputTokens,
-    outputTokens: a.outputTokens + b.outputTokens,
-    cacheReadInputTokens: a.cacheReadInputTokens + b.cacheReadInputTokens,
-    cacheCreationInputTokens: a.cacheCreationInputTokens + b.cacheCreationInputTokens,
-  };
-}
+export { emptyUsage, addUsage } from '../agents/index.js';

@@ -2,15 +2,24 @@ import { parseArgs } from 'node:util';
 import {
   checkRunner,
   createCallbackClient,
+  gatedFetch,
   nestedSandboxSpawn,
-  readRunnerSecrets,
   runAgent,
+  startEgressBridge,
+  type RunAgentOptions,
+} from '../agent/index.js';
+import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
+// The same checks the configuration pass applies to what baton passes on (config check, doctor).
+import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
+import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
+import {
+  readRunnerSecrets,
+  RUNNER_ENV,
   SecretsError,
   SETUP_TOKENS,
-  type RunAgentOptions,
+  type RunnerSecrets,
   type SetupToken,
-} from '../agent/index.js';
-import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
+} from '../runner-contract/index.js';
 
 const HELP = `Usage: baton agent [options]
 
@@ -32,7 +41,10 @@ Options:
   --log-port N              live log HTTP port, 0 = off       [BATON_AGENT_LOG_PORT, default: 13338]
   --max-duration-ms N       longest run                       [BATON_MAX_DURATION_MS, default: 5400000]
   --token-cap N             stop after N tokens, 0 = no cap   [BATON_TOKEN_CAP, default: 0]
-  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: ["claude"]]
+  --agent NAME              claude | codex | gemini | opencode | text
+                                                              [BATON_AGENT, default: claude]
+  --model NAME              the agent's model                 [BATON_AGENT_MODEL, default: the CLI's]
+  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: the agent's executable]
   --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
   --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
@@ -40,63 +52,82 @@ Options:
                             start here; print what was found, exit 0 or 1
   -h, --help                show this help
 
-Secrets: CALLBACK_TOKEN, GITEA_TOKEN and CLAUDE_CODE_OAUTH_TOKEN as NAME=value lines, read once
+Secrets: CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN and the other agents' keys
+(CODEX_API_KEY, GEMINI_API_KEY, OPENCODE_API_KEY) as NAME=value lines, read once
 at start from BATON_SECRETS_FILE (a file of mode 0600, deleted once read) or BATON_SECRETS_FD (an
 inherited descriptor, closed once read). Secrets in the environment still work but are warned
-about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and
-CLAUDE_CODE_OAUTH_TOKEN, never CALLBACK_TOKEN; install and build commands get only the tokens
+about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and its
+own credential only (in the variables its CLI reads), never CALLBACK_TOKEN; install and build commands get only the tokens
 named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
 Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner).
+that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
+callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
+when any of them connects, directly or through the gate).
 BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
 
 With stream-json output the agent command names the Claude Code executable only: baton runs
 <command> -p --output-format stream-json --verbose, then --allowedTools <tools…> from the command
 file's allowed-tools (else --dangerously-skip-permissions unless BATON_STAGE_SKIP_PERMISSIONS=false),
 --model=<model> from its model, then -- <prompt>, or the prompt on stdin when it is over 100 KiB.
-With text output it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
+Codex CLI, Gemini CLI and OpenCode get their headless JSON options from baton and the prompt on
+stdin (codex exec --json … -, gemini --output-format=stream-json --skip-trust …, opencode run
+--format=json …); the agent command names their executable only.
+With text output (or --agent text) it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
 without {prompt} the prompt goes to stdin.
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
 server could not be told; 2 the runner is misconfigured (nothing could be reported).
 `;
 
+const FLAGS = {
+  'task-type': { type: 'string' },
+  issue: { type: 'string' },
+  arguments: { type: 'string' },
+  'clone-url': { type: 'string' },
+  repo: { type: 'string' },
+  'deploy-env': { type: 'string' },
+  workdir: { type: 'string' },
+  branch: { type: 'string' },
+  'callback-url': { type: 'string' },
+  'progress-url': { type: 'string' },
+  'log-port': { type: 'string' },
+  'max-duration-ms': { type: 'string' },
+  'token-cap': { type: 'string' },
+  'agent-command': { type: 'string' },
+  agent: { type: 'string' },
+  model: { type: 'string' },
+  'output-format': { type: 'string' },
+  install: { type: 'string' },
+  build: { type: 'string' },
+  check: { type: 'boolean' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+type FlagValues = Record<string, string | boolean | undefined>;
+
+/** A flag's value, else its environment variable's; blank counts as unset. */
+type Lookup = (flag: string, name: string) => string | undefined;
+
+function lookupIn(values: FlagValues, env: NodeJS.ProcessEnv): Lookup {
+  return (flag, name) => {
+    const v = values[flag];
+    const value = typeof v === 'string' ? v : env[name];
+    return value === undefined || value.trim() === '' ? undefined : value.trim();
+  };
+}
+
 /**
  * `baton agent`: the in-workspace runner. Returns the exit code; SIGTERM/SIGINT stop the agent
  * and still send the (failed) completion callback before returning.
  */
 export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  let values: Record<string, string | boolean | undefined>;
+  let values: FlagValues;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: {
-        'task-type': { type: 'string' },
-        issue: { type: 'string' },
-        arguments: { type: 'string' },
-        'clone-url': { type: 'string' },
-        repo: { type: 'string' },
-        'deploy-env': { type: 'string' },
-        workdir: { type: 'string' },
-        branch: { type: 'string' },
-        'callback-url': { type: 'string' },
-        'progress-url': { type: 'string' },
-        'log-port': { type: 'string' },
-        'max-duration-ms': { type: 'string' },
-        'token-cap': { type: 'string' },
-        'agent-command': { type: 'string' },
-        'output-format': { type: 'string' },
-        install: { type: 'string' },
-        build: { type: 'string' },
-        check: { type: 'boolean' },
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
   } catch (err) {
     console.error(`baton agent: ${(err as Error).message}\n\n${HELP}`);
     return 2;
@@ -105,56 +136,119 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     console.log(HELP);
     return 0;
   }
-  const opt = (flag: string, name: string): string | undefined => {
-    const v = values[flag];
-    const value = typeof v === 'string' ? v : env[name];
-    return value === undefined || value.trim() === '' ? undefined : value.trim();
-  };
+  const opt = lookupIn(values, env);
 
   // Before anything else, and whatever else is wrong: the secrets leave the environment (and a
   // secrets file the disk) before any child process could inherit or find them.
-  let secrets: ReturnType<typeof readRunnerSecrets>['secrets'];
+  const secrets = takeSecrets(env);
+  if (!secrets) return 2;
+
+  const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
+  const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
+  const egressSocket = await openEgress(env);
+  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
+
+  const callback = callbackOf(opt, secrets, egressSocket);
+  if (!callback) return 2;
+
+  // From here on every problem is reported to the server as a failed run.
+  const { settings, problems } = readRunnerSettings(values, env);
+  if (problems.length > 0) return reportMisconfigured(callback, settings.callbackMaxRetryMs, problems);
+
+  return runWithSignals(callback, settings.callbackMaxRetryMs, (signal) => ({
+    ...settings,
+    ...callback,
+    env,
+    claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
+    agentSecret: agentSecretOf(settings.agent ?? 'claude', secrets),
+    forgeToken: secrets.GITEA_TOKEN || undefined,
+    spawn: stepSpawn,
+    signal,
+    onLogLine: (line) => console.log(line),
+  }));
+}
+
+/** The runner's secrets, out of the environment; null (after saying why) when they cannot be read. */
+function takeSecrets(env: NodeJS.ProcessEnv): RunnerSecrets | null {
   try {
     const intake = readRunnerSecrets(env);
-    secrets = intake.secrets;
     for (const warning of intake.warnings) console.error(`baton agent: warning: ${warning}`);
+    return intake.secrets;
   } catch (err) {
     if (!(err instanceof SecretsError)) throw err;
     console.error(`baton agent: ${err.message}; the outcome cannot be reported`);
-    return 2;
+    return null;
   }
+}
 
-  const sandbox = env.BATON_SANDBOX?.trim() || undefined;
-  const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
-  const agentCommandProblem = (raw: string) =>
-    `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], got ${JSON.stringify(raw)}`;
-  const parseAgentCommand = (raw: string): string[] | undefined => {
-    try {
-      const parsed: unknown = JSON.parse(raw);
-      if (Array.isArray(parsed) && parsed.length > 0 && parsed.every((a) => typeof a === 'string')) return parsed as string[];
-    } catch {
-      // Reported below.
-    }
-    return undefined;
-  };
-
-  if (values.check) {
-    const raw = opt('agent-command', 'BATON_AGENT_COMMAND');
-    const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
-    if (raw !== undefined && agentCommand === undefined) {
-      console.log(agentCommandProblem(raw));
-      return 1;
-    }
-    if (sandbox !== undefined && sandbox !== 'bwrap') {
-      console.log(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
-      return 1;
-    }
-    const result = await checkRunner({ env, cwd: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(), agentCommand, spawn: stepSpawn });
-    console.log(result.message);
-    return result.ok ? 0 : 1;
+/**
+ * With an egress gate the sandbox has no network of its own: the relay on 127.0.0.1 is how its
+ * tools (through HTTPS_PROXY) reach the gate. Returns the gate's socket, for the runner's own calls.
+ */
+async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const socketPath = env[RUNNER_ENV.egressSocket]?.trim() || undefined;
+  if (!socketPath) return undefined;
+  const port = Number(env[RUNNER_ENV.egressPort] ?? '3128');
+  try {
+    await startEgressBridge({ socketPath, port });
+  } catch (err) {
+    // Not fatal: the callbacks do not need the relay, and the run's log says why its tools cannot connect.
+    console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
   }
+  return socketPath;
+}
 
-  const callbackUrl = opt('callback-url', 'CALLBACK_URL');
+/** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */
+async function checkCommand(
+  opt: Lookup,
+  env: NodeJS.ProcessEnv,
+  sandbox: string | undefined,
+  spawn: RunAgentOptions['spawn'],
+  egressSocket: string | undefined,
+): Promise<number> {
+  const raw = opt('agent-command', RUNNER_ENV.agentCommand);
+  const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
+  if (raw !== undefined && agentCommand === undefined) {
+    console.log(agentCommandProblem(raw));
+    return 1;
+  }
+  if (sandbox !== undefined && sandbox !== 'bwrap') {
+    console.log(`${RUNNER_ENV.sandbox} must be bwrap or unset, got "${sandbox}"`);
+    return 1;
+  }
+  const agent = opt('agent', RUNNER_ENV.agent) ?? 'claude';
+  if (!isAgentName(agent)) {
+    console.log(agentNameProblem(agent));
+    return 1;
+  }
+  const unreachable = (env[RUNNER_ENV.checkUnreachable] ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const result = await checkRunner({
+    env,
+    cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(),
+    agentCommand,
+    agent,
+    spawn,
+    unreachable,
+    egressSocket,
+  });
+  console.log(result.message);
+  return result.ok ? 0 : 1;
+}
+
+interface Callback {
+  callbackUrl: string;
+  progressUrl: string | undefined;
+  callbackToken: string;
+  /** Through the run's egress gate, when it has one (Node's fetch ignores proxy variables). */
+  fetch?: typeof fetch;
+}
+
+/** Where and how to report; null (after saying why) when the outcome cannot be reported at all. */
+function callbackOf(opt: Lookup, secrets: RunnerSecrets, egressSocket: string | undefined): Callback | null {
+  const callbackUrl = opt('callback-url', RUNNER_ENV.callbackUrl);
   const callbackToken = secrets.CALLBACK_TOKEN || undefined;
   if (!callbackUrl || !callbackToken || !isHttpUrl(callbackUrl)) {
     const problem = !callbackUrl
@@ -163,11 +257,37 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
         ? `CALLBACK_URL must be an http(s) URL, got "${callbackUrl}"`
         : 'CALLBACK_TOKEN is not set (pass it in BATON_SECRETS_FILE or BATON_SECRETS_FD)';
     console.error(`baton agent: ${problem}; the outcome cannot be reported`);
-    return 2;
+    return null;
   }
-  const progressUrl = opt('progress-url', 'PROGRESS_URL');
+  return {
+    callbackUrl,
+    progressUrl: opt('progress-url', RUNNER_ENV.progressUrl),
+    callbackToken,
+    ...(egressSocket ? { fetch: gatedFetch(egressSocket) } : {}),
+  };
+}
 
-  // From here on every problem is reported to the server as a failed run.
+/** What the runner reads of its run from flags and environment (secrets and callback aside). */
+export type RunnerSettings = Omit<
+  RunAgentOptions,
+  | 'callbackUrl'
+  | 'progressUrl'
+  | 'callbackToken'
+  | 'env'
+  | 'claudeOauthToken'
+  | 'agentSecret'
+  | 'forgeToken'
+  | 'spawn'
+  | 'signal'
+  | 'onLogLine'
+> & { callbackMaxRetryMs: number };
+
+/**
+ * Reads the run's settings as a provider wrote them (`formatRunnerEnv`), flags first. Every value
+ * that is wrong is named in `problems`; the settings then hold the defaults in its place.
+ */
+export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): { settings: RunnerSettings; problems: string[] } {
+  const opt = lookupIn(values, env);
   const problems: string[] = [];
   const int = (flag: string, name: string, fallback: number, min: number): number => {
     const raw = opt(flag, name);
@@ -179,74 +299,153 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     }
     return n;
   };
-  const stage = opt('task-type', 'TASK_TYPE');
+  const stage = opt('task-type', RUNNER_ENV.stage);
   if (!stage) problems.push('TASK_TYPE is not set (the stage to run, e.g. develop)');
-  const logPort = int('log-port', 'BATON_AGENT_LOG_PORT', 13338, 0);
+  const logPort = int('log-port', RUNNER_ENV.logPort, 13338, 0);
   if (logPort > 65535) problems.push(`BATON_AGENT_LOG_PORT must be a whole number between 0 and 65535, got "${logPort}"`);
-  const maxDurationMs = int('max-duration-ms', 'BATON_MAX_DURATION_MS', 90 * 60_000, 1);
-  const tokenCap = int('token-cap', 'BATON_TOKEN_CAP', 0, 0);
-  const callbackMaxRetryMs = int('', 'BATON_CALLBACK_MAX_RETRY_MS', 15 * 60_000, 0);
-  const killGraceMs = int('', 'BATON_KILL_GRACE_MS', 10_000, 0);
+  const maxDurationMs = int('max-duration-ms', RUNNER_ENV.maxDurationMs, 90 * 60_000, 1);
+  const tokenCap = int('token-cap', RUNNER_ENV.tokenCap, 0, 0);
+  const callbackMaxRetryMs = int('', RUNNER_ENV.callbackMaxRetryMs, 15 * 60_000, 0);
+  const killGraceMs = int('', RUNNER_ENV.killGraceMs, 10_000, 0);
+  const { agentCommand, outputFormat, agent, model } = readAgentCommand(opt, problems);
+  const deployEnv = opt('deploy-env', RUNNER_ENV.deployEnv);
+  if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
+    problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
+  }
+  const stageTable = readStageTable(env, problems);
+  return {
+    settings: {
+      stage: stage ?? '',
+      issueNumber: opt('issue', RUNNER_ENV.issueNumber),
+      deployEnv,
+      cloneUrl: opt('clone-url', RUNNER_ENV.cloneUrl),
+      repoName: opt('repo', RUNNER_ENV.repo),
+      workdir: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(),
+      branch: opt('branch', RUNNER_ENV.branch),
+      arguments: opt('arguments', RUNNER_ENV.arguments),
+      ...stageTable,
+      agentCommand,
+      outputFormat,
+      agent,
+      model,
+      installCommand: opt('install', RUNNER_ENV.installCommand),
+      buildCommand: opt('build', RUNNER_ENV.buildCommand),
+      maxDurationMs,
+      tokenCap,
+      killGraceMs,
+      callbackMaxRetryMs,
+      logServer: logPort === 0 ? false : { port: logPort, host: env[RUNNER_ENV.logHost]?.trim() || undefined },
+    },
+    problems,
+  };
+}
+
+function readAgentCommand(
+  opt: Lookup,
+  problems: string[],
+): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string } {
   let agentCommand: string[] | undefined;
-  const rawCommand = opt('agent-command', 'BATON_AGENT_COMMAND');
+  const rawCommand = opt('agent-command', RUNNER_ENV.agentCommand);
   if (rawCommand !== undefined) {
     agentCommand = parseAgentCommand(rawCommand);
     if (agentCommand === undefined) problems.push(agentCommandProblem(rawCommand));
   }
-  const outputFormat = opt('output-format', 'BATON_AGENT_OUTPUT') ?? 'stream-json';
+  const rawAgent = opt('agent', RUNNER_ENV.agent) ?? 'claude';
+  let agent: AgentName = 'claude';
+  if (isAgentName(rawAgent)) agent = rawAgent;
+  else problems.push(agentNameProblem(rawAgent));
+  const model = opt('model', RUNNER_ENV.agentModel);
+  if (model !== undefined && !MODEL_NAME.test(model)) {
+    problems.push(
+      `BATON_AGENT_MODEL must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5, got ${JSON.stringify(model)}`,
+    );
+  }
+  const outputFormat = opt('output-format', RUNNER_ENV.agentOutput) ?? (agent === 'text' ? 'text' : 'stream-json');
   if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
     problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
   }
-  if (outputFormat === 'stream-json' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+  if (outputFormat === 'stream-json' && agent !== 'text' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+    const adapter = agentAdapter(agent);
     problems.push(
-      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`,
+      agent === 'claude'
+        ? `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`
+        : `BATON_AGENT_COMMAND for ${adapter.title} names its executable only, such as ["${adapter.executable}"] (baton adds the headless options, the model and the prompt); got ${JSON.stringify(rawCommand)}`,
     );
   }
   if (outputFormat === 'text' && !agentCommand)
     problems.push('BATON_AGENT_OUTPUT=text needs BATON_AGENT_COMMAND (the argv of the CLI agent)');
-  const deployEnv = opt('deploy-env', 'DEPLOY_ENV');
-  if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
-    problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
-  }
+  return {
+    agentCommand,
+    outputFormat: outputFormat as 'stream-json' | 'text',
+    agent: outputFormat === 'text' ? 'text' : agent,
+    ...(model !== undefined ? { model } : {}),
+  };
+}
 
-  const stageBuild = env.BATON_STAGE_BUILD?.trim() || undefined;
+function agentNameProblem(raw: string): string {
+  return `BATON_AGENT must be one of ${AGENT_NAMES.join(', ')}, got ${JSON.stringify(raw)}`;
+}
+
+/** Model names as the CLIs take them: `opus`, `gpt-5-codex`, `gemini-2.5-pro`, `anthropic/claude-sonnet-4-5`. */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@/[\]-]{0,127}$/;
+
+/** The one credential of the run's agent; the others stay with the runner. */
+function agentSecretOf(agent: AgentName, secrets: RunnerSecrets): string | undefined {
+  const name = agentAdapter(agent).credential?.secret;
+  if (!name || name === 'CLAUDE_CODE_OAUTH_TOKEN') return undefined;
+  return secrets[name as keyof RunnerSecrets] || undefined;
+}
+
+/** The stage table's settings baton passes (build kind, setup tokens, permissions) and the sandbox. */
+function readStageTable(env: NodeJS.ProcessEnv, problems: string[]): Pick<RunAgentOptions, 'heavy' | 'setupTokens' | 'skipPermissions'> {
+  const stageBuild = env[RUNNER_ENV.stageBuild]?.trim() || undefined;
   if (stageBuild !== undefined && stageBuild !== 'heavy' && stageBuild !== 'light') {
     problems.push(`BATON_STAGE_BUILD must be heavy or light, got "${stageBuild}"`);
   }
+  const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
   if (sandbox !== undefined && sandbox !== 'bwrap') problems.push(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
   const setupTokens: SetupToken[] = [];
-  for (const token of (env.BATON_SETUP_TOKENS ?? '').split(',').map((t) => t.trim())) {
+  for (const token of (env[RUNNER_ENV.setupTokens] ?? '').split(',').map((t) => t.trim())) {
     if (token === '') continue;
     if ((SETUP_TOKENS as readonly string[]).includes(token)) setupTokens.push(token as SetupToken);
     else problems.push(`BATON_SETUP_TOKENS must list ${SETUP_TOKENS.join(', ')} (comma-separated), got "${token}"`);
   }
-  const skipPermissions = env.BATON_STAGE_SKIP_PERMISSIONS?.trim() || undefined;
+  const skipPermissions = env[RUNNER_ENV.skipPermissions]?.trim() || undefined;
   if (skipPermissions !== undefined && skipPermissions !== 'true' && skipPermissions !== 'false') {
     problems.push(`BATON_STAGE_SKIP_PERMISSIONS must be true or false, got "${skipPermissions}"`);
   }
+  return {
+    heavy: stageBuild === undefined ? undefined : stageBuild === 'heavy',
+    setupTokens,
+    skipPermissions: skipPermissions === undefined ? undefined : skipPermissions === 'true',
+  };
+}
 
-  if (problems.length > 0) {
-    const summary = `the runner is misconfigured: ${problems.join('; ')}`;
-    console.error(`baton agent: ${summary}`);
-    const client = createCallbackClient({
-      callbackUrl,
-      progressUrl,
-      token: callbackToken,
-      maxRetryMs: callbackMaxRetryMs,
-      log: (line) => console.error(line),
-    });
-    await client.complete({
-      status: 'failed',
-      exitCode: null,
-      summary,
-      usage: null,
-      costUsd: null,
-      durationMs: 0,
-      error: 'runner_misconfigured',
-    });
-    return 1;
-  }
+function failedCompletion(callback: Callback, maxRetryMs: number, summary: string, error: string): Promise<unknown> {
+  const client = createCallbackClient({
+    callbackUrl: callback.callbackUrl,
+    progressUrl: callback.progressUrl,
+    token: callback.callbackToken,
+    fetch: callback.fetch,
+    maxRetryMs,
+    log: (line) => console.error(line),
+  });
+  return client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error });
+}
 
+async function reportMisconfigured(callback: Callback, maxRetryMs: number, problems: string[]): Promise<number> {
+  const summary = `the runner is misconfigured: ${problems.join('; ')}`;
+  console.error(`baton agent: ${summary}`);
+  await failedCompletion(callback, maxRetryMs, summary, 'runner_misconfigured');
+  return 1;
+}
+
+/** Runs the agent with SIGTERM/SIGINT turned into an abort, and reports what stops it from starting. */
+async function runWithSignals(
+  callback: Callback,
+  maxRetryMs: number,
+  optionsFor: (signal: AbortSignal) => RunAgentOptions,
+): Promise<number> {
   const controller = new AbortController();
   const onSignal = (signal: NodeJS.Signals) => {
     if (controller.signal.aborted) {
@@ -260,52 +459,14 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
   try {
-    const options: RunAgentOptions = {
-      stage: stage!,
-      issueNumber: opt('issue', 'ISSUE_NUMBER'),
-      deployEnv,
-      cloneUrl: opt('clone-url', 'REPO_CLONE_URL'),
-      repoName: opt('repo', 'GITEA_REPO'),
-      workdir: opt('workdir', 'BATON_WORKDIR') ?? process.cwd(),
-      branch: opt('branch', 'BATON_BRANCH'),
-      arguments: opt('arguments', 'BATON_ARGUMENTS'),
-      callbackUrl,
-      progressUrl,
-      callbackToken,
-      env,
-      claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
-      forgeToken: secrets.GITEA_TOKEN || undefined,
-      setupTokens,
-      spawn: stepSpawn,
-      agentCommand,
-      outputFormat: outputFormat as 'stream-json' | 'text',
-      heavy: stageBuild === undefined ? undefined : stageBuild === 'heavy',
-      skipPermissions: skipPermissions === undefined ? undefined : skipPermissions === 'true',
-      installCommand: opt('install', 'BATON_INSTALL_COMMAND'),
-      buildCommand: opt('build', 'BATON_BUILD_COMMAND'),
-      maxDurationMs,
-      tokenCap,
-      killGraceMs,
-      callbackMaxRetryMs,
-      logServer: logPort === 0 ? false : { port: logPort, host: env.BATON_AGENT_LOG_HOST?.trim() || undefined },
-      signal: controller.signal,
-      onLogLine: (line) => console.log(line),
-    };
-    const outcome = await runAgent(options);
+    const outcome = await runAgent(optionsFor(controller.signal));
     return outcome.status === 'succeeded' && outcome.callbackDelivered ? 0 : 1;
   } catch (err) {
     // runAgent reports everything that happens once it runs; this is for what stops it from
     // starting at all (an unwritable workdir, …), so the server still hears about the run.
     const summary = `the runner failed before the run could start: ${err instanceof Error ? err.message : String(err)}`;
     console.error(`baton agent: ${summary}`);
-    const client = createCallbackClient({
-      callbackUrl,
-      progressUrl,
-      token: callbackToken,
-      maxRetryMs: callbackMaxRetryMs,
-      log: (line) => console.error(line),
-    });
-    await client.complete({ status: 'failed', exitCode: null, summary, usage: null, costUsd: null, durationMs: 0, error: 'runner_error' });
+    await failedCompletion(callback, maxRetryMs, summary, 'runner_error');
     return 1;
   } finally {
     process.off('SIGTERM', onSignal);

@@ -1,8 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { findCommand } from '../agent/index.js';
-import { ConfigError, loadConfig, type Config } from '../config/index.js';
+import { findCommand } from '../runner-contract/index.js';
+import { ConfigError, loadConfig, parseAgentCommand, type Config } from '../config/index.js';
 import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import { createLogger } from '../log/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
@@ -525,12 +525,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
 function agentCommandOf(config: Config): string | null {
   const raw = config.agentEnv.BATON_AGENT_COMMAND;
   if (raw === undefined) return 'claude';
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return Array.isArray(parsed) && typeof parsed[0] === 'string' ? parsed[0] : null;
-  } catch {
-    return null;
-  }
+  return parseAgentCommand(raw)?.[0] ?? null;
 }
 
 function isLoopback(url: string): boolean {

@@ -18,6 +18,8 @@ export interface InitOptions {
   assetsDir?: string;
   /** @default process.cwd() */
   cwd?: string;
+  /** What the written baton.yaml follows (CODER_URL and CODER_TOKEN, PUBLIC_URL). @default process.env */
+  env?: Readonly<Record<string, string | undefined>>;
   out?: (line: string) => void;
   err?: (line: string) => void;
 }
@@ -58,6 +60,7 @@ export async function runInit(argv: string[], options: InitOptions = {}): Promis
     let content: string;
     try {
       content = fs.readFileSync(file.from, 'utf8');
+      if (file.to === 'baton.yaml') content = fitConfigTemplate(content, options.env ?? process.env);
     } catch (e) {
       err(`baton init: the template ${file.from} is missing from this baton installation (${(e as NodeJS.ErrnoException).code ?? e})`);
       return 1;
@@ -79,4 +82,19 @@ export async function runInit(argv: string[], options: InitOptions = {}): Promis
     out('Commit .claude/commands/ to the repository; baton.yaml configures the baton server.');
   }
   return 0;
+}
+
+/**
+ * The template, fitted to what the environment says: the provider `baton serve` would infer
+ * (Coder when CODER_URL and a Coder token are set), and PUBLIC_URL, which `baton connect` needs.
+ * Secrets are never written (the template names their variables).
+ */
+function fitConfigTemplate(template: string, env: Readonly<Record<string, string | undefined>>): string {
+  let content = template;
+  if (env.CODER_URL && (env.CODER_TOKEN || env.CODER_TOKEN_FILE)) {
+    content = content.replace(/^workspaceProvider: local$/m, 'workspaceProvider: coder');
+    content = content.replace(/^ {2}# url: https:\/\/coder\.example\.com$/m, `  url: ${JSON.stringify(env.CODER_URL)}`);
+  }
+  if (env.PUBLIC_URL) content = content.replace(/^# publicUrl: .*$/m, `publicUrl: ${JSON.stringify(env.PUBLIC_URL)}`);
+  return content;
 }

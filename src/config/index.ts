@@ -5,3 +5,4 @@ export { DEFAULTS, defaultQueueConfig } from './defaults.js';
 export { SECTIONS } from './sections.js';
 export type * from './types.js';
 export { show, maskUrlCredentials } from '../config-schema/index.js';
+export { agentCommandProblem, agentEnvProblems, parseAgentCommand } from './agent-env.js';

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
 import { contextFor, mapping, readNode, type Env, type Node, type Source } from '../config-schema/index.js';
+import { agentEnvProblems } from './agent-env.js';
 import { ConfigError } from './problems.js';
 import { rootNode } from './root-section.js';
 import { SECTIONS } from './sections.js';
@@ -103,10 +104,12 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
     );
   }
 
+  const agentEnv = Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
+  problems.push(...agentEnvProblems(agentEnv));
   if (problems.length > 0) throw new ConfigError(problems);
   const config = {
     ...resolved,
-    agentEnv: Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!])),
+    agentEnv,
     configFile,
   } as Config;
   return { config: deepFreeze(config), warnings, notices, values: deepFreeze(values), sources };

@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { DeliveryInspector } from '../ingress/index.js';
-import type { BudgetService, FullRunEngine, RunQueries } from '../runs/index.js';
+import type { BudgetService, FullRunEngine, Run, RunOutcome, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
@@ -55,6 +55,8 @@ export interface HttpDeps {
   /** Told of every forge delivery that was accepted (2xx): readiness knows a forge is talking to baton. */
   onForgeDelivery?: () => void;
   now: () => number;
+  /** Checks a run's claimed success against the forge before it is recorded. */
+  checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>;
   /** Daily budgets (`/api/budgets`); absent in tests that build the app without them. */
   budgets?: BudgetService;
 }
@@ -77,7 +79,9 @@ export function createHttpApp(deps: HttpDeps): Hono {
   const tokenRequired = requireToken(credentials);
   app.use('/api/*', requireToken(credentials, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!deps.publicQueue) app.use('/queue', tokenRequired);
-  app.use('/webhook/gitea*', countWebhooks(deps.metrics, deps.onForgeDelivery));
+  const countedWebhooks = countWebhooks(deps.metrics, deps.onForgeDelivery);
+  app.use('/webhook/gitea*', countedWebhooks);
+  app.use('/webhook/github', countedWebhooks);
   // Every other body is bounded, after the credential check. The webhooks and the callbacks
   // bound theirs themselves, after their own checks; the login form has a smaller limit of its own.
   app.use('*', boundBodies(deps.maxBodyBytes));
@@ -87,7 +91,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
     healthRoutes(deps.readiness, async (c) => (await identify(c, credentials)) !== null),
   );
   app.route('/', queueRoutes(deps.runs, deps.now));
-  app.route('/', callbackRoutes(deps.engine, deps.logger));
+  app.route('/', callbackRoutes(deps.engine, deps.logger, deps.checkOutcome));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
@@ -118,7 +122,7 @@ function countWebhooks(metrics: MetricsRegistry, onAccepted?: () => void): Middl
     const result = webhookResult(c.res.status);
     received.inc({ result });
     // Only what the ingress accepted (signed, when a secret is set): a forged request must not move /ready.
-    if (result === 'accepted') onAccepted?.();
+    if (result === 'accepted' && c.req.path.startsWith('/webhook/gitea')) onAccepted?.();
   };
 }
 

@@ -33,7 +33,12 @@ export const MISSING_CALLBACK_TOKEN =
  * by the run's own callback token (only its hash is stored). `POST /webhook/task-complete/:name`
  * is the original orchestrator's path, keyed by workspace name.
  */
-export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<CallbackEnv> {
+export function callbackRoutes(
+  engine: FullRunEngine,
+  logger: Logger,
+  /** Checks a claimed success against the forge (success is an outcome); may turn it into a failure. */
+  checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>,
+): Hono<CallbackEnv> {
   const app = new Hono<CallbackEnv>();
   // The token first (security checks come first), then the size, then the body.
   const byId = callbackToken(engine, async (c) => parseRunId(c.req.param('id') ?? ''));
@@ -77,8 +82,14 @@ export function callbackRoutes(engine: FullRunEngine, logger: Logger): Hono<Call
   async function complete(c: Context, run: Run) {
     const body = await readJson(c);
     const refused: RefusedClaim[] = [];
-    const outcome = parseOutcome(body, refused);
+    const claimed = parseOutcome(body, refused);
     if (refused.length > 0 && holdsSlot(run.status)) await engine.appendProgress(run.id, { lines: refusalLines(run, refused) });
+    // Only a live run's claim is checked: a repeated completion changes nothing anyway.
+    const outcome = checkOutcome && holdsSlot(run.status) ? await checkOutcome(run, claimed) : claimed;
+    if (outcome !== claimed && outcome.status !== claimed.status) {
+      logger.warn({ runId: run.id, key: run.key, error: outcome.error }, 'the agent claimed success without its outcome');
+      await engine.appendProgress(run.id, { lines: [`[baton] ${outcome.error ?? ''}`] });
+    }
     const { run: after, changed } = await engine.complete(run.id, outcome);
     logger.info({ runId: run.id, key: run.key, status: after.status, changed }, changed ? 'run completed' : 'repeated completion ignored');
     return c.json({ ok: true, runId: after.id, status: after.status, changed });

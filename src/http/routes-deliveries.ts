@@ -17,6 +17,9 @@ export function deliveriesRoutes(inspector: DeliveryInspector): Hono<AuthEnv> {
 
   app.get('/api/deliveries', async (c) => c.json(await refused(() => inspector.list(parseFilter(c.req.query())))));
 
+  // Before `:id`, which would take "health" for an id.
+  app.get('/api/deliveries/health', (c) => c.json(inspector.health()));
+
   app.get('/api/deliveries/:id', async (c) => {
     const id = deliveryId(c.req.param('id'));
     const delivery = await inspector.get(id);

@@ -6,6 +6,7 @@ export {
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
+export { createGitHubIngress, GITHUB_WEBHOOK_PATH, type GitHubIngressDeps } from './github/index.js';
 export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,
@@ -25,6 +26,8 @@ export {
   createInboxStore,
   createInboxProcessing,
   LABEL_MEMORY_SCOPE,
+  labelMemoryScope,
+  syncEndpoint,
   DELIVERY_SOURCE,
   type Delivery,
   type InboxProcessing,
@@ -39,6 +42,7 @@ export {
   MASK,
   maskBody,
   maskHeaders,
+  type DeliveriesHealth,
   type DeliveryDetail,
   type DeliveryHistoryEntry,
   type DeliveryInspector,
@@ -48,3 +52,4 @@ export {
   type InspectorSource,
 } from './inspector.js';
 export { seenInSignedDelivery } from './known-repositories.js';
+export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';

@@ -2,6 +2,7 @@ import type { Selectable } from 'kysely';
 import type { InboxDeliveriesTable, Store } from '../store/index.js';
 import { DELIVERY_SOURCE, DELIVERY_STATUS, type InboxStore } from './inbox/index.js';
 import { toDelivery } from './inbox/store.js';
+import type { Spool, SpoolHealth } from './spool/index.js';
 
 type Row = Selectable<InboxDeliveriesTable>;
 
@@ -106,6 +107,17 @@ export interface DeliveryInspector {
   get(id: number): Promise<DeliveryDetail | null>;
   /** Stores a copy of a processed delivery as a `replay` and wakes the inbox; returns the copy. */
   replay(id: number, by: { tokenName: string }): Promise<DeliveryView>;
+  /**
+   * This replica's accept path: what its spool holds for the database, and the deliveries it
+   * refused with 503 (stored neither in the database nor in the spool). Read from memory, so it
+   * answers while the database is away.
+   */
+  health(): DeliveriesHealth;
+}
+
+export interface DeliveriesHealth {
+  /** null when this process has no spool (outside `baton serve`). */
+  spool: SpoolHealth | null;
 }
 
 /** Shown instead of a secret; the same six stars Gitea's own delivery record uses. */
@@ -170,11 +182,16 @@ export interface DeliveryInspectorOptions {
   inbox: InboxStore;
   /** Reads of the inbox table with the replay columns (migration 0050), and the replay's transaction. */
   store: Pick<Store, 'db' | 'transaction'>;
+  spool?: Pick<Spool, 'health'>;
 }
 
-export function createDeliveryInspector({ inbox, store }: DeliveryInspectorOptions): DeliveryInspector {
+export function createDeliveryInspector({ inbox, store, spool }: DeliveryInspectorOptions): DeliveryInspector {
   const { db } = store;
   return {
+    health() {
+      return { spool: spool?.health() ?? null };
+    },
+
     async list(filter = {}) {
       const limit = Math.min(MAX_PAGE, Math.max(1, filter.limit ?? 50));
       let query = db.selectFrom('inbox_deliveries').selectAll();

@@ -1,4 +1,18 @@
-import { bool, checkSection, int, invalid, list, mapping, number, record, secret, section, text } from '../config-schema/index.js';
+import path from 'node:path';
+import {
+  bool,
+  checkSection,
+  int,
+  invalid,
+  list,
+  mapping,
+  number,
+  record,
+  secret,
+  section,
+  text,
+  type ResolveContext,
+} from '../config-schema/index.js';
 
 /** Defaults of the `webhooks:` section. */
 export const WEBHOOK_DEFAULTS = {
@@ -7,6 +21,7 @@ export const WEBHOOK_DEFAULTS = {
   deliveryRetentionDays: 7,
   leaseMs: 60_000,
   retryMaxMs: 300_000,
+  acceptBudgetMs: 2_000,
 } as const;
 
 export interface WebhooksConfig {
@@ -38,6 +53,13 @@ export interface WebhooksConfig {
    * @default false
    */
   allowUnsigned: boolean;
+  /**
+   * How long the inbox insert may take before a delivery goes to the spool instead: well under
+   * the forges' 5 s (Gitea, GitHub) and 10 s (GitLab). @default 2_000
+   */
+  acceptBudgetMs: number;
+  /** The replica's spool (src/ingress/spool/); unset only outside `serve` (tests, benches). */
+  spoolDir?: string;
 }
 
 /** Logged at every start while `webhooks.allowUnsigned` is on. */
@@ -66,6 +88,8 @@ const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
  *   repositories:
  *     acme/app: { secretFile: /run/secrets/acme-app-webhook }
  *   allowUnsigned: false
+ *   acceptBudgetSeconds: 2
+ *   spoolDir: spool
  * ```
  */
 export const webhooksSection = section(
@@ -110,8 +134,18 @@ export const webhooksSection = section(
       default: false,
       doc: 'accept unsigned deliveries for repositories no webhook secret applies to (a warning at every start)',
     }),
+    acceptBudgetSeconds: number({
+      env: 'WEBHOOK_ACCEPT_BUDGET_SECONDS',
+      min: 0.05,
+      default: WEBHOOK_DEFAULTS.acceptBudgetMs / 1000,
+      doc: 'a delivery the database has not stored within this long is written to the spool and answered 202',
+    }),
+    spoolDir: text({
+      env: 'WEBHOOK_SPOOL_DIR',
+      doc: 'the spool of deliveries the database could not store in time; relative to the data directory; default DATA_DIR/spool',
+    }),
   }),
-  (v, ctx): WebhooksConfig => {
+  (v, ctx: ResolveContext<{ dataDir?: string } | undefined>): WebhooksConfig => {
     if (v.allowUnsigned) ctx.warn(ALLOW_UNSIGNED_WARNING);
     if (!v.requireWritePermission) ctx.warn(WRITE_PERMISSION_OFF_WARNING);
     return {
@@ -129,9 +163,16 @@ export const webhooksSection = section(
         ]),
       ),
       allowUnsigned: v.allowUnsigned,
+      acceptBudgetMs: Math.round(v.acceptBudgetSeconds * 1000),
+      ...spoolDirOf(v.spoolDir, ctx.deps?.dataDir),
     };
   },
 );
+
+function spoolDirOf(configured: string | undefined, dataDir: string | undefined): { spoolDir?: string } {
+  if (dataDir === undefined) return configured === undefined ? {} : { spoolDir: path.resolve(configured) };
+  return { spoolDir: path.resolve(dataDir, configured ?? 'spool') };
+}
 
 /** The `webhooks:` settings from a raw section on its own (tests, benchmarks). */
 export function parseWebhooksConfig(raw: unknown): { webhooks: WebhooksConfig; problems: string[] } {

@@ -1,4 +1,4 @@
-import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js';
+import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js';
 
 /**
  * What a status comment says about why a run did not succeed. Comments land on issues that may be
@@ -6,7 +6,7 @@ import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from '../runs/index.js
  * text, paths, the operator's token name) live in the run's record, in the API and dashboard.
  *
  * Keyed by the machine-readable reasons a runner reports in its completion's `error` (the agent
- * module's FAILURE_KIND); a test checks that every one of them has its sentence here.
+ * runner contract's FAILURE_KIND); a test checks that every one of them has its sentence here.
  */
 export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   clone_failed: 'The repository could not be cloned.',
@@ -23,6 +23,8 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   agent_overloaded: 'The agent’s API was overloaded.',
   agent_rate_limited: 'The agent’s API refused more requests for now (rate limit).',
   agent_unreachable: 'The agent could not reach its API.',
+  agent_auth_failed: 'The agent’s API refused its credentials (a missing, wrong or expired key or login).',
+  agent_turn_limit: 'The agent reached its own limit of turns.',
 };
 
 /** Reasons baton itself records (not a runner): the workspace's reconcile. */
@@ -32,6 +34,7 @@ const BATON_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
 
 /** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
 export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {
+  if (event.type === RUN_EVENT.failed && run.lastError?.startsWith(OUTCOME_MISSING)) return run.lastError.slice(OUTCOME_MISSING.length);
   const reported = RUNNER_FAILURE_SENTENCES[run.lastError ?? ''] ?? BATON_FAILURE_SENTENCES[run.lastError ?? ''];
   switch (event.type) {
     case RUN_EVENT.cancelled:

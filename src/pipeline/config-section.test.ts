@@ -40,7 +40,7 @@ describe('parsePipelineConfig', () => {
       bots,
     );
     expect(problems).toEqual([
-      'baton.yaml: unknown key "pipeline.colour" (known keys: ignore-users, ignoreUsers, labels, deploy, stages)',
+      'baton.yaml: unknown key "pipeline.colour" (known keys: mention, ignore-users, ignoreUsers, labels, deploy, stages)',
       'pipeline.ignore-users must be a list, got "42"',
       'baton.yaml: unknown key "pipeline.labels.ready-for-lunch" (known keys: bug, release, ready-for-architecture, ready-for-development, ready-for-testing, ready-for-deployment)',
       'pipeline.labels.bug must be a non-empty string, got ""',

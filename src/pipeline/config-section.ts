@@ -20,7 +20,8 @@ import {
 import type { MaintenanceRepo } from '../config/index.js';
 import { DEFAULT_MENTION } from './chatops.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
-import { SETUP_TOKENS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
+import { SETUP_TOKENS } from '../runner-contract/index.js';
+import { SUCCESS_KINDS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
 
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -62,6 +63,9 @@ const stage = orFalse(
     }),
     setupTokens: list(oneOf(SETUP_TOKENS, { doc: 'forge (the bot account’s token) or agent (the Claude token)' }), {
       doc: 'tokens the install and build commands (the repository’s own code) get; none by default',
+    }),
+    success: oneOf(SUCCESS_KINDS, {
+      doc: 'what success means, checked on the forge after the agent ends: pushed (commits or a pull request), review (a review submitted), result (the agent’s own)',
     }),
     tokenCap: int({ min: 0, doc: 'the stage’s own token cap per run (overrides limits.tokenCap); 0 = no cap' }),
     agentAttempts: int({
@@ -148,6 +152,7 @@ export const pipelineSection = section(
       if (raw.onDuplicate !== undefined) next.onDuplicate = raw.onDuplicate;
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
       if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
+      if (raw.success !== undefined) next.success = raw.success;
       if (raw.tokenCap !== undefined) next.tokenCap = raw.tokenCap;
       if (raw.agentAttempts !== undefined) next.agentAttempts = raw.agentAttempts;
       if (raw.maxDurationMinutes !== undefined) next.maxDurationMs = Math.round(raw.maxDurationMinutes * 60_000);

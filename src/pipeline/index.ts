@@ -3,10 +3,11 @@ export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_
 export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
 export {
-  STAGE,
   DEFAULT_LABELS,
   DEFAULT_DEPLOY,
   DEFAULT_SKIP_PERMISSIONS,
+  DEFAULT_SUCCESS,
+  successOf,
   DEPLOY_ENV_PATTERN,
   defaultStages,
   defaultPipeline,

@@ -142,6 +142,8 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
   if (event.htmlUrl) payload.htmlUrl = event.htmlUrl;
   if (event.title !== undefined) payload.title = event.title;
   if (event.headRef) payload.headRef = event.headRef;
+  // The head when the run was asked for: a push of the run is a head that moved (outcome check).
+  if (event.headSha) payload.headSha = event.headSha;
   if (event.comment?.id !== undefined) payload.commentId = event.comment.id;
   if (event.review) payload.review = event.review.state;
   if (stage.deploys) {
@@ -151,6 +153,11 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
   }
   const request: TaskRequest = { stage: stage.name, owner: event.owner, repo: event.repo, payload, onDuplicate: stage.onDuplicate };
   if (event.number !== undefined) request.number = event.number;
+  // GitHub's and GitLab's runs name their forge in the key; Gitea's keep the key they always had.
+  if (event.forge === 'github' || event.forge === 'gitlab') {
+    request.forge = event.forge;
+    if (event.forge === 'gitlab' && event.isPull) request.mergeRequest = true;
+  }
   return request;
 }
 

@@ -1,18 +1,5 @@
-import type { Pipeline, StageDefinition } from './types.js';
-
-/** Stage names of the default SDLC pipeline. Also the prompt names: `.claude/commands/<stage>.md`. */
-export const STAGE = {
-  analyse: 'analyse',
-  fixBug: 'fix-bug',
-  architect: 'architect',
-  develop: 'develop',
-  reviewCode: 'review-code',
-  reworkPr: 'rework-pr',
-  test: 'test',
-  devops: 'devops',
-  release: 'release',
-  maintenance: 'maintenance',
-} as const;
+import { STAGE } from '../runner-contract/index.js';
+import type { Pipeline, StageDefinition, SuccessKind } from './types.js';
 
 /**
  * The labels the default table listens to, by role. `pipeline.labels` in baton.yaml renames them
@@ -36,6 +23,19 @@ export const DEFAULT_DEPLOY = { labelPrefix: 'deploy:', defaultEnv: 'staging', e
  * label the issue chooses it) and becomes the devops prompt's `$ARGUMENTS` and `DEPLOY_ENV`.
  */
 export const DEPLOY_ENV_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/;
+
+/** What success means for the default stages that change code or review it; every other stage: its agent's result. */
+export const DEFAULT_SUCCESS: Readonly<Record<string, SuccessKind>> = {
+  [STAGE.develop]: 'pushed',
+  [STAGE.fixBug]: 'pushed',
+  [STAGE.reworkPr]: 'pushed',
+  [STAGE.reviewCode]: 'review',
+};
+
+/** The stage's `success`, or its default. */
+export function successOf(stage: Pick<StageDefinition, 'name' | 'success'>): SuccessKind {
+  return stage.success ?? DEFAULT_SUCCESS[stage.name] ?? 'result';
+}
 
 /** A stage without `skipPermissions` in its settings skips permission prompts (the workspace is the sandbox). */
 export const DEFAULT_SKIP_PERMISSIONS = true;

@@ -1,4 +1,5 @@
-import type { TaskRequest } from '../runs/index.js';
+import type { SetupToken } from '../runner-contract/index.js';
+import type { ForgeName, TaskRequest } from '../runs/index.js';
 
 /**
  * What happened on the forge, reduced to the facts the pipeline rules need. Built by an ingress
@@ -14,6 +15,8 @@ import type { TaskRequest } from '../runs/index.js';
  * - `review`: `pull_request_review_{approved,rejected,comment}`, action `reviewed`
  * - `release`, `push`
  * - `other`: a known event family with an action no rule looks at (assigned, milestoned, …)
+ *
+ * GitHub's and GitLab's deliveries map onto the same kinds (src/ingress/github, src/ingress/gitlab).
  */
 export const FORGE_EVENT_KINDS = [
   'issue_opened',
@@ -45,7 +48,7 @@ export interface ForgeEvent {
   action: string;
   /** The header event name that was dispatched on (X-Gitea-Event-Type, else X-Gitea-Event). */
   event: string;
-  forge: 'gitea' | 'forgejo';
+  forge: ForgeName;
   owner: string;
   repo: string;
   /** Issue or PR index; absent for repository-level events (push, release). */
@@ -110,11 +113,12 @@ export interface Trigger {
 export type BuildWeight = 'light' | 'heavy';
 
 /**
- * Tokens a stage may hand to its install and build commands, which run the repository's code:
- * `forge` (the bot's forge token and git credentials), `agent` (`CLAUDE_CODE_OAUTH_TOKEN`).
+ * What success of a stage's run means, checked against the forge after its agent ends:
+ * `pushed`: commits pushed on the run's branch or a pull request opened or updated; `review`: a
+ * review submitted by the stage's bot; `result`: the agent's own result.
  */
-export const SETUP_TOKENS = ['forge', 'agent'] as const;
-export type SetupToken = (typeof SETUP_TOKENS)[number];
+export const SUCCESS_KINDS = ['pushed', 'review', 'result'] as const;
+export type SuccessKind = (typeof SUCCESS_KINDS)[number];
 
 export interface StageDefinition {
   name: string;
@@ -136,6 +140,8 @@ export interface StageDefinition {
    * @default true (DEFAULT_SKIP_PERMISSIONS)
    */
   skipPermissions?: boolean;
+  /** What success means for its runs. @default DEFAULT_SUCCESS by name, else 'result' */
+  success?: SuccessKind;
   /** The stage's own token cap per run (over `limits.tokenCap`); 0 = none. */
   tokenCap?: number;
   /** The stage's own attempts of the agent per run (over `limits.agentAttempts`). */

@@ -4,7 +4,7 @@
  * failure is final at once.
  *
  * The runner reports why a run failed as a machine-readable kind in the completion's `error`
- * (agent/types.ts `FAILURE_KIND`); baton's own reconcile reports `workspace_lost`.
+ * (runner-contract/bodies.ts `FAILURE_KIND`); baton's own reconcile reports `workspace_lost`.
  * - transient: the agent API was overloaded (HTTP 529 or 5xx) or rate-limited (429), the agent
  *   could not reach it (network), the runner was stopped from outside, the workspace was lost;
  * - permanent: everything else, above all the agent reporting an error of its own, the token cap,

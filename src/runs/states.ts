@@ -146,3 +146,9 @@ export const FINAL_EVENT: Readonly<Record<FinalStatus, RunEventType>> = {
   cancelled: RUN_EVENT.cancelled,
   dead: RUN_EVENT.dead,
 };
+
+/**
+ * How a run's `lastError` starts when its agent claimed success that the forge did not show
+ * (server/outcome-check.ts); the rest is baton's own sentence, shown on the issue as it is.
+ */
+export const OUTCOME_MISSING = 'outcome_missing: ';

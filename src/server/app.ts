@@ -1,10 +1,18 @@
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
-import { createForgeAccounts } from '../forge/index.js';
+import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
-import { createDeliveryInspector, createGiteaIngress, createInboxProcessing, pruneProcessedDeliveries } from '../ingress/index.js';
+import {
+  createDeliveryInspector,
+  createGiteaIngress,
+  createGitHubIngress,
+  createInboxProcessing,
+  createSpool,
+  createSpoolDrainer,
+  pruneProcessedDeliveries,
+} from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
@@ -31,6 +39,7 @@ import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createOutcomeCheck } from './outcome-check.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
@@ -140,6 +149,9 @@ export function createApp(config: Config, deps: AppDeps): App {
         config.bots.review.token,
         webhookSecret,
         config.gitea.adminToken,
+        config.github.tokens.dev,
+        config.github.tokens.review,
+        config.github.webhookSecret,
         config.coder.token,
         config.claude.oauthToken,
       ],
@@ -174,10 +186,18 @@ export function createApp(config: Config, deps: AppDeps): App {
     store,
     engine,
     pipeline: config.pipeline,
-    // Without a forge (no dev bot token) no sender's permission can be read; /ready's forge check
+    // Without a forge (no bot token) no sender's permission can be read; /ready's forge check
     // fails as soon as a delivery arrives and says what to set.
-    webhooks: accounts.dev ? config.webhooks : { ...config.webhooks, requireWritePermission: false },
-    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    webhooks: Object.keys(accounts).length > 0 ? config.webhooks : { ...config.webhooks, requireWritePermission: false },
+    // Each forge's own dev bot reads its senders' permission.
+    permissionOf:
+      Object.keys(accounts).length > 0
+        ? (owner, repo, user, forge) => {
+            const client = accounts[accountKey(forge, 'dev')];
+            if (!client) throw new ForgeError(`no dev bot token is configured for ${forge ?? 'gitea'}`, { kind: 'http', status: 401 });
+            return client.getUserPermission(owner, repo, user);
+          }
+        : undefined,
     // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
     commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
@@ -185,8 +205,39 @@ export function createApp(config: Config, deps: AppDeps): App {
     pollMs: config.queue.pollMs,
   });
 
+  // The replica's spool: a verified delivery the database cannot store within the accept budget
+  // is fsynced here and answered 202; the drainer moves it into the inbox once the database
+  // answers. Drained first at start (the first worker), and new deliveries queue behind it.
+  const spool = config.webhooks.spoolDir ? createSpool({ dir: config.webhooks.spoolDir, logger, now }) : undefined;
+  const spoolDrainer = spool ? createSpoolDrainer({ spool, inbox: inbox.inbox, logger }) : undefined;
+  const ingressRefused = metrics.counter(
+    'baton_ingress_refused_total',
+    'Webhook deliveries answered 503 by this replica: stored neither in the database nor in the spool (lost unless the forge resends).',
+  );
+  // Shown at 0 from the start, so an alert on any increase has a series to compare with.
+  ingressRefused.inc({}, 0);
+
   // Catch-up from the forge API: what webhooks missed goes into the same inbox (source `sync`).
-  // It reads as the dev bot; without a forge there is nothing to read.
+  // It reads as the dev bot; without a forge there is nothing to read. GitHub's has its own
+  // places and reads the repositories GitHub's webhooks named.
+  const githubDev = accounts[accountKey('github', 'dev')];
+  const githubCatchup =
+    config.catchup.enabled && githubDev
+      ? createCatchupWorker({
+          pass: createCatchupPass({
+            store,
+            inbox: inbox.inbox,
+            sync: createSyncStore(store, now, 'github'),
+            client: githubDev,
+            repositories: [],
+            allow: config.webhooks.allow,
+            forge: 'github',
+            now,
+          }),
+          logger,
+          intervalMs: config.catchup.intervalMs,
+        })
+      : undefined;
   const catchup =
     config.catchup.enabled && accounts.dev
       ? createCatchupWorker({
@@ -205,7 +256,21 @@ export function createApp(config: Config, deps: AppDeps): App {
       : undefined;
 
   // 6. Workspaces.
-  const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
+  // Each refusal of a run's egress gate: a line in the run's log (what the operator reads first),
+  // the counter, and baton's own log.
+  const egressRefused = metrics.counter('baton_egress_refused_total', "Connections runs' egress gates refused.");
+  egressRefused.inc({}, 0);
+  const provider =
+    deps.provider ??
+    createConfiguredProvider(config, logger, runs, {
+      onRefused: (run, refusal) => {
+        egressRefused.inc();
+        const target = refusal.path !== undefined ? `http://baton.internal${refusal.path}` : `${refusal.host}:${refusal.port}`;
+        logger.warn({ runId: run.runId, stage: run.stage, target, reason: refusal.reason }, 'egress refused');
+        const line = `[baton] egress refused: ${refusal.method} ${target}: ${refusal.reason} (widen with egress.allow or egress.stages.${run.stage} in baton.yaml)`;
+        void engine.appendProgress(run.runId, { lines: [line] }).catch(() => {});
+      },
+    });
 
   // 7. The workers: started in this order, stopped in the reverse one. A new background worker
   // is one more entry here.
@@ -238,9 +303,11 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
   });
   const workers: Worker[] = [
+    ...(spoolDrainer ? [{ name: 'spool', start: () => spoolDrainer.start(), stop: () => spoolDrainer.stop() }] : []),
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     ...(catchup ? [{ name: 'catch-up', start: () => catchup.start(), stop: () => catchup.stop() }] : []),
+    ...(githubCatchup ? [{ name: 'catch-up (github)', start: () => githubCatchup.start(), stop: () => githubCatchup.stop() }] : []),
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -251,6 +318,13 @@ export function createApp(config: Config, deps: AppDeps): App {
   const backlog = metrics.gauge('baton_outbox_backlog', 'Outbox messages (forge comments, event webhooks) not yet delivered.');
   const streamClients = metrics.gauge('baton_event_stream_clients', 'Connected /api/events clients on this replica.');
   const inboxBacklog = metrics.gauge('baton_inbox_backlog', 'Stored webhook deliveries not yet processed (pending or being processed).');
+  const spoolPending = metrics.gauge(
+    'baton_ingress_spool_pending',
+    "Webhook deliveries in this replica's spool, waiting for the database.",
+  );
+  metrics.collect(() => {
+    spoolPending.set({}, spool?.pending ?? 0);
+  });
   metrics.collect(async () => {
     const inboxCounts = await inbox.inbox.counts();
     inboxBacklog.set({}, inboxCounts.pending + inboxCounts.processing);
@@ -259,6 +333,26 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
 
   // 8. HTTP: routes over the services above.
+  const webhookRoutes = new Hono();
+  webhookRoutes.route(
+    '/',
+    createGiteaIngress({
+      inbox: inbox.inbox,
+      webhooks: config.webhooks,
+      secret: webhookSecret,
+      logger,
+      now,
+      spool,
+      acceptBudgetMs: config.webhooks.acceptBudgetMs,
+      onRefused: () => ingressRefused.inc({}),
+    }),
+  );
+  if (config.github.url) {
+    webhookRoutes.route(
+      '/',
+      createGitHubIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.github.webhookSecret, logger, now }),
+    );
+  }
   let forgeDeliverySeen = false;
   const readiness = readinessChecks({
     store,
@@ -278,7 +372,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: webhookSecret, logger, now }),
+    webhooks: webhookRoutes,
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,
@@ -287,9 +381,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger, store),
+    checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
-    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store }),
+    deliveries: createDeliveryInspector({ inbox: inbox.inbox, store, spool }),
     onForgeDelivery: () => {
       if (!forgeDeliverySeen && !config.gitea.url)
         logger.warn('a forge webhook arrived but GITEA_URL is not set: /ready now fails (check "forge")');
@@ -320,6 +415,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     workers,
     closers: [
       { name: 'run metrics', close: stopRunMetrics },
+      // After the workers (the drainer) and the HTTP server: no append comes after this.
+      ...(spool ? [{ name: 'spool', close: () => spool.close() }] : []),
       { name: `provider ${provider.name}`, close: () => provider.close?.() },
       { name: 'store', close: () => store.close() },
     ],

@@ -45,7 +45,7 @@ describe('baton doctor', { timeout: 120_000 }, () => {
   const doctor = (env: Record<string, string>, ...args: string[]) =>
     runBaton(['doctor', ...args], {
       cwd: dir,
-      env: { BATON_AGENT_COMMAND: JSON.stringify([FAKE_CLAUDE, '{prompt}']), CLAUDE_OAUTH_TOKEN: 'oauth-token-for-tests', ...env },
+      env: { BATON_AGENT_COMMAND: JSON.stringify([FAKE_CLAUDE]), CLAUDE_OAUTH_TOKEN: 'oauth-token-for-tests', ...env },
     });
 
   it('passes a sound local setup, and checks a local run exactly as /ready does', async () => {
@@ -128,6 +128,27 @@ describe('baton doctor', { timeout: 120_000 }, () => {
       ['FAIL', 'WORKSPACE_PROVIDER must be one of local, coder, got "kubernetes"'],
       ['FAIL', 'QUEUE_CONCURRENCY must be a whole number >= 1, got "lots"'],
     ]);
+  });
+
+  it.each([
+    [
+      'claude --foo',
+      'BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], e.g. ["claude","--foo"], got "claude --foo"',
+    ],
+    [JSON.stringify(['aider', '{prompt}']), 'BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only'],
+  ])('agrees with config check and serve about BATON_AGENT_COMMAND=%s', async (command, problem) => {
+    const env = { BATON_AGENT_COMMAND: command };
+    const [doctored, checked, served] = await Promise.all([
+      doctor(env),
+      runBaton(['config', 'check'], { cwd: dir, env }),
+      runBaton(['serve'], { cwd: dir, env: { ...env, PORT: '0' } }),
+    ]);
+    expect(doctored.code).toBe(1);
+    expect(lines(doctored.stdout).map((l) => l.status + ' ' + l.text)).toEqual([expect.stringContaining(`FAIL ${problem}`)]);
+    for (const refused of [checked, served]) {
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(problem);
+    }
   });
 
   describe('with Coder', () => {

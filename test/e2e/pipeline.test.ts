@@ -77,7 +77,12 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     );
     fs.writeFileSync(
       path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+        // The fake agent pushes nothing and reviews nothing: this test is about routing and the
+        // runs' lifecycle, so success is the agent's result here (test/integration/outcome-check.test.ts
+        // checks the outcomes themselves).
+        'pipeline:\n  stages:\n' +
+        ['develop', 'fix-bug', 'rework-pr', 'review-code'].map((s) => `    ${s}: { success: result }\n`).join(''),
     );
 
     gitea = await createFakeGitea();

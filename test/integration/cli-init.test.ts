@@ -43,10 +43,32 @@ describe('baton init', () => {
   });
 
   it('writes a baton.yaml the config loader accepts', async () => {
-    await runInit([dir], io());
+    await runInit([dir], { ...io(), env: {} });
     const { config } = loadConfig({ BATON_CONFIG: path.join(dir, 'baton.yaml') }, dir);
     expect(config.workspaceProvider).toBe('local');
     expect(config.queue.concurrency).toBe(2);
+  });
+
+  it('writes the provider serve would infer and the public URL connect needs, from the environment', async () => {
+    const env = { CODER_URL: 'https://coder.example.com', CODER_TOKEN: 'coder-session-token', PUBLIC_URL: 'https://baton.example.com' };
+    expect(await runInit([dir], { ...io(), env })).toBe(0);
+    const written = fs.readFileSync(path.join(dir, 'baton.yaml'), 'utf8');
+    expect(written).toMatch(/^workspaceProvider: coder$/m);
+    expect(written).toMatch(/^publicUrl: "https:\/\/baton\.example\.com"$/m);
+    // No secret is written, only where to give it.
+    expect(written).not.toContain('coder-session-token');
+    // The file alone, without the environment, says the same.
+    const { config } = loadConfig(
+      {
+        BATON_CONFIG: path.join(dir, 'baton.yaml'),
+        CODER_TOKEN: 'coder-session-token',
+        CODER_TEMPLATE_ID: 'tpl',
+        CALLBACK_URL: 'https://baton.example.com',
+      },
+      dir,
+    );
+    expect(config.workspaceProvider).toBe('coder');
+    expect(config.publicUrl).toBe('https://baton.example.com');
   });
 
   it('keeps existing files unless --force is given', async () => {

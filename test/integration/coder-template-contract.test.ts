@@ -5,7 +5,7 @@ import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { readRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../src/agent/index.js';
+import { readRunnerSecrets, RUNNER_SECRETS, type RunnerSecrets } from '../../src/runner-contract/index.js';
 import { runnerEnv, runnerSecrets, type CoderProvider, type WorkspaceSpec } from '../../src/workspaces/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { until } from '../helpers/until.js';

@@ -21,6 +21,7 @@ describe('parseWebhooksConfig', () => {
         retryMaxMs: 300_000,
         repositories: {},
         allowUnsigned: false,
+        acceptBudgetMs: 2_000,
       },
       problems: [],
     });
@@ -46,6 +47,8 @@ describe('parseWebhooksConfig', () => {
       deliveryRetentionDays: 2,
       repositories: { 'Acme/App': { secretFile: path.join(dir, 'acme-app') } },
       allowUnsigned: true,
+      acceptBudgetSeconds: 0.5,
+      spoolDir: path.join(dir, 'spool'),
     });
     expect(problems).toEqual([]);
     expect(webhooks).toEqual({
@@ -58,6 +61,8 @@ describe('parseWebhooksConfig', () => {
       retryMaxMs: 300_000,
       repositories: { 'acme/app': { secret: 's3cret' } },
       allowUnsigned: true,
+      acceptBudgetMs: 500,
+      spoolDir: path.join(dir, 'spool'),
     });
   });
 
@@ -70,7 +75,7 @@ describe('parseWebhooksConfig', () => {
       extra: 1,
     });
     expect(problems).toEqual([
-      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, leaseSeconds, retryMaxSeconds, repositories, allowUnsigned)',
+      'baton.yaml: unknown key "webhooks.extra" (known keys: allow, requireWritePermission, permissionCacheSeconds, maxBodyBytes, deliveryRetentionDays, leaseSeconds, retryMaxSeconds, repositories, allowUnsigned, acceptBudgetSeconds, spoolDir)',
       'webhooks.allow[0] must look like owner/repo or owner/*, got "acme"',
       'webhooks.requireWritePermission must be true or false, got "maybe"',
       'webhooks.maxBodyBytes must be a whole number >= 1, got "-1"',

@@ -141,7 +141,7 @@ describe('status comment hook', () => {
   });
 
   it('has a sentence for every reason a runner reports', async () => {
-    const { FAILURE_KIND } = await import('../../src/agent/index.js');
+    const { FAILURE_KIND } = await import('../../src/runner-contract/index.js');
     const { RUNNER_FAILURE_SENTENCES } = await import('../../src/outbox/public-reasons.js');
     expect(Object.keys(RUNNER_FAILURE_SENTENCES).sort()).toEqual(Object.values(FAILURE_KIND).sort());
   });

@@ -1,7 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
-import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
+import { DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../inbox/index.js';
+import type { Spool } from '../spool/index.js';
 import { verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { readDeliveryHeaders, type DeliveryHeaders } from './headers.js';
@@ -28,13 +29,23 @@ export interface GiteaIngressDeps {
   secret?: string;
   logger?: IngressLogger;
   now?: () => number;
+  /**
+   * Where a delivery goes when the inbox cannot store it within `acceptBudgetMs`; without one,
+   * such a delivery is refused with 503.
+   */
+  spool?: Pick<Spool, 'append' | 'pending' | 'refused'>;
+  /** How long the inbox insert may take before the delivery is spooled instead. @default 2_000 */
+  acceptBudgetMs?: number;
+  /** Called for every delivery refused with 503 (stored neither in the database nor in the spool). */
+  onRefused?: () => void;
 }
 
-/** The 202 body: the stored delivery's id (its verdict comes later, see the inbox). */
-export interface WebhookAnswer {
-  ok: true;
-  id: number;
-}
+/**
+ * The 202 body: the stored delivery's id (its verdict comes later, see the inbox), or, for a
+ * delivery kept in the replica's spool while the database is away, `spooled` (it gets its id once
+ * the spool drains into the inbox).
+ */
+export type WebhookAnswer = { ok: true; id: number } | { ok: true; spooled: true };
 
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
@@ -60,6 +71,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   const logger = deps.logger ?? silent;
   const webhooks = deps.webhooks ?? parseWebhooksConfig(undefined).webhooks;
   const secrets = secretTable(deps.secret, webhooks);
+  const acceptBudgetMs = deps.acceptBudgetMs ?? 2_000;
 
   const app = new Hono();
   // The size limit comes first: a body over it is refused before anything reads it whole.
@@ -95,7 +107,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     const answer = await receive(c, webhookRoute, headers, all);
     // Debug, not info: the stored row is the record of it (the inspector), the worker logs its
     // verdict at info, and a line per request cost a tenth of the accept path (issue 10 item 8).
-    logger.debug?.({ ...log, status: 202, id: answer.id }, 'webhook delivery accepted');
+    logger.debug?.({ ...log, status: 202, ...answer }, 'webhook delivery accepted');
     return c.json(answer, 202);
   }
 
@@ -164,26 +176,88 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       signedForRepository = required !== undefined;
     }
 
-    try {
-      const stored = await deps.inbox.insert({
-        source: DELIVERY_SOURCE.webhook,
-        endpoint: webhookRoute.path,
-        deliveryId: headers.delivery ?? null,
-        event: headers.event ?? null,
-        eventType: headers.eventType ?? null,
-        headers: storedHeaders(all),
-        body: decode(signed),
-        repository: repository ? `${repository.owner}/${repository.repo}` : null,
-        number: numberOf(payload),
-        receivedAt: now(),
-        signed: signedForRepository,
-      });
-      return { ok: true, id: stored.id };
-    } catch (err) {
-      logger.error({ delivery: headers.delivery, err: errorMessage(err) }, 'webhook delivery could not be stored');
-      // The cause stays in the log: database error text is not for the sender.
-      throw new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
+    return store({
+      source: DELIVERY_SOURCE.webhook,
+      endpoint: webhookRoute.path,
+      deliveryId: headers.delivery ?? null,
+      event: headers.event ?? null,
+      eventType: headers.eventType ?? null,
+      headers: storedHeaders(all),
+      body: decode(signed),
+      repository: repository ? `${repository.owner}/${repository.repo}` : null,
+      number: numberOf(payload),
+      receivedAt: now(),
+      signed: signedForRepository,
+    });
+  }
+
+  /**
+   * Into the inbox, or into the spool when the inbox has not committed it within the budget (the
+   * forge gives up after 5 s and never resends). An insert that commits after all leaves a second
+   * copy once the spool drains, which the inbox's dedup makes a `duplicate`. While the spool holds
+   * anything, new deliveries join it behind what it holds instead of overtaking it: the label
+   * memory depends on the order deliveries arrive in.
+   */
+  async function store(delivery: NewDelivery): Promise<WebhookAnswer> {
+    const spool = deps.spool;
+    if (spool && spool.pending > 0) {
+      try {
+        await spool.append(delivery);
+        return { ok: true, spooled: true };
+      } catch {
+        // The spool cannot take it (a full disk): the database may, and keeping the delivery
+        // matters more than its place in the order.
+      }
     }
+    const inserted = deps.inbox.insert(delivery);
+    let outcome: { id: number } | { err: unknown };
+    if (!spool) {
+      outcome = await inserted.then(
+        (d) => ({ id: d.id }),
+        (err: unknown) => ({ err }),
+      );
+    } else {
+      let timer: NodeJS.Timeout | undefined;
+      outcome = await Promise.race([
+        inserted.then(
+          (d) => ({ id: d.id }),
+          (err: unknown) => ({ err }),
+        ),
+        new Promise<{ err: unknown }>((resolve) => {
+          timer = setTimeout(() => resolve({ err: new Error(`the inbox did not commit within ${acceptBudgetMs} ms`) }), acceptBudgetMs);
+        }),
+      ]);
+      clearTimeout(timer);
+      // A late failure of an insert already given up on is harmless: the spool has the delivery.
+      inserted.catch(() => {});
+    }
+    if ('id' in outcome) return { ok: true, id: outcome.id };
+    if (spool) return spooled(spool, delivery, outcome.err);
+    throw refuse(delivery, outcome.err);
+  }
+
+  async function spooled(spool: NonNullable<GiteaIngressDeps['spool']>, delivery: NewDelivery, dbError: unknown): Promise<WebhookAnswer> {
+    try {
+      await spool.append(delivery);
+    } catch (err) {
+      spool.refused(`spool: ${errorMessage(err)}; database: ${errorMessage(dbError)}`);
+      throw refuse(delivery, err, dbError);
+    }
+    logger.warn(
+      { delivery: delivery.deliveryId, err: errorMessage(dbError) },
+      'webhook delivery spooled: the database could not store it in time',
+    );
+    return { ok: true, spooled: true };
+  }
+
+  function refuse(delivery: NewDelivery, err: unknown, dbError?: unknown): HttpError {
+    deps.onRefused?.();
+    logger.error(
+      { delivery: delivery.deliveryId, err: errorMessage(err), ...(dbError === undefined ? {} : { database: errorMessage(dbError) }) },
+      deps.spool ? 'webhook delivery refused: stored neither in the database nor in the spool' : 'webhook delivery could not be stored',
+    );
+    // The cause stays in the log: database and disk error text is not for the sender.
+    return new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
   }
 
   return app;

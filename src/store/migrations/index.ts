@@ -17,6 +17,7 @@ import { issueIndex } from './0075-issue-index.js';
 import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
 import { claimByIds } from './0086-claim-by-ids.js';
+import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
 
@@ -52,4 +53,5 @@ export const migrations: readonly Migration[] = [
   claimFunction,
   claimByIds,
   knownRepositories,
+  runForge,
 ].sort((a, b) => a.name.localeCompare(b.name));

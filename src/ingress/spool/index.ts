@@ -1,0 +1,2 @@
+export { createSpool, type Spool, type SpoolHealth, type SpoolOptions } from './spool.js';
+export { createSpoolDrainer, type SpoolDrainer } from './drainer.js';

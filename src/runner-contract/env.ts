@@ -1,0 +1,94 @@
+import type { SetupToken } from './stages.js';
+
+/**
+ * The environment variables `baton agent` reads, by what they carry. A provider sets the run's
+ * (`formatRunnerEnv`); a workspace template or the operator sets the rest. Secrets are never among
+ * them: they go through `formatRunnerSecrets`.
+ */
+export const RUNNER_ENV = {
+  stage: 'TASK_TYPE',
+  issueNumber: 'ISSUE_NUMBER',
+  forgeUrl: 'GITEA_URL',
+  owner: 'GITEA_ORG',
+  repo: 'GITEA_REPO',
+  cloneUrl: 'REPO_CLONE_URL',
+  arguments: 'BATON_ARGUMENTS',
+  branch: 'BATON_BRANCH',
+  deployEnv: 'DEPLOY_ENV',
+  callbackUrl: 'CALLBACK_URL',
+  progressUrl: 'PROGRESS_URL',
+  runId: 'BATON_RUN_ID',
+  maxDurationMs: 'BATON_MAX_DURATION_MS',
+  tokenCap: 'BATON_TOKEN_CAP',
+  stageBuild: 'BATON_STAGE_BUILD',
+  setupTokens: 'BATON_SETUP_TOKENS',
+  skipPermissions: 'BATON_STAGE_SKIP_PERMISSIONS',
+  workdir: 'BATON_WORKDIR',
+  sandbox: 'BATON_SANDBOX',
+  logPort: 'BATON_AGENT_LOG_PORT',
+  logHost: 'BATON_AGENT_LOG_HOST',
+  agent: 'BATON_AGENT',
+  agentModel: 'BATON_AGENT_MODEL',
+  agentCommand: 'BATON_AGENT_COMMAND',
+  agentOutput: 'BATON_AGENT_OUTPUT',
+  installCommand: 'BATON_INSTALL_COMMAND',
+  buildCommand: 'BATON_BUILD_COMMAND',
+  callbackMaxRetryMs: 'BATON_CALLBACK_MAX_RETRY_MS',
+  killGraceMs: 'BATON_KILL_GRACE_MS',
+  /** The run's egress gate: a unix socket (local provider) and the port of 127.0.0.1 the runner relays to it. */
+  egressSocket: 'BATON_EGRESS_SOCKET',
+  egressPort: 'BATON_EGRESS_PORT',
+  /** `host:port,…` that `--check` must find unreachable: baton's port, its database. */
+  checkUnreachable: 'BATON_CHECK_UNREACHABLE',
+} as const;
+
+/** What the server tells a runner about its run. Absent values are not set. */
+export interface RunnerRun {
+  stage: string;
+  runId: number;
+  issueNumber?: number;
+  forgeUrl?: string;
+  owner?: string;
+  repo?: string;
+  cloneUrl?: string;
+  arguments?: string;
+  branch?: string;
+  deployEnv?: string;
+  callbackUrl?: string;
+  maxDurationMs?: number;
+  tokenCap?: number;
+  stageBuild?: 'light' | 'heavy';
+  setupTokens?: readonly SetupToken[];
+  skipPermissions?: boolean;
+  /** The stage's agent (claude, codex, gemini, opencode, text) and model. */
+  agent?: string;
+  agentModel?: string;
+  /** The argv prefix of the stage's agent, when the configuration names one. */
+  agentCommand?: readonly string[];
+}
+
+/** The variables of a run, as `baton agent` reads them; absent and empty values are left out. */
+export function formatRunnerEnv(run: RunnerRun): Record<string, string> {
+  const env: Record<string, string | undefined> = {
+    [RUNNER_ENV.stage]: run.stage,
+    [RUNNER_ENV.issueNumber]: run.issueNumber?.toString(),
+    [RUNNER_ENV.forgeUrl]: run.forgeUrl,
+    [RUNNER_ENV.owner]: run.owner,
+    [RUNNER_ENV.repo]: run.repo,
+    [RUNNER_ENV.cloneUrl]: run.cloneUrl,
+    [RUNNER_ENV.arguments]: run.arguments,
+    [RUNNER_ENV.branch]: run.branch,
+    [RUNNER_ENV.deployEnv]: run.deployEnv,
+    [RUNNER_ENV.callbackUrl]: run.callbackUrl,
+    [RUNNER_ENV.runId]: String(run.runId),
+    [RUNNER_ENV.maxDurationMs]: run.maxDurationMs?.toString(),
+    [RUNNER_ENV.tokenCap]: run.tokenCap?.toString(),
+    [RUNNER_ENV.stageBuild]: run.stageBuild,
+    [RUNNER_ENV.setupTokens]: run.setupTokens?.join(','),
+    [RUNNER_ENV.skipPermissions]: run.skipPermissions?.toString(),
+    [RUNNER_ENV.agent]: run.agent,
+    [RUNNER_ENV.agentModel]: run.agentModel,
+    [RUNNER_ENV.agentCommand]: run.agentCommand ? JSON.stringify(run.agentCommand) : undefined,
+  };
+  return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
+}
