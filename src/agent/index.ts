@@ -10,10 +10,14 @@ export {
   claudeInvocation,
   templateInvocation,
   sessionFromFrontMatter,
+  createStreamParser,
+  judgeResult,
   type ClaudeSession,
   type AgentInvocation,
-} from './invocation.js';
-export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
+  type StreamParser,
+  type ResultSummary,
+  type ResultOutcome,
+} from '../agents/index.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { createLineSplitter, type LineSplitter } from './process-group.js';

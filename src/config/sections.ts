@@ -1,4 +1,4 @@
-import { botsSection, giteaSection } from '../forge/index.js';
+import { botsSection, giteaSection, githubSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { egressSection } from '../egress/index.js';
 import { catchupSection } from '../catchup/index.js';
@@ -33,6 +33,7 @@ export const SECTIONS = {
   maintenance: maintenanceSection,
   gitea: giteaSection,
   bots: botsSection,
+  github: githubSection,
   coder: coderSection,
   claude: claudeSection,
   local: localSection,

@@ -23,6 +23,8 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   agent_overloaded: 'The agent’s API was overloaded.',
   agent_rate_limited: 'The agent’s API refused more requests for now (rate limit).',
   agent_unreachable: 'The agent could not reach its API.',
+  agent_auth_failed: 'The agent’s API refused its credentials (a missing, wrong or expired key or login).',
+  agent_turn_limit: 'The agent reached its own limit of turns.',
 };
 
 /** Reasons baton itself records (not a runner): the workspace's reconcile. */

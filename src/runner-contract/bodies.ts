@@ -30,6 +30,10 @@ export const FAILURE_KIND = {
   /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
   noTurns: 'no_turns',
   noResult: 'no_result',
+  /** The agent's CLI was refused by its API: no or a wrong key, an expired login. Not retried. */
+  agentAuth: 'agent_auth_failed',
+  /** The CLI stopped at its own turn limit (Gemini CLI exit 53). */
+  agentTurnLimit: 'agent_turn_limit',
   tokenCap: 'token_cap',
   maxDuration: 'max_duration',
   runnerTerminated: 'runner_terminated',
