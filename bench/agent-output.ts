@@ -23,7 +23,8 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import readline from 'node:readline';
 import { Readable } from 'node:stream';
-import { createLineSplitter, createStreamParser, runAgent } from '../src/agent/index.js';
+import { createLineSplitter, runAgent } from '../src/agent/index.js';
+import { createStreamParser } from '../src/agents/index.js';
 
 interface Options {
   sizes: number[];

@@ -4,20 +4,6 @@ export { checkRunner, type RunnerCheck } from './check.js';
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';
 export { probeUnreachable } from './network-probe.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
-export {
-  CLAUDE_COMMAND,
-  PROMPT_ARGUMENT_MAX_BYTES,
-  claudeInvocation,
-  templateInvocation,
-  sessionFromFrontMatter,
-  createStreamParser,
-  judgeResult,
-  type ClaudeSession,
-  type AgentInvocation,
-  type StreamParser,
-  type ResultSummary,
-  type ResultOutcome,
-} from '../agents/index.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { createLineSplitter, type LineSplitter } from './process-group.js';

@@ -1,6 +1,4 @@
 export { createHttpApp, type HttpDeps } from './app.js';
-export { errorBody, errorHandler, HttpError, type ErrorEnvelope, type HttpErrorStatus } from '../web-kit/index.js';
-export { limitBody } from '../web-kit/index.js';
 export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
 export type { ReadinessCheck } from './routes-health.js';
 export type { RunSubmission, RunSubmitter } from './routes-runs.js';

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { expect, it } from 'vitest';
-import { createStreamParser } from '../../src/agent/index.js';
+import { createStreamParser } from '../../src/agents/index.js';
 import { describeWithReference } from '../helpers/reference.js';
 
 describeWithReference(

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import { errorMessage } from '../../background/index.js';
-import { errorBody, errorHandler, HttpError, limitBody } from '../../http/index.js';
+import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
 import { forgeRepository } from '../../runs/index.js';
 import type { IngressLogger, WebhookAnswer } from '../gitea/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';

@@ -1,4 +1,4 @@
-import { HttpError } from '../../http/index.js';
+import { HttpError } from '../../web-kit/index.js';
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
 import { FORGE_NAME_RULE, isForgeName } from '../../repositories/index.js';
 
