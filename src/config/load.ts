@@ -1,3 +1,5 @@
+import { agentAdapter, type AgentName, type AgentsConfig } from '../agents/index.js';
+import { findCommand } from '../runner-contract/index.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import YAML from 'yaml';
@@ -106,6 +108,7 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
 
   const agentEnv = Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
   problems.push(...agentEnvProblems(agentEnv));
+  problems.push(...missingAgentProblems(resolved as never, env, cwd));
   if (problems.length > 0) throw new ConfigError(problems);
   const config = {
     ...resolved,
@@ -207,4 +210,38 @@ function deepFreeze<T>(value: T): T {
     for (const child of Object.values(value)) deepFreeze(child);
   }
   return value;
+}
+
+/**
+ * Each agent the configuration names (a stage's `agent`, or `agents.default`) whose CLI local
+ * runs would not find: refused now, naming the agent and its stage, rather than failing each run.
+ * Coder workspaces bring their own CLIs (the template installs them), so only local runs are
+ * checked. Claude Code as the unnamed default is left to `/ready` and `baton doctor`, as before.
+ */
+function missingAgentProblems(
+  resolved: {
+    workspaceProvider: string;
+    agents: AgentsConfig;
+    pipeline: { stages: ReadonlyArray<{ name: string; agent?: AgentName }> };
+  },
+  env: Env,
+  cwd: string,
+): string[] {
+  if (resolved.workspaceProvider !== 'local') return [];
+  const named: Array<{ agent: AgentName; where: string }> = resolved.pipeline.stages
+    .filter((s) => s.agent !== undefined)
+    .map((s) => ({ agent: s.agent!, where: `pipeline.stages.${s.name}.agent` }));
+  if (resolved.agents.default !== 'claude') named.push({ agent: resolved.agents.default, where: 'agents.default' });
+  const problems: string[] = [];
+  for (const { agent, where } of named) {
+    if (agent === 'text') continue;
+    const adapter = agentAdapter(agent);
+    const executable = resolved.agents.settings[agent].command?.[0] ?? adapter.executable;
+    if (findCommand(executable, env.PATH, cwd) === null) {
+      problems.push(
+        `${where} is ${agent}, but its CLI "${executable}" is not on PATH (${env.PATH ?? 'unset'}): install ${adapter.title} (npm install -g ${adapter.npmPackage}), or set agents.${agent}.command to its path`,
+      );
+    }
+  }
+  return [...new Set(problems)];
 }

@@ -1,3 +1,4 @@
+import { agentsSection } from '../agents/index.js';
 import { botsSection, giteaSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { egressSection } from '../egress/index.js';
@@ -35,6 +36,7 @@ export const SECTIONS = {
   bots: botsSection,
   coder: coderSection,
   claude: claudeSection,
+  agents: agentsSection,
   local: localSection,
   repositories: repositoriesSection,
   api: apiSection,
