@@ -424,9 +424,13 @@ function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequ
   if (err instanceof Stopped) return err.request;
   const pending = stop();
   if (pending) return pending;
-  if (err instanceof CheckoutError) return { status: 'failed', kind: FAILURE_KIND.cloneFailed, summary: err.message };
+  if (err instanceof CheckoutError) {
+    return { status: 'failed', kind: err.transient ? FAILURE_KIND.cloneUnavailable : FAILURE_KIND.cloneFailed, summary: err.message };
+  }
   if (err instanceof CommandFileError) return { status: 'failed', kind: FAILURE_KIND.commandFileInvalid, summary: err.message };
-  if (err instanceof SetupCommandError) return { status: 'failed', kind: FAILURE_KIND.setupFailed, summary: err.message };
+  if (err instanceof SetupCommandError) {
+    return { status: 'failed', kind: err.transient ? FAILURE_KIND.setupUnavailable : FAILURE_KIND.setupFailed, summary: err.message };
+  }
   if (err instanceof RunFailure) return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: err.message };
   return {
     status: 'failed',

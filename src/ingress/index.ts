@@ -6,12 +6,14 @@ export {
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
+export { createGitHubIngress, GITHUB_WEBHOOK_PATH, type GitHubIngressDeps } from './github/index.js';
 export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,
   webhooksSection,
   isAllowed,
   ALLOW_UNSIGNED_WARNING,
+  WRITE_PERMISSION_OFF_WARNING,
   WEBHOOK_DEFAULTS,
   type WebhooksConfig,
 } from './webhooks-config.js';
@@ -24,6 +26,8 @@ export {
   createInboxStore,
   createInboxProcessing,
   LABEL_MEMORY_SCOPE,
+  labelMemoryScope,
+  syncEndpoint,
   DELIVERY_SOURCE,
   type Delivery,
   type InboxProcessing,
@@ -47,4 +51,5 @@ export {
   type InspectorPage,
   type InspectorSource,
 } from './inspector.js';
+export { seenInSignedDelivery } from './known-repositories.js';
 export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';

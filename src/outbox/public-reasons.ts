@@ -10,6 +10,8 @@ import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from 
  */
 export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   clone_failed: 'The repository could not be cloned.',
+  clone_unavailable: 'The repository could not be cloned for now (the forge or the disk); the run is tried again.',
+  setup_unavailable: 'A setup step could not run for now (the disk, the system or the network); the run is tried again.',
   command_file_invalid: "The stage's prompt file in the repository (.claude/commands/) could not be used.",
   setup_failed: 'The install or build command failed.',
   agent_not_started: 'The agent could not be started.',

@@ -17,6 +17,10 @@ export type AgentStatus = (typeof AGENT_STATUS)[keyof typeof AGENT_STATUS];
  */
 export const FAILURE_KIND = {
   cloneFailed: 'clone_failed',
+  /** The clone failed for a reason that passes (the forge 5xx or unreachable, a full disk, a timeout): worth trying again. */
+  cloneUnavailable: 'clone_unavailable',
+  /** A setup command failed for such a reason (a full disk, no descriptors or processes left, the network). */
+  setupUnavailable: 'setup_unavailable',
   commandFileInvalid: 'command_file_invalid',
   setupFailed: 'setup_failed',
   agentNotStarted: 'agent_not_started',

@@ -1,7 +1,7 @@
 export * from './states.js';
 export * from './types.js';
 export { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
-export { runKey, slotKey } from './keys.js';
+export { runKey, slotKey, FORGES, forgeIsNamed, forgeRepository, type ForgeName } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
 export { branchNamesIssue, type IssueRun, type IssueStep, type IssueTotals, type IssueView } from './issue-view.js';
@@ -23,7 +23,15 @@ export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
 export { createScheduler, dueSlot, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
-export { queueSection, cleanupSection, runLogSection } from './config-section.js';
+export {
+  queueSection,
+  cleanupSection,
+  runLogSection,
+  DEFAULTS,
+  defaultQueueConfig,
+  type CleanupConfig,
+  type QueueConfig,
+} from './config-section.js';
 export { registerRunMetrics, type RunMetricsOptions } from './metrics.js';
 export {
   DEFAULT_RUN_LOG_MAX_BYTES,

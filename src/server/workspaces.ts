@@ -2,11 +2,11 @@ import { agentAdapter, findPrice } from '../agents/index.js';
 import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
-import type { Config } from '../config/index.js';
+import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
-import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
+import { isLive, RUN_STATUS, type ForgeName, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
@@ -68,7 +68,11 @@ export function workspaceName(run: Run): string {
  * goes to the local and the Coder provider.
  */
 export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
-  const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
+  const review = run.payload.account === 'review';
+  const forge = run.forge ?? 'gitea';
+  // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round.
+  const token =
+    forge === 'github' ? config.github.tokens[review ? 'review' : 'dev'] : (review ? config.bots.review : config.bots.dev).token;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
@@ -96,7 +100,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo)),
+    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge)),
     repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
     arguments: typeof args === 'string' && args !== '' ? args : undefined,
     ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
@@ -106,8 +110,9 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     setupTokens: Array.isArray(run.payload.setupTokens)
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
-    forgeUrl: config.gitea.url,
-    forgeToken: declared ? undefined : account.token,
+    forge,
+    forgeUrl: forge === 'github' ? config.github.url : config.gitea.url,
+    forgeToken: declared ? undefined : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
     ...runLimits(
@@ -119,12 +124,18 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
 }
 
 /**
- * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git`. The names are checked again here, at the
- * last step before a URL is made of them, whatever path the run came in by (webhook, API, an
- * older row): a name Gitea could not have made is refused for good rather than cloned.
+ * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`).
+ * The names are checked again here, at the last step before a URL is made of them, whatever path
+ * the run came in by (webhook, API, an older row): a name the forge could not have made is
+ * refused for good rather than cloned.
  */
-export function forgeCloneUrl(config: Pick<Config, 'gitea'>, owner: string, repo: string): string | undefined {
-  const base = config.gitea.cloneUrl ?? config.gitea.url;
+export function forgeCloneUrl(
+  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github'>>,
+  owner: string,
+  repo: string,
+  forge: ForgeName = 'gitea',
+): string | undefined {
+  const base = forge === 'github' ? (config.github?.cloneUrl ?? config.github?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   if (!base) return undefined;
   for (const [what, name] of [
     ['owner', owner],

@@ -1,6 +1,8 @@
-import { DEFAULTS } from '../../src/config/index.js';
+import { Hono } from 'hono';
+import { DEFAULTS } from '../../src/runs/index.js';
 import {
   createGiteaIngress,
+  createGitHubIngress,
   createInboxProcessing,
   parseWebhooksConfig,
   type Delivery,
@@ -24,7 +26,7 @@ export interface PostResult {
 }
 
 export interface IngressHarness {
-  app: ReturnType<typeof createGiteaIngress>;
+  app: Hono;
   engine: FullRunEngine;
   processing: InboxProcessing;
   t: TestStore;
@@ -39,6 +41,8 @@ export interface IngressHarness {
 export async function createIngressHarness(
   options: {
     secret?: string;
+    /** Mounts `/webhook/github` too, verifying with this secret. */
+    githubSecret?: string;
     webhooks?: unknown;
     pipeline?: unknown;
     permissionOf?: PermissionLookup;
@@ -52,7 +56,8 @@ export async function createIngressHarness(
   await t.store.migrate();
   const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue } });
   const pipeline = parsePipelineConfig(options.pipeline, TEST_BOTS);
-  const webhooks = parseWebhooksConfig(options.webhooks);
+  // The sender's permission (on by default) is opted into by the tests of that rule, which give a lookup.
+  const webhooks = parseWebhooksConfig({ requireWritePermission: false, ...(options.webhooks as object | undefined) });
   const problems = [...pipeline.problems, ...webhooks.problems];
   if (problems.length > 0) throw new Error(`bad test config: ${problems.join('; ')}`);
   const silent = { info: () => {}, warn: () => {}, error: () => {} };
@@ -73,12 +78,17 @@ export async function createIngressHarness(
     throw err;
   }
   await processing.worker.start();
-  const app = createGiteaIngress({
-    inbox: processing.inbox,
-    webhooks: webhooks.webhooks,
-    secret: options.secret,
-    logger: options.logger,
-  });
+  const app = new Hono();
+  app.route(
+    '/',
+    createGiteaIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.secret, logger: options.logger }),
+  );
+  if (options.githubSecret !== undefined) {
+    app.route(
+      '/',
+      createGitHubIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.githubSecret, logger: options.logger }),
+    );
+  }
   const processed = (id: number) =>
     until(async () => {
       const d = await processing.inbox.get(id);

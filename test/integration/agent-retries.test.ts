@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BACKOFF } from '../../src/background/index.js';
-import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import type { ForgeAccounts } from '../../src/forge/index.js';
 import { createStatusCommentHook } from '../../src/outbox/index.js';
 import { createBudgetService, createRunEngine, type FullRunEngine, type Run, type RunOutcome } from '../../src/runs/index.js';
@@ -106,6 +106,29 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
       // Every attempt's usage counts against the budgets.
       const overview = await createBudgetService({ store: t.store, config: budgets, wake: () => {} }).overview(clock);
       expect(overview.budgets[0]!.tokens!.used).toBe(300);
+    },
+  );
+
+  it.each(['clone_unavailable', 'setup_unavailable'])(
+    'retries %s (the forge or the disk, before the agent ran) at the queue’s pace in a fresh workspace',
+    async (error) => {
+      const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 6 });
+      const names: string[] = [];
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        const running = await startAttempt(run.id);
+        names.push(running.workspaceName!);
+        const before = clock;
+        const { run: after } = await engine.complete(run.id, failWith(error, 0));
+        expect(after).toMatchObject({ status: 'queued', agentAttempt: attempt + 1, lastError: error });
+        // Three times the queue's base delay, doubling (jitter at its top): seconds, not the agent API's minutes.
+        expect(after.runAt - before).toBe(Math.min(queue.backoffMaxMs, queue.backoffBaseMs * 3 * 2 ** (attempt - 1)));
+      }
+      const last = await startAttempt(run.id);
+      names.push(last.workspaceName!);
+      expect((await engine.complete(run.id, { status: 'succeeded', exitCode: 0, summary: 'done' })).run.status).toBe('succeeded');
+      expect(new Set(names).size).toBe(3);
+      const retrying = (await engine.events(run.id)).filter((e) => e.type === 'run:retrying');
+      expect(retrying.map((e) => e.data?.error)).toEqual([error, error]);
     },
   );
 

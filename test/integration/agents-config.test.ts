@@ -2,7 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ConfigError, loadConfig } from '../../src/config/index.js';
+import { ConfigError } from '../../src/config-schema/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
 
 /** `agents:` and a stage's `agent`/`model`, through the one configuration pass and into a run's workspace. */

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectCommand } from '../../src/cli/connect-command.js';
 import type { CommandIo } from '../../src/cli/index.js';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 
 const PIPELINE_LABELS = ['bug', 'ready-for-architecture', 'ready-for-development', 'ready-for-testing', 'ready-for-deployment', 'release'];
@@ -33,7 +33,8 @@ describe.each([false, true])('baton connect against the fake Gitea (review flag 
       review: gitea.addUser('claude-review').token,
     };
     gitea.addCollaborator('acme', 'app', 'ops', 'admin');
-    gitea.addCollaborator('acme', 'app', 'claude-dev', 'write');
+    // The sender permission check (on by default) needs the dev bot to be a repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'claude-review', 'read');
     gitea.addLabel('acme', 'app', { name: 'bug', color: 'ee0701' });
     // The pipeline compares label names ignoring case: this one is not created again.

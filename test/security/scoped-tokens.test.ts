@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { tokenCommand } from '../../src/cli/token-commands.js';
 import type { CommandIo } from '../../src/cli/index.js';
 import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.js';
@@ -87,7 +87,7 @@ describe('scoped API tokens (issue #12)', () => {
     const deployer = await run('create', '--name', 'deployer', '--scope', 'operate');
     expect(deployer.code).toBe(0);
     await expect(run('create', '--name', 'x', '--scope', 'root')).rejects.toThrow(
-      /--scope must be one of read, operate, admin, got "root"/,
+      /--scope must be one of read, operate, submit:arguments, admin, got "root"/,
     );
     const list = (await run('list')).out.join('\n');
     expect(list).toMatch(/^ID\s+NAME\s+SCOPE\s+TOKEN/);

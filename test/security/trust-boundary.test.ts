@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { ALLOW_UNSIGNED_WARNING } from '../../src/ingress/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
@@ -153,6 +153,10 @@ describe('where a Coder workspace clones from', () => {
     gitea.addUser('claude-dev', { token: 'dev-token' });
     gitea.addUser('claude-review', { token: 'review-token' });
     gitea.addRepo('acme', 'app');
+    // The sender must be able to write (checked by default), asked by the dev bot as repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    gitea.addUser('alice');
+    gitea.addCollaborator('acme', 'app', 'alice', 'write');
     const { config } = loadConfig(
       {
         BATON_DATA_DIR: dir,

@@ -18,7 +18,9 @@ import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
 import { claimByIds } from './0086-claim-by-ids.js';
 import { costSource } from './0105-cost-source.js';
+import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
+import { knownRepositories } from './0095-known-repositories.js';
 
 export type { Migration } from './types.js';
 
@@ -29,7 +31,7 @@ export type { Migration } from './types.js';
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
- * 0085–0089 the PostgreSQL hot path, 0105–0109 agents (cost source).
+ * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs, 0105–0109 agents (cost source).
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -51,5 +53,7 @@ export const migrations: readonly Migration[] = [
   dropWebhookDeliveries,
   claimFunction,
   claimByIds,
+  knownRepositories,
+  runForge,
   costSource,
 ].sort((a, b) => a.name.localeCompare(b.name));

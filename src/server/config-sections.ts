@@ -1,5 +1,5 @@
 import { agentsSection } from '../agents/index.js';
-import { botsSection, giteaSection } from '../forge/index.js';
+import { botsSection, giteaSection, githubSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { egressSection } from '../egress/index.js';
 import { catchupSection } from '../catchup/index.js';
@@ -22,7 +22,7 @@ import { claudeSection, coderSection, localSection } from '../workspaces/index.j
  * `baton config check`.
  *
  * Order matters: a section is resolved after the sections it depends on (bots after gitea,
- * pipeline after bots). ./types.ts checks at compile time that each gets what it asks for.
+ * pipeline after bots). ./config-types.ts checks at compile time that each gets what it asks for.
  */
 export const SECTIONS = {
   database: databaseSection,
@@ -34,6 +34,7 @@ export const SECTIONS = {
   maintenance: maintenanceSection,
   gitea: giteaSection,
   bots: botsSection,
+  github: githubSection,
   coder: coderSection,
   claude: claudeSection,
   agents: agentsSection,

@@ -1,36 +1,23 @@
-import { agentAdapter, type AgentName, type AgentsConfig } from '../agents/index.js';
-import { findCommand } from '../runner-contract/index.js';
-import fs from 'node:fs';
 import path from 'node:path';
-import YAML from 'yaml';
-import { contextFor, mapping, readNode, type Env, type Node, type Source } from '../config-schema/index.js';
-import { agentEnvProblems } from './agent-env.js';
-import { ConfigError } from './problems.js';
+import { createConfigLoader, sensitiveVariables, type Env, type LoadedSettings, type LoadReport } from '../config-schema/index.js';
+import { agentAdapter, type AgentName, type AgentsConfig } from '../agents/index.js';
+import { agentEnvProblems, findCommand } from '../runner-contract/index.js';
+import { SECTIONS } from './config-sections.js';
+import type { Config, RootSettings } from './config-types.js';
 import { rootNode } from './root-section.js';
-import { SECTIONS } from './sections.js';
-import type { Config, RootSettings } from './types.js';
 
 export type { Env };
 
-/** The whole of baton.yaml: config/'s own top-level keys, then every module's section. */
-export const FILE_NODE = mapping({
-  ...rootNode.shape,
-  ...(Object.fromEntries(Object.entries(SECTIONS).map(([key, s]) => [key, s.node])) as {
-    [K in keyof typeof SECTIONS]: (typeof SECTIONS)[K]['node'];
-  }),
+const LOADER = createConfigLoader<Config>({
+  root: { node: rootNode, resolve: (values, report) => resolveRoot(values as never, report) },
+  sections: SECTIONS,
+  extra: fromEnvironment,
 });
 
-export interface LoadedConfig {
-  config: Config;
-  /** Worth telling at every start, but no reason to refuse it (REDIS_URL is obsolete, GITEA_URL is missing). */
-  warnings: string[];
-  /** What baton decided for the operator, told once at start (the workspace provider it inferred). */
-  notices: string[];
-  /** The checked values in baton.yaml's shape (secrets in clear: print only through describeConfig). */
-  values: Readonly<Record<string, unknown>>;
-  /** Where each value that is not a default came from, by baton.yaml path. */
-  sources: ReadonlyMap<string, Source>;
-}
+/** The whole of baton.yaml: the root keys (./root-section.ts), then every module's section. */
+export const FILE_NODE = LOADER.node;
+
+export type LoadedConfig = LoadedSettings<Config>;
 
 /**
  * The variables that carry secrets: every sensitive setting's variable (from the sections), and
@@ -44,21 +31,6 @@ export const SECRET_ENV: readonly string[] = [
   'ANTHROPIC_API_KEY',
   'BATON_TOKEN',
 ];
-
-function sensitiveVariables(node: Node): string[] {
-  switch (node.kind) {
-    case 'leaf':
-      return node.sensitive && node.env ? [node.env] : [];
-    case 'mapping':
-      return Object.values(node.shape).flatMap(sensitiveVariables);
-    case 'list':
-      return sensitiveVariables(node.item);
-    case 'record':
-      return sensitiveVariables(node.value);
-    case 'orFalse':
-      return sensitiveVariables(node.mapping);
-  }
-}
 
 /** Runner settings a local workspace inherits from baton's own environment (see `baton agent --help`). */
 export const AGENT_PASSTHROUGH_ENV = [
@@ -78,48 +50,26 @@ export const AGENT_PASSTHROUGH_ENV = [
  * disagree. Throws ConfigError listing every problem, one line each.
  */
 export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedConfig {
-  const problems: string[] = [];
-  const warnings: string[] = [];
-  const notices: string[] = [];
-  const sources = new Map<string, Source>();
-  const { file, configFile } = readConfigFile(env, cwd, problems);
-  const values = readNode(FILE_NODE, file, '', {
-    env,
-    cwd,
-    fileDir: configFile ? path.dirname(configFile) : cwd,
-    problems,
-    sources,
-  }) as Record<string, unknown> & { [K in keyof typeof FILE_NODE.shape]: unknown };
+  return LOADER.load(env, cwd);
+}
 
-  const root = resolveRoot(values as never, { cwd, sources, problems, notices, warnings });
-  const resolved: Record<string, unknown> = { ...root, configFile };
-  for (const [key, s] of Object.entries(SECTIONS)) {
-    // Sections come in dependency order, so `resolved` holds what each one's deps name (types.ts checks it).
-    const ctx = contextFor({ node: s.node, key, deps: resolved as never, problems, warnings, sources });
-    resolved[key] = s.resolve(values[key] as never, ctx);
-  }
-
+/** What the configuration holds besides the sections: the runner settings local workspaces inherit. */
+function fromEnvironment(report: LoadReport, resolved: Record<string, unknown>): Pick<Config, 'agentEnv'> {
+  const { env } = report;
+  report.problems.push(...missingAgentProblems(resolved as never, env, report.cwd));
   if (env.REDIS_URL) {
-    warnings.push(
+    report.warnings.push(
       'REDIS_URL is set but baton no longer uses Redis: the queue lives in the database. ' +
         'Remove REDIS_URL; set DATABASE_URL (default sqlite:DATA_DIR/baton.db, or postgres://… to share the queue between replicas).',
     );
   }
-
   const agentEnv = Object.fromEntries(AGENT_PASSTHROUGH_ENV.filter((k) => env[k] !== undefined).map((k) => [k, env[k]!]));
-  problems.push(...agentEnvProblems(agentEnv));
-  problems.push(...missingAgentProblems(resolved as never, env, cwd));
-  if (problems.length > 0) throw new ConfigError(problems);
-  const config = {
-    ...resolved,
-    agentEnv,
-    configFile,
-  } as Config;
-  return { config: deepFreeze(config), warnings, notices, values: deepFreeze(values), sources };
+  report.problems.push(...agentEnvProblems(agentEnv));
+  return { agentEnv };
 }
 
 /**
- * config/'s own keys. The workspace provider, when not given, follows the Coder settings: the
+ * The root keys. The workspace provider, when not given, follows the Coder settings: the
  * original orchestrator ran on Coder with CODER_URL and CODER_TOKEN and had no such variable.
  */
 function resolveRoot(
@@ -136,7 +86,7 @@ function resolveRoot(
     sweepMinutes: number;
     coder: { url?: string; token?: string };
   },
-  out: { cwd: string; sources: Map<string, Source>; problems: string[]; notices: string[]; warnings: string[] },
+  out: LoadReport,
 ): RootSettings {
   let workspaceProvider = v.workspaceProvider;
   if (workspaceProvider === undefined) {
@@ -176,40 +126,6 @@ function resolveRoot(
     staleWorkspaceMinutes: v.staleWorkspaceMinutes,
     sweepMinutes: v.sweepMinutes,
   };
-}
-
-function readConfigFile(env: Env, cwd: string, problems: string[]): { file: Record<string, unknown>; configFile?: string } {
-  const explicit = env.BATON_CONFIG;
-  const candidate = path.resolve(cwd, explicit || 'baton.yaml');
-  if (!explicit && !fs.existsSync(candidate)) return { file: {} };
-  let text: string;
-  try {
-    text = fs.readFileSync(candidate, 'utf8');
-  } catch (err) {
-    problems.push(`BATON_CONFIG points at ${candidate}, which cannot be read (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
-    return { file: {} };
-  }
-  let parsed: unknown;
-  try {
-    parsed = YAML.parse(text);
-  } catch (err) {
-    problems.push(`${candidate} is not valid YAML: ${(err as Error).message.split('\n')[0]}`);
-    return { file: {}, configFile: candidate };
-  }
-  if (parsed === null || parsed === undefined) return { file: {}, configFile: candidate };
-  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
-    problems.push(`${candidate} must hold a mapping of settings at the top level`);
-    return { file: {}, configFile: candidate };
-  }
-  return { file: parsed as Record<string, unknown>, configFile: candidate };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const child of Object.values(value)) deepFreeze(child);
-  }
-  return value;
 }
 
 /**
