@@ -359,7 +359,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     readOnly: readonly string[] = [],
   ) => {
     if (sandbox.kind === 'none') {
-      const [file, ...args] = [...priority(), ...command] as [string, ...string[]];
+      // A runner that cannot be started must fail its spawn, as without the prefix, not exit 127 under nice.
+      const startable = findCommand(command[0]!, env.PATH ?? process.env.PATH, dirs.workDir) !== null;
+      const [file, ...args] = [...(startable ? priority() : []), ...command] as [string, ...string[]];
       return spawn(file, args, { cwd: dirs.workDir, env, detached: true, stdio });
     }
     const bwrap = bwrapPath();
