@@ -10,7 +10,6 @@ import {
 } from '../agent/index.js';
 import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
-import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
   readRunnerSecrets,
@@ -19,6 +18,8 @@ import {
   SETUP_TOKENS,
   type RunnerSecrets,
   type SetupToken,
+  agentCommandProblem,
+  parseAgentCommand,
 } from '../runner-contract/index.js';
 
 const HELP = `Usage: baton agent [options]
