@@ -80,6 +80,12 @@ export interface SandboxLayout {
    * a gate re-created after a baton restart is the one the run sees.
    */
   egressDir?: string;
+  /**
+   * The uid and gid the run has inside its user namespace, when its host uid (one of
+   * `local.runUids`) has no entry in /etc/passwd: tools that look their user up (Node's
+   * os.userInfo, ssh) find `nobody` instead of failing.
+   */
+  insideUser?: { uid: number; gid: number };
 }
 
 /** Everything between `bwrap` and `--`: the sandbox of one run. */
@@ -87,7 +93,21 @@ export function sandboxArguments(layout: SandboxLayout): string[] {
   // Order matters: a later mount covers an earlier one, so the private /tmp comes before any
   // read-only path under /tmp, and the hidden paths last.
   const network = layout.egressDir ? ['--bind', layout.egressDir, SANDBOX_EGRESS_DIR] : ['--share-net'];
-  const args = ['--unshare-all', ...network, '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/usr', '/usr'];
+  const identity = layout.insideUser ? ['--uid', String(layout.insideUser.uid), '--gid', String(layout.insideUser.gid)] : [];
+  const args = [
+    '--unshare-all',
+    ...identity,
+    ...network,
+    '--tmpfs',
+    '/tmp',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+  ];
   for (const entry of ROOT_ENTRIES) {
     const host = `/${entry}`;
     const link = readLink(host);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { int, invalid, list, mapping, oneOf, section, text, type ResolveContext } from '../../config-schema/index.js';
 import { hiddenPaths, type HiddenPathsInput } from './hidden-paths.js';
+import { parseUidRange, type UidRange } from './run-users.js';
 import { isInside } from './sandbox.js';
 
 /**
@@ -15,6 +16,7 @@ import { isInside } from './sandbox.js';
  *   claudeCredentials: /var/lib/baton/.claude/.credentials.json   # a logged-in claude's credentials
  *   rootUser: "65534:65534"             # the user runs are when baton runs as root
  *   runnerNice: 10                      # runs' CPU priority below baton serve's (and I/O best-effort 7)
+ *   runUids: 200000-265535              # as root, a uid of its own for each run (off: all are rootUser)
  * ```
  */
 export interface LocalSettings {
@@ -27,6 +29,7 @@ export interface LocalSettings {
   rootUser: { uid: number; gid: number };
   /** Niceness runs start at (0 = baton's own priority); above 0 their I/O is best-effort 7 too. @default 10 */
   runnerNice: number;
+  runUids?: UidRange;
 }
 
 const absolute = (value: string) => (path.isAbsolute(value) ? undefined : invalid('must be an absolute path'));
@@ -62,6 +65,12 @@ export const localSection = section(
       default: 10,
       doc: "the niceness local runs start at, so baton serve's accept path keeps the CPU under load; above 0 their I/O is best-effort priority 7 too (ionice); 0 = the same priority as baton",
     }),
+    runUids: text({
+      default: '200000-265535',
+      doc: 'a range first-last of uids: as root, each run gets one of its own (its gid too); off: every run is rootUser',
+      check: (v) =>
+        v === 'off' || parseUidRange(v) ? undefined : invalid('must be a range "first-last" of uids above 0, e.g. "200000-265535", or off'),
+    }),
   }),
   (v, ctx: ResolveContext<HiddenPathsInput>): LocalSettings => {
     const hidden = hiddenPaths(ctx.deps);
@@ -94,6 +103,7 @@ export const localSection = section(
       claudeCredentials: usable('local.claudeCredentials', v.claudeCredentials, 'file'),
       rootUser: { uid, gid },
       runnerNice: v.runnerNice,
+      ...(v.runUids !== 'off' ? { runUids: parseUidRange(v.runUids)! } : {}),
     };
   },
 );
