@@ -41,6 +41,7 @@ describe('local: settings', () => {
       claudeCredentials: credentials,
       rootUser: { uid: 1500, gid: 1501 },
       runnerNice: 5,
+      runUids: { first: 200000, last: 265535 },
     });
   });
 
