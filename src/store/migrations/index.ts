@@ -18,6 +18,7 @@ import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
 import { claimByIds } from './0086-claim-by-ids.js';
 import type { Migration } from './types.js';
+import { conversations } from './0125-conversations.js';
 
 export type { Migration } from './types.js';
 
@@ -28,7 +29,7 @@ export type { Migration } from './types.js';
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
- * 0085–0089 the PostgreSQL hot path.
+ * 0085–0089 the PostgreSQL hot path, 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -50,4 +51,5 @@ export const migrations: readonly Migration[] = [
   dropWebhookDeliveries,
   claimFunction,
   claimByIds,
+  conversations,
 ].sort((a, b) => a.name.localeCompare(b.name));
