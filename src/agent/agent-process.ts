@@ -1,16 +1,16 @@
 import fs from 'node:fs';
 import type { AgentLog } from './agent-log.js';
-import { RunFailure } from './errors.js';
-import { CLAUDE_COMMAND, claudeInvocation, templateInvocation, type AgentInvocation, type ClaudeSession } from './invocation.js';
+import { agentAdapter, RunFailure, type AgentInvocation, type AgentName, type AgentSession } from '../agents/index.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import type { StopRequest } from './stop.js';
-import { createStreamParser, judgeResult } from './stream-json.js';
 import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
 
 /** The parts of RunAgentOptions that shape the agent process. */
 export interface AgentProcessOptions {
   agentCommand?: readonly string[];
   outputFormat?: 'stream-json' | 'text';
+  /** Which adapter reads the agent; `text` (or outputFormat text) is any CLI. @default 'claude' */
+  agent?: AgentName;
   tokenCap?: number;
   spawn?: SpawnFunction;
 }
@@ -22,6 +22,9 @@ export interface AgentProcessResult {
   usage: AgentUsage | null;
   costUsd: number | null;
   kind?: string;
+  /** The session the CLI announced (for a resume), and the model it said it used. */
+  sessionId?: string | null;
+  model?: string | null;
 }
 
 /**
@@ -46,7 +49,7 @@ const MAX_TAIL_LINE = 2_000;
  */
 export async function runAgentProcess(input: {
   options: AgentProcessOptions;
-  session: ClaudeSession;
+  session: AgentSession;
   log: AgentLog;
   prompt: string;
   cwd: string;
@@ -58,15 +61,14 @@ export async function runAgentProcess(input: {
   graceMs: number;
 }): Promise<AgentProcessResult> {
   const { options, log } = input;
-  const format = options.outputFormat ?? 'stream-json';
-  let invocation: AgentInvocation;
-  if (format === 'stream-json') {
-    invocation = claudeInvocation(options.agentCommand ?? CLAUDE_COMMAND, input.prompt, input.session);
-  } else {
-    if (!options.agentCommand) throw new RunFailure('text output needs an agent command (BATON_AGENT_COMMAND) naming the CLI to run');
-    invocation = templateInvocation(options.agentCommand, input.prompt);
+  const name: AgentName = options.outputFormat === 'text' ? 'text' : (options.agent ?? 'claude');
+  const format = name === 'text' ? 'text' : 'stream-json';
+  const adapter = agentAdapter(name);
+  if (name === 'text' && !options.agentCommand) {
+    throw new RunFailure('text output needs an agent command (BATON_AGENT_COMMAND) naming the CLI to run');
   }
-  const parser = createStreamParser();
+  const invocation: AgentInvocation = adapter.invocation(options.agentCommand ?? [adapter.executable], input.prompt, input.session);
+  const parser = adapter.createStream();
   const tokenCap = options.tokenCap ?? 0;
   const raw = fs.openSync(input.rawFile, 'a');
   const rawMask = log.createStreamMask();
@@ -160,11 +162,10 @@ export async function runAgentProcess(input: {
     };
   }
 
-  const result = parser.result;
-  const streamed = parser.streamedTokens > 0 ? parser.streamedUsage : null;
-  const usage = result?.usage ?? streamed;
-  const costUsd = result?.costUsd ?? null;
-  if (!result) {
+  const outcome = parser.outcome({ code: exitCode, signal: exit.signal ?? null, stderr: stderrTail.lines() });
+  const found = { sessionId: parser.sessionId, model: parser.model };
+  if (!outcome) {
+    const usage = parser.streamedTokens > 0 ? parser.streamedUsage : null;
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
     const err = lastLine(stderrTail);
     const cut = cutLines > 0 ? `; ${cutLines} output line(s) were too long to read, see .baton/agent.ndjson` : '';
@@ -173,11 +174,12 @@ export async function runAgentProcess(input: {
       exitCode,
       summary: `agent output had no result message (${how})${err ? `; last stderr line: ${err}` : ''}${cut}${hintFor(stderrTail.lines())}`,
       usage,
-      costUsd,
+      costUsd: null,
       kind: FAILURE_KIND.noResult,
+      ...found,
     };
   }
-  return { ...judgeResult(result), exitCode, usage, costUsd };
+  return { ...outcome, exitCode, ...found };
 }
 
 /** The command line without the prompt (which can be long and is in the log already). */

@@ -1,5 +1,6 @@
-import { CLAUDE_COMMAND } from './invocation.js';
+import { agentAdapter, type AgentName } from '../agents/index.js';
 import { findCommand } from '../runner-contract/index.js';
+import { probeUnreachable } from './network-probe.js';
 import { startProcess, type SpawnFunction } from './process-group.js';
 
 export interface RunnerCheck {
@@ -18,15 +19,30 @@ export async function checkRunner(options: {
   env: NodeJS.ProcessEnv;
   cwd: string;
   agentCommand?: readonly string[];
+  /** @default 'claude' */
+  agent?: AgentName;
   /** How steps are started (the nested sandbox when the runner is sandboxed). */
   spawn?: SpawnFunction;
+  /** `host:port` of what a run must not connect to (baton's port, its database), from `BATON_CHECK_UNREACHABLE`. */
+  unreachable?: readonly string[];
+  /** The run's egress gate (`BATON_EGRESS_SOCKET`): the targets above must be refused through it too. */
+  egressSocket?: string;
 }): Promise<RunnerCheck> {
-  const command = (options.agentCommand ?? CLAUDE_COMMAND)[0] ?? '';
+  const reached = await probeUnreachable(options.unreachable ?? [], options.egressSocket);
+  if (reached.length > 0) {
+    return {
+      ok: false,
+      message: `the run's network is not contained: ${reached.join('; ')} (runs must reach baton and its database only through the egress gate; see egress.gate in docs/configuration.md)`,
+    };
+  }
+  const adapter = agentAdapter(options.agent ?? 'claude');
+  const command = (options.agentCommand ?? [adapter.executable])[0] ?? '';
   const found = findCommand(command, options.env.PATH, options.cwd);
   if (found === null) {
-    const how = options.agentCommand
-      ? 'fix BATON_AGENT_COMMAND'
-      : 'install Claude Code where the runner finds it (npm install -g @anthropic-ai/claude-code), or set BATON_AGENT_COMMAND to its absolute path';
+    const how =
+      options.agentCommand || !adapter.npmPackage
+        ? 'fix BATON_AGENT_COMMAND'
+        : `install ${adapter.title} where the runner finds it (npm install -g ${adapter.npmPackage}), or set BATON_AGENT_COMMAND to its absolute path`;
     return {
       ok: false,
       message: `agent command "${command}" is not found on the runner's PATH (${options.env.PATH ?? 'unset'}): ${how}`,

@@ -60,7 +60,7 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
       cwd: workdir,
       env,
     });
-    if (clone.code !== 0) throw new CheckoutError(`clone of ${shownUrl} failed: ${gitReason(clone)}`);
+    if (clone.code !== 0) throw new CheckoutError(`clone of ${shownUrl} failed: ${gitReason(clone)}`, { transient: passes(clone) });
   } else {
     log(`[baton] using the existing checkout in ${repoDir}`);
     const fetch = await exec('git fetch', 'git', ['fetch', '--prune', 'origin'], { cwd: repoDir, env });
@@ -97,7 +97,11 @@ export async function prepareRepository(options: PrepareRepositoryOptions): Prom
     cwd: repoDir,
     env,
   });
-  if (checkout.code !== 0) throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`);
+  if (checkout.code !== 0) {
+    throw new CheckoutError(`checkout of branch ${target} in ${shownUrl || repoDir} failed: ${gitReason(checkout)}`, {
+      transient: passes(checkout),
+    });
+  }
   log(`[baton] on branch ${target}`);
   return repoDir;
 }
@@ -149,7 +153,7 @@ export async function runSetupCommands(
           ? `was killed by ${result.signal}`
           : `failed with exit code ${result.code}`;
       const last = result.tail.filter((l) => l.trim() !== '').at(-1);
-      throw new SetupCommandError(`${label} \`${command}\` ${how}${last ? `: ${last.trim()}` : ''}`);
+      throw new SetupCommandError(`${label} \`${command}\` ${how}${last ? `: ${last.trim()}` : ''}`, { transient: passes(result) });
     }
   }
 }
@@ -202,4 +206,34 @@ function gitReason(result: StepResult): string {
   const fatal = result.tail.filter((l) => /^(fatal|error):/.test(l.trim())).at(-1);
   const line = fatal ?? result.tail.filter((l) => l.trim() !== '').at(-1);
   return line ? line.trim().replace(/^(fatal|error):\s*/, '') : `git exited with code ${result.code}`;
+}
+
+/**
+ * What git (curl underneath) and the system print when the cause passes: the forge answered 5xx
+ * (a restart, an overloaded proxy), could not be reached or timed out, or the workspace's disk or
+ * the system's descriptors and processes ran out. git has no machine-readable reasons, so its
+ * words are matched; a 4xx (no such repository, no access), a bad ref or a command that fails on
+ * its own stays permanent.
+ */
+const PASSING = [
+  /The requested URL returned error: 5\d\d/i,
+  /RPC failed; HTTP 5\d\d/i,
+  /Could not resolve host/i,
+  /Failed to connect to/i,
+  /Connection (refused|reset|timed out)/i,
+  /Operation timed out/i,
+  /timed out after/i,
+  /early EOF/i,
+  /unexpected disconnect while reading sideband packet/i,
+  /the remote end hung up unexpectedly/i,
+  /No space left on device/i,
+  /Too many open files/i,
+  /Resource temporarily unavailable/i,
+];
+const PASSING_ERRNO = ['ENOSPC', 'EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'];
+
+function passes(result: StepResult): boolean {
+  const code = (result.error as NodeJS.ErrnoException | undefined)?.code;
+  if (code && PASSING_ERRNO.includes(code)) return true;
+  return result.tail.some((line) => PASSING.some((re) => re.test(line)));
 }

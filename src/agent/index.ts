@@ -1,6 +1,8 @@
 export { runAgent, DEFAULT_MAX_DURATION_MS, formatDuration, type RunAgentOptions } from './run-agent.js';
 export { nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
+export { gatedFetch, startEgressBridge } from './egress-bridge.js';
+export { probeUnreachable } from './network-probe.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
 export {
   CLAUDE_COMMAND,
@@ -8,10 +10,14 @@ export {
   claudeInvocation,
   templateInvocation,
   sessionFromFrontMatter,
+  createStreamParser,
+  judgeResult,
   type ClaudeSession,
   type AgentInvocation,
-} from './invocation.js';
-export { createStreamParser, judgeResult, type StreamParser, type ResultSummary, type ResultOutcome } from './stream-json.js';
+  type StreamParser,
+  type ResultSummary,
+  type ResultOutcome,
+} from '../agents/index.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { createLineSplitter, type LineSplitter } from './process-group.js';

@@ -6,7 +6,7 @@ import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type 
 import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
 import { startLogServer, type LogServer } from './log-server.js';
 import { runAgentProcess } from './agent-process.js';
-import { sessionFromFrontMatter, type ClaudeSession } from './invocation.js';
+import { agentAdapter, sessionFromFrontMatter, type AgentName, type AgentSession } from '../agents/index.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
 import type { SetupToken } from '../runner-contract/index.js';
@@ -20,6 +20,13 @@ export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
 /** Never inherited by a step: each gets the secrets it needs explicitly. */
 const SECRET_ENV = [
   'ANTHROPIC_API_KEY',
+  'OPENAI_API_KEY',
+  'CODEX_API_KEY',
+  'GEMINI_API_KEY',
+  'GOOGLE_API_KEY',
+  'GOOGLE_GENERATIVE_AI_API_KEY',
+  'OPENCODE_API_KEY',
+  'OPENROUTER_API_KEY',
   'CALLBACK_TOKEN',
   'GITEA_TOKEN',
   'CLAUDE_CODE_OAUTH_TOKEN',
@@ -54,8 +61,22 @@ export interface RunAgentOptions {
    * `CLAUDE_CODE_OAUTH_TOKEN` are always removed: each step gets only the secrets it needs.
    */
   env: NodeJS.ProcessEnv;
-  /** Put into the agent's env as `CLAUDE_CODE_OAUTH_TOKEN`. */
+  /** Put into the agent's env as `CLAUDE_CODE_OAUTH_TOKEN` (when the agent is Claude Code). */
   claudeOauthToken?: string;
+  /**
+   * Which agent runs the stage (`BATON_AGENT`): its adapter builds the argv and reads the stream.
+   * `text` is the same as outputFormat `text`.
+   * @default 'claude'
+   */
+  agent?: AgentName;
+  /** The stage's model (`BATON_AGENT_MODEL`); wins over a command file's `model`. @default the CLI's default */
+  model?: string;
+  /**
+   * The agent's credential (the runner secret its adapter names: CODEX_API_KEY, GEMINI_API_KEY,
+   * OPENCODE_API_KEY); the adapter turns it into the variables its CLI reads. Claude Code's is
+   * `claudeOauthToken`.
+   */
+  agentSecret?: string;
   /**
    * Forge token of the stage's bot: git credentials for http(s) clone URLs (git steps and the
    * agent) and `GITEA_TOKEN` of the agent; masked in logs.
@@ -147,6 +168,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       options.callbackToken,
       options.forgeToken,
       options.claudeOauthToken,
+      options.agentSecret,
       options.env.ANTHROPIC_API_KEY,
       gitEnv.GIT_CONFIG_VALUE_0,
     ],
@@ -232,10 +254,17 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     for (const name of SECRET_ENV) delete env[name];
     return env;
   };
+  const agentName: AgentName = options.outputFormat === 'text' ? 'text' : (options.agent ?? 'claude');
+  const adapter = agentAdapter(agentName);
+  const agentSecret = agentName === 'claude' ? options.claudeOauthToken : options.agentSecret;
+  // Only this agent's credential, in the variables its CLI reads: another agent's never reaches it.
+  const credentialEnv = (session: AgentSession) => adapter.credentialEnv(agentSecret, session);
   const setupTokens = options.setupTokens ?? [];
   const setupEnv: NodeJS.ProcessEnv = {
     ...(setupTokens.includes('forge') ? { ...gitEnv, ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}) } : {}),
-    ...(setupTokens.includes('agent') && options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}),
+    ...(setupTokens.includes('agent')
+      ? credentialEnv({ allowedTools: null, model: options.model ?? null, skipPermissions: options.skipPermissions ?? true })
+      : {}),
   };
 
   const exec: StepRunner = async (label, command, args, stepOptions) => {
@@ -306,8 +335,13 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     const promptFile =
       resolved.source === 'repository' ? `.claude/commands/${options.stage}.md` : `baton's built-in ${options.stage} template`;
     log.write(`[baton] prompt from ${promptFile} (${resolved.prompt.length} characters)`);
-    const session: ClaudeSession = {
-      ...(options.outputFormat === 'text' ? { allowedTools: null, model: null } : sessionFromFrontMatter(resolved.frontMatter, promptFile)),
+    // allowed-tools are Claude Code's rules; a command file's model names a Claude model. The
+    // stage's configured model wins over the file (the file comes from the repository).
+    const fromFile =
+      agentName === 'claude' ? sessionFromFrontMatter(resolved.frontMatter, promptFile) : { allowedTools: null, model: null };
+    const session: AgentSession = {
+      allowedTools: fromFile.allowedTools,
+      model: agentName === 'text' ? null : (options.model ?? fromFile.model),
       skipPermissions: options.skipPermissions ?? true,
     };
 
@@ -322,7 +356,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ...secretFreeEnv(),
         ...gitEnv,
         ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}),
-        ...(options.claudeOauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: options.claudeOauthToken } : {}),
+        ...credentialEnv(session),
       },
       rawFile: path.join(stateDir, 'agent.ndjson'),
       onProcess: (proc) => {
@@ -376,9 +410,13 @@ function describeFailure(err: unknown, stop: () => StopRequest | null): StopRequ
   if (err instanceof Stopped) return err.request;
   const pending = stop();
   if (pending) return pending;
-  if (err instanceof CheckoutError) return { status: 'failed', kind: FAILURE_KIND.cloneFailed, summary: err.message };
+  if (err instanceof CheckoutError) {
+    return { status: 'failed', kind: err.transient ? FAILURE_KIND.cloneUnavailable : FAILURE_KIND.cloneFailed, summary: err.message };
+  }
   if (err instanceof CommandFileError) return { status: 'failed', kind: FAILURE_KIND.commandFileInvalid, summary: err.message };
-  if (err instanceof SetupCommandError) return { status: 'failed', kind: FAILURE_KIND.setupFailed, summary: err.message };
+  if (err instanceof SetupCommandError) {
+    return { status: 'failed', kind: err.transient ? FAILURE_KIND.setupUnavailable : FAILURE_KIND.setupFailed, summary: err.message };
+  }
   if (err instanceof RunFailure) return { status: 'failed', kind: FAILURE_KIND.runnerError, summary: err.message };
   return {
     status: 'failed',

@@ -1,3 +1,4 @@
+import { forgeRepository, type ForgeName } from '../runs/index.js';
 import type { Store } from '../store/index.js';
 
 /** Why catch-up reads a repository. */
@@ -16,14 +17,15 @@ export interface SyncCursor {
   lastError: string | null;
 }
 
-const keyOf = (owner: string, repo: string) => `${owner}/${repo}`.toLowerCase();
-
 /**
  * Catch-up's own tables (migration 0052-forge-sync): where each repository's catch-up has got
- * to, and the pull request heads baton has acted on.
+ * to, and the pull request heads baton has acted on. Each forge has its own places: GitHub's and
+ * GitLab's repositories are keyed with their forge's name (`github:acme/app`), Gitea's as always.
  */
-export function createSyncStore(store: Pick<Store, 'db'>, now: () => number = Date.now) {
+export function createSyncStore(store: Pick<Store, 'db'>, now: () => number = Date.now, forge?: ForgeName) {
   const { db } = store;
+  const keyOf = (owner: string, repo: string) => forgeRepository(forge, owner, repo).toLowerCase();
+  const named = forge === 'github' || forge === 'gitlab';
   return {
     /**
      * Adds repositories catch-up does not read yet, starting at `since`; a known one keeps its
@@ -43,7 +45,12 @@ export function createSyncStore(store: Pick<Store, 'db'>, now: () => number = Da
     },
 
     async list(): Promise<SyncCursor[]> {
-      const rows = await db.selectFrom('forge_sync_cursors').selectAll().orderBy('repository').execute();
+      const rows = await db
+        .selectFrom('forge_sync_cursors')
+        .selectAll()
+        .where('repository', named ? 'like' : 'not like', named ? `${forge}:%` : '%:%')
+        .orderBy('repository')
+        .execute();
       return rows.map((row) => ({
         repository: row.repository,
         owner: row.owner,

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
-import { createIngressState, isAllowed, LABEL_MEMORY_SCOPE, pullRequestHeads, type InboxStore } from '../ingress/index.js';
+import { createIngressState, isAllowed, labelMemoryScope, pullRequestHeads, type InboxStore } from '../ingress/index.js';
+import type { ForgeName } from '../runs/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
 import type { Store } from '../store/index.js';
 import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
@@ -41,6 +42,11 @@ export interface CatchupDeps {
   repositories: readonly { owner: string; repo: string }[];
   /** `webhooks.allow`: a repository a webhook of which would be refused is not read either. @default any */
   allow?: readonly string[];
+  /**
+   * The forge `client` reads (its repositories, label memory and places are its own; `sync` must
+   * be made for the same forge). @default 'gitea'
+   */
+  forge?: ForgeName;
   now?: () => number;
 }
 
@@ -53,6 +59,9 @@ export function createCatchupPass(deps: CatchupDeps) {
   const { store, sync, client } = deps;
   // The inbox worker's label memory (one for every endpoint), read and seeded as it keeps it.
   const labelMemory = (db: Store['db']) => createIngressState({ db }, now);
+  const forge = deps.forge ?? 'gitea';
+  const memoryScope = labelMemoryScope(forge);
+  const prefix = forge === 'github' || forge === 'gitlab' ? `${forge}:` : '';
 
   async function enrol(): Promise<void> {
     // A repository starts at "now" (baton's clock; each pass reads from a little before its
@@ -67,9 +76,12 @@ export function createCatchupPass(deps: CatchupDeps) {
       .where('source', '=', 'webhook')
       .where('repository', 'is not', null)
       .execute();
-    // A name from a payload becomes part of a forge URL: only names Gitea itself allows.
+    // A name from a payload becomes part of a forge URL: only names Gitea itself allows. Another
+    // forge's deliveries name their forge (`github:acme/app`): only this forge's are read.
     const delivered = seen.flatMap((row) => {
-      const parsed = parseRepositoryName(row.repository ?? '');
+      const name = row.repository ?? '';
+      if (prefix ? !name.startsWith(prefix) : name.includes(':')) return [];
+      const parsed = parseRepositoryName(name.slice(prefix.length));
       return parsed ? [parsed] : [];
     });
     await sync.add(delivered, CURSOR_ORIGIN.delivery, start);
@@ -92,8 +104,8 @@ export function createCatchupPass(deps: CatchupDeps) {
       if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
       const issue = { owner, repo, number: item.number };
       const memory: ItemMemory = {
-        labels: await labelMemory(store.db).labelsSeen(LABEL_MEMORY_SCOPE, issue),
-        head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number) : null,
+        labels: await labelMemory(store.db).labelsSeen(memoryScope, issue),
+        head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number, forge) : null,
       };
       if (!mayHaveNews(item, memory)) continue;
       const plan = planItem(item, memory, await client.listTimeline(owner, repo, item.number), windowStart);
@@ -101,9 +113,9 @@ export function createCatchupPass(deps: CatchupDeps) {
       if (plan.events.length === 0) continue;
       await store.transaction(async (trx, scope) => {
         // The labels there before the window, as seen: a delivery processed meanwhile has the last word.
-        if (plan.seedLabels) await labelMemory(trx).seedLabels(LABEL_MEMORY_SCOPE, issue, plan.seedLabels);
+        if (plan.seedLabels) await labelMemory(trx).seedLabels(memoryScope, issue, plan.seedLabels);
         for (const event of plan.events) {
-          const delivery = syntheticDelivery(owner, repo, item, event);
+          const delivery = syntheticDelivery(owner, repo, item, event, forge);
           // The same fact makes the same body: one already in the inbox (waiting, or processed
           // without moving the memory) is not stored again by every pass.
           const sha = createHash('sha256').update(delivery.body).digest('hex');

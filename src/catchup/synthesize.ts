@@ -1,4 +1,5 @@
-import type { NewDelivery } from '../ingress/index.js';
+import { syncEndpoint, type NewDelivery } from '../ingress/index.js';
+import { forgeRepository, type ForgeName } from '../runs/index.js';
 import type { CatchupItem, PlannedEvent } from './plan.js';
 
 /** The endpoint name catch-up's deliveries carry (no webhook path delivered them). */
@@ -12,11 +13,30 @@ export const SYNC_ENDPOINT = 'sync';
  * only what the forge's API said and is built the same way every time, so catching up on the
  * same fact twice (a pass retried after a failure) stores the same body, which the inbox's
  * dedup on the body's hash then drops. It names no clone URL: runs clone from GITEA_URL.
+ *
+ * GitHub's and GitLab's are Gitea-shaped too: their endpoint (`sync:github`) tells the worker
+ * which forge they are of, and their repository is named with it.
  */
-export function syntheticDelivery(owner: string, repo: string, item: CatchupItem, event: PlannedEvent): NewDelivery {
+export function syntheticDelivery(
+  owner: string,
+  repo: string,
+  item: CatchupItem,
+  event: PlannedEvent,
+  forge: ForgeName = 'gitea',
+): NewDelivery {
   const repository = { name: repo, full_name: `${owner}/${repo}`, owner: { login: owner } };
   const sender = { login: event.sender };
-  const common = { number: item.number, repository, sender, baton_sync: { entry: event.entryId ?? null, updated_at: item.updatedAt } };
+  const common = {
+    number: item.number,
+    repository,
+    sender,
+    baton_sync: {
+      entry: event.entryId ?? null,
+      updated_at: item.updatedAt,
+      // Another forge's namesake repository must not make the same body (the inbox dedups on it).
+      ...(forge === 'gitea' || forge === 'forgejo' ? {} : { forge }),
+    },
+  };
   const subject = {
     number: item.number,
     title: item.title,
@@ -41,13 +61,13 @@ export function syntheticDelivery(owner: string, repo: string, item: CatchupItem
   const coarse = item.isPull ? 'pull_request' : 'issues';
   return {
     source: 'sync',
-    endpoint: SYNC_ENDPOINT,
+    endpoint: forge === 'gitea' || forge === 'forgejo' ? SYNC_ENDPOINT : syncEndpoint(forge),
     deliveryId: null,
     event: coarse,
     eventType,
     headers: { 'x-gitea-event': coarse, 'x-gitea-event-type': eventType },
     body: JSON.stringify(payload),
-    repository: `${owner}/${repo}`,
+    repository: forgeRepository(forge, owner, repo),
     number: item.number,
   };
 }

@@ -1,5 +1,14 @@
 import { parseArgs } from 'node:util';
-import { checkRunner, createCallbackClient, nestedSandboxSpawn, runAgent, type RunAgentOptions } from '../agent/index.js';
+import {
+  checkRunner,
+  createCallbackClient,
+  gatedFetch,
+  nestedSandboxSpawn,
+  runAgent,
+  startEgressBridge,
+  type RunAgentOptions,
+} from '../agent/index.js';
+import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
 import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
@@ -32,7 +41,10 @@ Options:
   --log-port N              live log HTTP port, 0 = off       [BATON_AGENT_LOG_PORT, default: 13338]
   --max-duration-ms N       longest run                       [BATON_MAX_DURATION_MS, default: 5400000]
   --token-cap N             stop after N tokens, 0 = no cap   [BATON_TOKEN_CAP, default: 0]
-  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: ["claude"]]
+  --agent NAME              claude | codex | gemini | opencode | text
+                                                              [BATON_AGENT, default: claude]
+  --model NAME              the agent's model                 [BATON_AGENT_MODEL, default: the CLI's]
+  --agent-command JSON      the agent CLI, a JSON array       [BATON_AGENT_COMMAND, default: the agent's executable]
   --output-format FORMAT    stream-json | text                [BATON_AGENT_OUTPUT, default: stream-json]
   --install CMD             install command (heavy stages)    [BATON_INSTALL_COMMAND]
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
@@ -40,24 +52,31 @@ Options:
                             start here; print what was found, exit 0 or 1
   -h, --help                show this help
 
-Secrets: CALLBACK_TOKEN, GITEA_TOKEN and CLAUDE_CODE_OAUTH_TOKEN as NAME=value lines, read once
+Secrets: CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN and the other agents' keys
+(CODEX_API_KEY, GEMINI_API_KEY, OPENCODE_API_KEY) as NAME=value lines, read once
 at start from BATON_SECRETS_FILE (a file of mode 0600, deleted once read) or BATON_SECRETS_FD (an
 inherited descriptor, closed once read). Secrets in the environment still work but are warned
-about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and
-CLAUDE_CODE_OAUTH_TOKEN, never CALLBACK_TOKEN; install and build commands get only the tokens
+about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and its
+own credential only (in the variables its CLI reads), never CALLBACK_TOKEN; install and build commands get only the tokens
 named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
 Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner).
+that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
+callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
+when any of them connects, directly or through the gate).
 BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
 
 With stream-json output the agent command names the Claude Code executable only: baton runs
 <command> -p --output-format stream-json --verbose, then --allowedTools <tools…> from the command
 file's allowed-tools (else --dangerously-skip-permissions unless BATON_STAGE_SKIP_PERMISSIONS=false),
 --model=<model> from its model, then -- <prompt>, or the prompt on stdin when it is over 100 KiB.
-With text output it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
+Codex CLI, Gemini CLI and OpenCode get their headless JSON options from baton and the prompt on
+stdin (codex exec --json … -, gemini --output-format=stream-json --skip-trust …, opencode run
+--format=json …); the agent command names their executable only.
+With text output (or --agent text) it is the whole argv of another CLI: each {prompt} is replaced by the prompt;
 without {prompt} the prompt goes to stdin.
 
 Exit codes: 0 the stage succeeded and the server was told; 1 the stage failed, timed out or the
@@ -79,6 +98,8 @@ const FLAGS = {
   'max-duration-ms': { type: 'string' },
   'token-cap': { type: 'string' },
   'agent-command': { type: 'string' },
+  agent: { type: 'string' },
+  model: { type: 'string' },
   'output-format': { type: 'string' },
   install: { type: 'string' },
   build: { type: 'string' },
@@ -124,9 +145,10 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
 
   const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
-  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn);
+  const egressSocket = await openEgress(env);
+  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
 
-  const callback = callbackOf(opt, secrets);
+  const callback = callbackOf(opt, secrets, egressSocket);
   if (!callback) return 2;
 
   // From here on every problem is reported to the server as a failed run.
@@ -138,6 +160,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
     ...callback,
     env,
     claudeOauthToken: secrets.CLAUDE_CODE_OAUTH_TOKEN || undefined,
+    agentSecret: agentSecretOf(settings.agent ?? 'claude', secrets),
     forgeToken: secrets.GITEA_TOKEN || undefined,
     spawn: stepSpawn,
     signal,
@@ -158,12 +181,30 @@ function takeSecrets(env: NodeJS.ProcessEnv): RunnerSecrets | null {
   }
 }
 
-/** `--check`: can the agent command (and the nested sandbox) start here. */
+/**
+ * With an egress gate the sandbox has no network of its own: the relay on 127.0.0.1 is how its
+ * tools (through HTTPS_PROXY) reach the gate. Returns the gate's socket, for the runner's own calls.
+ */
+async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
+  const socketPath = env[RUNNER_ENV.egressSocket]?.trim() || undefined;
+  if (!socketPath) return undefined;
+  const port = Number(env[RUNNER_ENV.egressPort] ?? '3128');
+  try {
+    await startEgressBridge({ socketPath, port });
+  } catch (err) {
+    // Not fatal: the callbacks do not need the relay, and the run's log says why its tools cannot connect.
+    console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
+  }
+  return socketPath;
+}
+
+/** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */
 async function checkCommand(
   opt: Lookup,
   env: NodeJS.ProcessEnv,
   sandbox: string | undefined,
   spawn: RunAgentOptions['spawn'],
+  egressSocket: string | undefined,
 ): Promise<number> {
   const raw = opt('agent-command', RUNNER_ENV.agentCommand);
   const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
@@ -175,7 +216,24 @@ async function checkCommand(
     console.log(`${RUNNER_ENV.sandbox} must be bwrap or unset, got "${sandbox}"`);
     return 1;
   }
-  const result = await checkRunner({ env, cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(), agentCommand, spawn });
+  const agent = opt('agent', RUNNER_ENV.agent) ?? 'claude';
+  if (!isAgentName(agent)) {
+    console.log(agentNameProblem(agent));
+    return 1;
+  }
+  const unreachable = (env[RUNNER_ENV.checkUnreachable] ?? '')
+    .split(',')
+    .map((t) => t.trim())
+    .filter((t) => t !== '');
+  const result = await checkRunner({
+    env,
+    cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(),
+    agentCommand,
+    agent,
+    spawn,
+    unreachable,
+    egressSocket,
+  });
   console.log(result.message);
   return result.ok ? 0 : 1;
 }
@@ -184,10 +242,12 @@ interface Callback {
   callbackUrl: string;
   progressUrl: string | undefined;
   callbackToken: string;
+  /** Through the run's egress gate, when it has one (Node's fetch ignores proxy variables). */
+  fetch?: typeof fetch;
 }
 
 /** Where and how to report; null (after saying why) when the outcome cannot be reported at all. */
-function callbackOf(opt: Lookup, secrets: RunnerSecrets): Callback | null {
+function callbackOf(opt: Lookup, secrets: RunnerSecrets, egressSocket: string | undefined): Callback | null {
   const callbackUrl = opt('callback-url', RUNNER_ENV.callbackUrl);
   const callbackToken = secrets.CALLBACK_TOKEN || undefined;
   if (!callbackUrl || !callbackToken || !isHttpUrl(callbackUrl)) {
@@ -199,13 +259,27 @@ function callbackOf(opt: Lookup, secrets: RunnerSecrets): Callback | null {
     console.error(`baton agent: ${problem}; the outcome cannot be reported`);
     return null;
   }
-  return { callbackUrl, progressUrl: opt('progress-url', RUNNER_ENV.progressUrl), callbackToken };
+  return {
+    callbackUrl,
+    progressUrl: opt('progress-url', RUNNER_ENV.progressUrl),
+    callbackToken,
+    ...(egressSocket ? { fetch: gatedFetch(egressSocket) } : {}),
+  };
 }
 
 /** What the runner reads of its run from flags and environment (secrets and callback aside). */
 export type RunnerSettings = Omit<
   RunAgentOptions,
-  'callbackUrl' | 'progressUrl' | 'callbackToken' | 'env' | 'claudeOauthToken' | 'forgeToken' | 'spawn' | 'signal' | 'onLogLine'
+  | 'callbackUrl'
+  | 'progressUrl'
+  | 'callbackToken'
+  | 'env'
+  | 'claudeOauthToken'
+  | 'agentSecret'
+  | 'forgeToken'
+  | 'spawn'
+  | 'signal'
+  | 'onLogLine'
 > & { callbackMaxRetryMs: number };
 
 /**
@@ -233,7 +307,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
   const tokenCap = int('token-cap', RUNNER_ENV.tokenCap, 0, 0);
   const callbackMaxRetryMs = int('', RUNNER_ENV.callbackMaxRetryMs, 15 * 60_000, 0);
   const killGraceMs = int('', RUNNER_ENV.killGraceMs, 10_000, 0);
-  const { agentCommand, outputFormat } = readAgentCommand(opt, problems);
+  const { agentCommand, outputFormat, agent, model } = readAgentCommand(opt, problems);
   const deployEnv = opt('deploy-env', RUNNER_ENV.deployEnv);
   if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
     problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
@@ -252,6 +326,8 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
       ...stageTable,
       agentCommand,
       outputFormat,
+      agent,
+      model,
       installCommand: opt('install', RUNNER_ENV.installCommand),
       buildCommand: opt('build', RUNNER_ENV.buildCommand),
       maxDurationMs,
@@ -264,25 +340,60 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
   };
 }
 
-function readAgentCommand(opt: Lookup, problems: string[]): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text' } {
+function readAgentCommand(
+  opt: Lookup,
+  problems: string[],
+): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string } {
   let agentCommand: string[] | undefined;
   const rawCommand = opt('agent-command', RUNNER_ENV.agentCommand);
   if (rawCommand !== undefined) {
     agentCommand = parseAgentCommand(rawCommand);
     if (agentCommand === undefined) problems.push(agentCommandProblem(rawCommand));
   }
-  const outputFormat = opt('output-format', RUNNER_ENV.agentOutput) ?? 'stream-json';
+  const rawAgent = opt('agent', RUNNER_ENV.agent) ?? 'claude';
+  let agent: AgentName = 'claude';
+  if (isAgentName(rawAgent)) agent = rawAgent;
+  else problems.push(agentNameProblem(rawAgent));
+  const model = opt('model', RUNNER_ENV.agentModel);
+  if (model !== undefined && !MODEL_NAME.test(model)) {
+    problems.push(
+      `BATON_AGENT_MODEL must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5, got ${JSON.stringify(model)}`,
+    );
+  }
+  const outputFormat = opt('output-format', RUNNER_ENV.agentOutput) ?? (agent === 'text' ? 'text' : 'stream-json');
   if (outputFormat !== 'stream-json' && outputFormat !== 'text') {
     problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${outputFormat}"`);
   }
-  if (outputFormat === 'stream-json' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+  if (outputFormat === 'stream-json' && agent !== 'text' && agentCommand?.some((arg) => arg.includes('{prompt}'))) {
+    const adapter = agentAdapter(agent);
     problems.push(
-      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`,
+      agent === 'claude'
+        ? `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(rawCommand)}`
+        : `BATON_AGENT_COMMAND for ${adapter.title} names its executable only, such as ["${adapter.executable}"] (baton adds the headless options, the model and the prompt); got ${JSON.stringify(rawCommand)}`,
     );
   }
   if (outputFormat === 'text' && !agentCommand)
     problems.push('BATON_AGENT_OUTPUT=text needs BATON_AGENT_COMMAND (the argv of the CLI agent)');
-  return { agentCommand, outputFormat: outputFormat as 'stream-json' | 'text' };
+  return {
+    agentCommand,
+    outputFormat: outputFormat as 'stream-json' | 'text',
+    agent: outputFormat === 'text' ? 'text' : agent,
+    ...(model !== undefined ? { model } : {}),
+  };
+}
+
+function agentNameProblem(raw: string): string {
+  return `BATON_AGENT must be one of ${AGENT_NAMES.join(', ')}, got ${JSON.stringify(raw)}`;
+}
+
+/** Model names as the CLIs take them: `opus`, `gpt-5-codex`, `gemini-2.5-pro`, `anthropic/claude-sonnet-4-5`. */
+const MODEL_NAME = /^[A-Za-z0-9][A-Za-z0-9._:@/[\]-]{0,127}$/;
+
+/** The one credential of the run's agent; the others stay with the runner. */
+function agentSecretOf(agent: AgentName, secrets: RunnerSecrets): string | undefined {
+  const name = agentAdapter(agent).credential?.secret;
+  if (!name || name === 'CLAUDE_CODE_OAUTH_TOKEN') return undefined;
+  return secrets[name as keyof RunnerSecrets] || undefined;
 }
 
 /** The stage table's settings baton passes (build kind, setup tokens, permissions) and the sandbox. */
@@ -315,6 +426,7 @@ function failedCompletion(callback: Callback, maxRetryMs: number, summary: strin
     callbackUrl: callback.callbackUrl,
     progressUrl: callback.progressUrl,
     token: callback.callbackToken,
+    fetch: callback.fetch,
     maxRetryMs,
     log: (line) => console.error(line),
   });

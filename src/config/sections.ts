@@ -1,5 +1,6 @@
-import { botsSection, giteaSection } from '../forge/index.js';
+import { botsSection, giteaSection, githubSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
+import { egressSection } from '../egress/index.js';
 import { catchupSection } from '../catchup/index.js';
 import { eventsSection } from '../event-webhooks/index.js';
 import { dashboardSection, httpSection } from '../http/index.js';
@@ -32,6 +33,7 @@ export const SECTIONS = {
   maintenance: maintenanceSection,
   gitea: giteaSection,
   bots: botsSection,
+  github: githubSection,
   coder: coderSection,
   claude: claudeSection,
   local: localSection,
@@ -42,6 +44,7 @@ export const SECTIONS = {
   events: eventsSection,
   pipeline: pipelineSection,
   budgets: budgetsSection,
+  egress: egressSection,
   webhooks: webhooksSection,
   catchup: catchupSection,
   comments: commentsSection,

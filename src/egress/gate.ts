@@ -28,7 +28,7 @@ export interface EgressGateOptions {
   /** Where the gate listens; bound into the run's sandbox. Replaced if it exists. */
   socketPath: string;
   rules: readonly AllowRule[];
-  /** Baton's own origin (what runs used to call back to) and the paths of it a run may use. */
+  /** Baton's own base URL (where runs called back before the gate, maybe under a path) and the paths of it a run may use. */
   baton?: { origin: string; allowPath(path: string): boolean };
   /** Host and port pairs never reached, whatever the rules say: baton's own listener, its database. */
   deny?: readonly { host: string; port: number }[];
@@ -179,7 +179,8 @@ export async function createEgressGate(options: EgressGateOptions): Promise<Egre
         host: origin.hostname,
         port: origin.port === '' ? undefined : Number(origin.port),
         servername: origin.protocol === 'https:' ? origin.hostname : undefined,
-        path: `${path}${url.search}`,
+        // Baton may sit under a path (behind a proxy); the run only ever names paths below it.
+        path: `${origin.pathname.replace(/\/$/, '')}${path}${url.search}`,
         hostHeader: origin.host,
       });
       return;

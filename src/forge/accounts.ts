@@ -1,8 +1,14 @@
 import type { Config } from '../config/index.js';
+import type { ForgeName } from '../runs/index.js';
 import { createGiteaClient } from './gitea/index.js';
+import { createGitHubClient } from './github/index.js';
 import type { ForgeClient } from './types.js';
 
-/** One client per bot account name (`dev`, `review`). Only accounts that have a token appear. */
+/**
+ * One client per bot account: Gitea's by the account's name (`dev`, `review`), as always; the
+ * other forges' by `forge:name` (`github:dev`), see `accountKey`. Only accounts that have a token
+ * appear.
+ */
 export type ForgeAccounts = Readonly<Partial<Record<string, ForgeClient>>>;
 
 export interface ForgeAccountsOptions {
@@ -12,16 +18,34 @@ export interface ForgeAccountsOptions {
   timeoutMs?: number;
 }
 
+/** The key of a bot account's client in `ForgeAccounts`: `dev` on Gitea and Forgejo, `github:dev` on GitHub. */
+export function accountKey(forge: ForgeName | undefined, account: string): string {
+  return forge === 'github' || forge === 'gitlab' ? `${forge}:${account}` : account;
+}
+
 /**
  * The dev bot acts with `GITEA_DEV_TOKEN`, the review bot with `GITEA_REVIEW_TOKEN`
- * (`config.bots`). Without `GITEA_URL` there is no forge and the result is empty.
+ * (`config.bots`); on GitHub with `GITHUB_DEV_TOKEN` and `GITHUB_REVIEW_TOKEN`. A forge whose URL
+ * is not set has no accounts.
  */
-export function createForgeAccounts(config: Pick<Config, 'gitea' | 'bots'>, options: ForgeAccountsOptions = {}): ForgeAccounts {
-  const baseUrl = config.gitea.url;
-  if (!baseUrl) return Object.freeze({});
+export function createForgeAccounts(
+  config: Pick<Config, 'gitea' | 'bots'> & Partial<Pick<Config, 'github'>>,
+  options: ForgeAccountsOptions = {},
+): ForgeAccounts {
   const accounts: Record<string, ForgeClient> = {};
-  for (const [name, bot] of Object.entries(config.bots)) {
-    if (bot.token) accounts[name] = createGiteaClient({ baseUrl, token: bot.token, fetch: options.fetch, timeoutMs: options.timeoutMs });
+  const common = { fetch: options.fetch, timeoutMs: options.timeoutMs };
+  const baseUrl = config.gitea.url;
+  if (baseUrl) {
+    for (const [name, bot] of Object.entries(config.bots)) {
+      if (bot.token) accounts[name] = createGiteaClient({ baseUrl, token: bot.token, ...common });
+    }
+  }
+  const github = config.github;
+  if (github?.apiUrl) {
+    const apiUrl = github.apiUrl;
+    for (const [name, token] of Object.entries(github.tokens)) {
+      if (token) accounts[accountKey('github', name)] = createGitHubClient({ apiUrl, token, ...common });
+    }
   }
   return Object.freeze(accounts);
 }

@@ -1,7 +1,9 @@
 export * from './types.js';
 export { ForgeError, isRetryableStatus } from './errors.js';
 export { createGiteaClient, normalizeLabelColor, type GiteaClientOptions } from './gitea/index.js';
-export { createForgeAccounts, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
+export { createForgeAccounts, accountKey, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
+export { createGitHubClient, githubApiUrl, type GitHubClientOptions } from './github/index.js';
+export { githubSection, type GitHubSettings } from './github/config-section.js';
 export { giteaSection, botsSection, type GiteaSettings } from './config-section.js';
 export { planHook, missingLabels, type HookPlan } from './onboarding.js';
 export {

@@ -79,7 +79,9 @@ export function createHttpApp(deps: HttpDeps): Hono {
   const tokenRequired = requireToken(credentials);
   app.use('/api/*', requireToken(credentials, { skip: (c) => isWorkspaceCallback(c.req.path) }));
   if (!deps.publicQueue) app.use('/queue', tokenRequired);
-  app.use('/webhook/gitea*', countWebhooks(deps.metrics, deps.onForgeDelivery));
+  const countedWebhooks = countWebhooks(deps.metrics, deps.onForgeDelivery);
+  app.use('/webhook/gitea*', countedWebhooks);
+  app.use('/webhook/github', countedWebhooks);
   // Every other body is bounded, after the credential check. The webhooks and the callbacks
   // bound theirs themselves, after their own checks; the login form has a smaller limit of its own.
   app.use('*', boundBodies(deps.maxBodyBytes));
@@ -120,7 +122,7 @@ function countWebhooks(metrics: MetricsRegistry, onAccepted?: () => void): Middl
     const result = webhookResult(c.res.status);
     received.inc({ result });
     // Only what the ingress accepted (signed, when a secret is set): a forged request must not move /ready.
-    if (result === 'accepted') onAccepted?.();
+    if (result === 'accepted' && c.req.path.startsWith('/webhook/gitea')) onAccepted?.();
   };
 }
 

@@ -6,6 +6,7 @@ export {
   type WebhookAnswer,
   type WebhookRoute,
 } from './gitea/index.js';
+export { createGitHubIngress, GITHUB_WEBHOOK_PATH, type GitHubIngressDeps } from './github/index.js';
 export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,
@@ -24,6 +25,8 @@ export {
   createInboxStore,
   createInboxProcessing,
   LABEL_MEMORY_SCOPE,
+  labelMemoryScope,
+  syncEndpoint,
   DELIVERY_SOURCE,
   type Delivery,
   type InboxProcessing,

@@ -1,7 +1,9 @@
+import type { ForgeName } from '../runs/index.js';
+
 export type Permission = 'admin' | 'write' | 'read' | 'none';
 
-/** Asks the forge what a user may do on a repository (the forge client provides it). */
-export type PermissionLookup = (owner: string, repo: string, user: string) => Promise<Permission>;
+/** Asks the forge what a user may do on a repository (the forge client provides it). `forge` defaults to Gitea. */
+export type PermissionLookup = (owner: string, repo: string, user: string, forge?: ForgeName) => Promise<Permission>;
 
 const MAX_ENTRIES = 1000;
 
@@ -11,11 +13,11 @@ const MAX_ENTRIES = 1000;
  */
 export function createPermissionCache(lookup: PermissionLookup, ttlMs: number, now: () => number = Date.now): PermissionLookup {
   const entries = new Map<string, { value: Permission; expires: number }>();
-  return async (owner, repo, user) => {
-    const key = `${owner}/${repo}\n${user}`.toLowerCase();
+  return async (owner, repo, user, forge) => {
+    const key = `${forge ?? 'gitea'}:${owner}/${repo}\n${user}`.toLowerCase();
     const hit = entries.get(key);
     if (hit && hit.expires > now()) return hit.value;
-    const value = await lookup(owner, repo, user);
+    const value = await lookup(owner, repo, user, forge);
     if (ttlMs > 0) {
       entries.delete(key);
       if (entries.size >= MAX_ENTRIES) entries.delete(entries.keys().next().value as string);

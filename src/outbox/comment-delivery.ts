@@ -4,7 +4,7 @@ import type { OutboxEntry, OutboxHandler } from './types.js';
 
 /** Payload of a `comment` entry: which bot says what on which issue or PR. */
 export interface CommentPayload {
-  /** Bot account name (`dev`, `review`). */
+  /** Bot account's key in `ForgeAccounts` (`dev`, `review` on Gitea; `github:dev` on GitHub). */
   account: string;
   owner: string;
   repo: string;

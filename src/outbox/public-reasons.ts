@@ -10,6 +10,8 @@ import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, type Run, type RunEvent } from 
  */
 export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   clone_failed: 'The repository could not be cloned.',
+  clone_unavailable: 'The repository could not be cloned for now (the forge or the disk); the run is tried again.',
+  setup_unavailable: 'A setup step could not run for now (the disk, the system or the network); the run is tried again.',
   command_file_invalid: "The stage's prompt file in the repository (.claude/commands/) could not be used.",
   setup_failed: 'The install or build command failed.',
   agent_not_started: 'The agent could not be started.',
@@ -23,6 +25,8 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   agent_overloaded: 'The agent’s API was overloaded.',
   agent_rate_limited: 'The agent’s API refused more requests for now (rate limit).',
   agent_unreachable: 'The agent could not reach its API.',
+  agent_auth_failed: 'The agent’s API refused its credentials (a missing, wrong or expired key or login).',
+  agent_turn_limit: 'The agent reached its own limit of turns.',
 };
 
 /** Reasons baton itself records (not a runner): the workspace's reconcile. */

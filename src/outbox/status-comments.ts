@@ -1,5 +1,14 @@
-import type { ForgeAccounts } from '../forge/index.js';
-import { hookFor, isFinal, RUN_EVENT, type Run, type RunEvent, type RunEventType, type TransitionHook } from '../runs/index.js';
+import { accountKey, type ForgeAccounts } from '../forge/index.js';
+import {
+  forgeRepository,
+  hookFor,
+  isFinal,
+  RUN_EVENT,
+  type Run,
+  type RunEvent,
+  type RunEventType,
+  type TransitionHook,
+} from '../runs/index.js';
 import type { CommentPayload } from './comment-delivery.js';
 import {
   DEFAULT_COMMENT_TEMPLATES,
@@ -72,7 +81,11 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     if (event.type === RUN_EVENT.requeued && !(event.fromStatus !== null && isFinal(event.fromStatus))) return;
     // One comment per outcome, not per attempt: a retried agent attempt starts silently.
     if (event.type === RUN_EVENT.started && run.agentAttempt > 1) return;
-    if (Object.keys(options.accounts).length === 0) return;
+    // Only the run's own forge's accounts can comment there (Gitea's are named plainly, the
+    // others `github:dev`); without one, no comment is queued.
+    const forge = run.forge;
+    const named = forge === 'github' || forge === 'gitlab';
+    if (!Object.keys(options.accounts).some((key) => (named ? key.startsWith(`${forge}:`) : !key.includes(':')))) return;
     const template = name ? templates[name] : '';
     if (name && template.trim() === '') return;
 
@@ -87,12 +100,12 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     if (body.length > MAX_BODY_LENGTH) body = `${body.slice(0, MAX_BODY_LENGTH)}\n\n… (truncated)`;
 
     const requested = typeof run.payload.account === 'string' ? run.payload.account : defaultAccount;
-    const account = options.accounts[requested] ? requested : defaultAccount;
+    const account = accountKey(forge, options.accounts[accountKey(forge, requested)] ? requested : defaultAccount);
     const payload: CommentPayload = { account, owner: run.owner, repo: run.repo, number: run.number, body };
     const entry: NewOutboxEntry = {
       kind: OUTBOX_KIND.comment,
       payload,
-      orderingKey: `comment:${run.owner}/${run.repo}#${run.number}`,
+      orderingKey: `comment:${forgeRepository(forge, run.owner, run.repo)}#${run.number}`,
       dedupKey: `status-comment:${run.id}:${event.id}`,
       runId: run.id,
       maxAttempts: options.maxAttempts,

@@ -153,6 +153,11 @@ function requestFor(stage: StageDefinition, occurrence: Occurrence, event: Forge
   }
   const request: TaskRequest = { stage: stage.name, owner: event.owner, repo: event.repo, payload, onDuplicate: stage.onDuplicate };
   if (event.number !== undefined) request.number = event.number;
+  // GitHub's and GitLab's runs name their forge in the key; Gitea's keep the key they always had.
+  if (event.forge === 'github' || event.forge === 'gitlab') {
+    request.forge = event.forge;
+    if (event.forge === 'gitlab' && event.isPull) request.mergeRequest = true;
+  }
   return request;
 }
 

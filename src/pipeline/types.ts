@@ -1,5 +1,5 @@
 import type { SetupToken } from '../runner-contract/index.js';
-import type { TaskRequest } from '../runs/index.js';
+import type { ForgeName, TaskRequest } from '../runs/index.js';
 
 /**
  * What happened on the forge, reduced to the facts the pipeline rules need. Built by an ingress
@@ -15,6 +15,8 @@ import type { TaskRequest } from '../runs/index.js';
  * - `review`: `pull_request_review_{approved,rejected,comment}`, action `reviewed`
  * - `release`, `push`
  * - `other`: a known event family with an action no rule looks at (assigned, milestoned, …)
+ *
+ * GitHub's and GitLab's deliveries map onto the same kinds (src/ingress/github, src/ingress/gitlab).
  */
 export const FORGE_EVENT_KINDS = [
   'issue_opened',
@@ -46,7 +48,7 @@ export interface ForgeEvent {
   action: string;
   /** The header event name that was dispatched on (X-Gitea-Event-Type, else X-Gitea-Event). */
   event: string;
-  forge: 'gitea' | 'forgejo';
+  forge: ForgeName;
   owner: string;
   repo: string;
   /** Issue or PR index; absent for repository-level events (push, release). */

@@ -17,6 +17,10 @@ export type AgentStatus = (typeof AGENT_STATUS)[keyof typeof AGENT_STATUS];
  */
 export const FAILURE_KIND = {
   cloneFailed: 'clone_failed',
+  /** The clone failed for a reason that passes (the forge 5xx or unreachable, a full disk, a timeout): worth trying again. */
+  cloneUnavailable: 'clone_unavailable',
+  /** A setup command failed for such a reason (a full disk, no descriptors or processes left, the network). */
+  setupUnavailable: 'setup_unavailable',
   commandFileInvalid: 'command_file_invalid',
   setupFailed: 'setup_failed',
   agentNotStarted: 'agent_not_started',
@@ -30,6 +34,10 @@ export const FAILURE_KIND = {
   /** The CLI "succeeded" without a single turn, e.g. the prompt ran as an unknown slash command. */
   noTurns: 'no_turns',
   noResult: 'no_result',
+  /** The agent's CLI was refused by its API: no or a wrong key, an expired login. Not retried. */
+  agentAuth: 'agent_auth_failed',
+  /** The CLI stopped at its own turn limit (Gemini CLI exit 53). */
+  agentTurnLimit: 'agent_turn_limit',
   tokenCap: 'token_cap',
   maxDuration: 'max_duration',
   runnerTerminated: 'runner_terminated',

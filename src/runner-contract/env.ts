@@ -27,12 +27,19 @@ export const RUNNER_ENV = {
   sandbox: 'BATON_SANDBOX',
   logPort: 'BATON_AGENT_LOG_PORT',
   logHost: 'BATON_AGENT_LOG_HOST',
+  agent: 'BATON_AGENT',
+  agentModel: 'BATON_AGENT_MODEL',
   agentCommand: 'BATON_AGENT_COMMAND',
   agentOutput: 'BATON_AGENT_OUTPUT',
   installCommand: 'BATON_INSTALL_COMMAND',
   buildCommand: 'BATON_BUILD_COMMAND',
   callbackMaxRetryMs: 'BATON_CALLBACK_MAX_RETRY_MS',
   killGraceMs: 'BATON_KILL_GRACE_MS',
+  /** The run's egress gate: a unix socket (local provider) and the port of 127.0.0.1 the runner relays to it. */
+  egressSocket: 'BATON_EGRESS_SOCKET',
+  egressPort: 'BATON_EGRESS_PORT',
+  /** `host:port,…` that `--check` must find unreachable: baton's port, its database. */
+  checkUnreachable: 'BATON_CHECK_UNREACHABLE',
 } as const;
 
 /** What the server tells a runner about its run. Absent values are not set. */
@@ -53,6 +60,11 @@ export interface RunnerRun {
   stageBuild?: 'light' | 'heavy';
   setupTokens?: readonly SetupToken[];
   skipPermissions?: boolean;
+  /** The stage's agent (claude, codex, gemini, opencode, text) and model. */
+  agent?: string;
+  agentModel?: string;
+  /** The argv prefix of the stage's agent, when the configuration names one. */
+  agentCommand?: readonly string[];
 }
 
 /** The variables of a run, as `baton agent` reads them; absent and empty values are left out. */
@@ -74,6 +86,9 @@ export function formatRunnerEnv(run: RunnerRun): Record<string, string> {
     [RUNNER_ENV.stageBuild]: run.stageBuild,
     [RUNNER_ENV.setupTokens]: run.setupTokens?.join(','),
     [RUNNER_ENV.skipPermissions]: run.skipPermissions?.toString(),
+    [RUNNER_ENV.agent]: run.agent,
+    [RUNNER_ENV.agentModel]: run.agentModel,
+    [RUNNER_ENV.agentCommand]: run.agentCommand ? JSON.stringify(run.agentCommand) : undefined,
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }

@@ -12,7 +12,16 @@ import fs from 'node:fs';
  *   deleted at once (a Coder template writes it in its startup script).
  * Either way nothing of it is left behind for the agent to find.
  */
-export const RUNNER_SECRETS = ['CALLBACK_TOKEN', 'GITEA_TOKEN', 'CLAUDE_CODE_OAUTH_TOKEN'] as const;
+export const RUNNER_SECRETS = [
+  'CALLBACK_TOKEN',
+  'GITEA_TOKEN',
+  'CLAUDE_CODE_OAUTH_TOKEN',
+  // The other agents' credentials (src/agents/: each adapter's `credential.secret`); a run gets
+  // only its own agent's, and the runner hands it to that agent alone.
+  'CODEX_API_KEY',
+  'GEMINI_API_KEY',
+  'OPENCODE_API_KEY',
+] as const;
 
 export type RunnerSecretName = (typeof RUNNER_SECRETS)[number];
 export type RunnerSecrets = Partial<Record<RunnerSecretName, string>>;

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
 import { createBudgetGate } from './budget-holds.js';
-import { isTransientFailure, type RetryPolicy } from './retries.js';
+import { isSetupFailure, isTransientFailure, type RetryPolicy } from './retries.js';
 import { BACKOFF, backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
 import type { QueueConfig } from '../config/index.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
@@ -346,7 +346,13 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
    */
   async function retryAgent(scope: TransactionScope, run: Run, outcome: RunOutcome, of: number): Promise<Run> {
     const t = now();
-    const delayMs = backoffDelay(BACKOFF.agentRun, run.agentAttempt, random);
+    // Before the agent started (a clone the forge refused for now): the queue's pace, a few
+    // seconds and doubling, since a forge restart or a freed disk is quick and no API's rate limit
+    // is involved.
+    const policy = isSetupFailure(outcome.error)
+      ? { baseMs: options.queue.backoffBaseMs * 3, maxMs: options.queue.backoffMaxMs }
+      : BACKOFF.agentRun;
+    const delayMs = backoffDelay(policy, run.agentAttempt, random);
     const error = failureReason(outcome);
     const row = await scope.trx
       .updateTable('runs')

@@ -1,7 +1,7 @@
 export * from './states.js';
 export * from './types.js';
 export { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
-export { runKey, slotKey } from './keys.js';
+export { runKey, slotKey, FORGES, forgeIsNamed, forgeRepository, type ForgeName } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
 export { branchNamesIssue, type IssueRun, type IssueStep, type IssueTotals, type IssueView } from './issue-view.js';

@@ -1,6 +1,7 @@
 import type { Updateable } from 'kysely';
 import type { RunEventsTable, RunsTable } from '../store/index.js';
 import type { RunEventType, RunStatus } from './states.js';
+import { FORGES, type ForgeName } from './keys.js';
 import type { Run, RunEvent } from './types.js';
 
 /**
@@ -15,6 +16,8 @@ export type RunEventRow = {
 };
 
 export function toRun(row: RunRow): Run {
+  const payload = parseJson<Run['payload']>(row.payload) ?? {};
+  const forge = FORGES.includes(payload.forge as ForgeName) ? (payload.forge as ForgeName) : 'gitea';
   return {
     id: row.id,
     key: row.key,
@@ -22,8 +25,9 @@ export function toRun(row: RunRow): Run {
     owner: row.owner,
     repo: row.repo,
     number: row.number,
+    forge,
     status: row.status as RunStatus,
-    payload: parseJson(row.payload) ?? {},
+    payload,
     attempts: row.attempts,
     maxAttempts: row.max_attempts,
     runAt: row.run_at,

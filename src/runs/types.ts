@@ -1,6 +1,7 @@
 import type { TransactionScope } from '../store/index.js';
 import type { IssueView } from './issue-view.js';
 import type { CountedStatus, RUN_EVENT, RunEventType, RunStatus } from './states.js';
+import type { ForgeName } from './keys.js';
 import type { UsageQuery, UsageReport } from './usage-report.js';
 
 /** What the pipeline asks for: one stage for one issue, PR or repository. */
@@ -10,6 +11,10 @@ export interface TaskRequest {
   repo: string;
   /** Issue or PR number; absent for repository-wide stages (maintenance). */
   number?: number;
+  /** The forge the repository is on (part of the key for GitHub and GitLab). @default 'gitea' */
+  forge?: ForgeName;
+  /** GitLab: `number` is a merge request's (its numbers are apart from the issues'). */
+  mergeRequest?: boolean;
   /** Details the workspace needs (bot account, clone URL, deploy env, what triggered it). */
   payload?: RunPayload;
   /**
@@ -58,6 +63,8 @@ export interface Run {
   owner: string;
   repo: string;
   number: number | null;
+  /** The forge the repository is on (the payload's); `gitea` for runs that name none. */
+  forge?: ForgeName;
   status: RunStatus;
   payload: RunPayload;
   attempts: number;

@@ -1,12 +1,13 @@
-import type { Hono } from 'hono';
+import { Hono } from 'hono';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from '../config/index.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
-import { createForgeAccounts } from '../forge/index.js';
+import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
 import {
   createDeliveryInspector,
   createGiteaIngress,
+  createGitHubIngress,
   createInboxProcessing,
   createSpool,
   createSpoolDrainer,
@@ -148,6 +149,9 @@ export function createApp(config: Config, deps: AppDeps): App {
         config.bots.review.token,
         webhookSecret,
         config.gitea.adminToken,
+        config.github.tokens.dev,
+        config.github.tokens.review,
+        config.github.webhookSecret,
         config.coder.token,
         config.claude.oauthToken,
       ],
@@ -183,7 +187,15 @@ export function createApp(config: Config, deps: AppDeps): App {
     engine,
     pipeline: config.pipeline,
     webhooks: config.webhooks,
-    permissionOf: accounts.dev ? (owner, repo, user) => accounts.dev!.getUserPermission(owner, repo, user) : undefined,
+    // Each forge's own dev bot reads its senders' permission.
+    permissionOf:
+      Object.keys(accounts).length > 0
+        ? (owner, repo, user, forge) => {
+            const client = accounts[accountKey(forge, 'dev')];
+            if (!client) throw new ForgeError(`no dev bot token is configured for ${forge ?? 'gitea'}`, { kind: 'http', status: 401 });
+            return client.getUserPermission(owner, repo, user);
+          }
+        : undefined,
     // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
     commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
     logger,
@@ -204,7 +216,26 @@ export function createApp(config: Config, deps: AppDeps): App {
   ingressRefused.inc({}, 0);
 
   // Catch-up from the forge API: what webhooks missed goes into the same inbox (source `sync`).
-  // It reads as the dev bot; without a forge there is nothing to read.
+  // It reads as the dev bot; without a forge there is nothing to read. GitHub's has its own
+  // places and reads the repositories GitHub's webhooks named.
+  const githubDev = accounts[accountKey('github', 'dev')];
+  const githubCatchup =
+    config.catchup.enabled && githubDev
+      ? createCatchupWorker({
+          pass: createCatchupPass({
+            store,
+            inbox: inbox.inbox,
+            sync: createSyncStore(store, now, 'github'),
+            client: githubDev,
+            repositories: [],
+            allow: config.webhooks.allow,
+            forge: 'github',
+            now,
+          }),
+          logger,
+          intervalMs: config.catchup.intervalMs,
+        })
+      : undefined;
   const catchup =
     config.catchup.enabled && accounts.dev
       ? createCatchupWorker({
@@ -223,7 +254,21 @@ export function createApp(config: Config, deps: AppDeps): App {
       : undefined;
 
   // 6. Workspaces.
-  const provider = deps.provider ?? createConfiguredProvider(config, logger, runs);
+  // Each refusal of a run's egress gate: a line in the run's log (what the operator reads first),
+  // the counter, and baton's own log.
+  const egressRefused = metrics.counter('baton_egress_refused_total', "Connections runs' egress gates refused.");
+  egressRefused.inc({}, 0);
+  const provider =
+    deps.provider ??
+    createConfiguredProvider(config, logger, runs, {
+      onRefused: (run, refusal) => {
+        egressRefused.inc();
+        const target = refusal.path !== undefined ? `http://baton.internal${refusal.path}` : `${refusal.host}:${refusal.port}`;
+        logger.warn({ runId: run.runId, stage: run.stage, target, reason: refusal.reason }, 'egress refused');
+        const line = `[baton] egress refused: ${refusal.method} ${target}: ${refusal.reason} (widen with egress.allow or egress.stages.${run.stage} in baton.yaml)`;
+        void engine.appendProgress(run.runId, { lines: [line] }).catch(() => {});
+      },
+    });
 
   // 7. The workers: started in this order, stopped in the reverse one. A new background worker
   // is one more entry here.
@@ -262,6 +307,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     ...(catchup ? [{ name: 'catch-up', start: () => catchup.start(), stop: () => catchup.stop() }] : []),
+    ...(githubCatchup ? [{ name: 'catch-up (github)', start: () => githubCatchup.start(), stop: () => githubCatchup.stop() }] : []),
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -287,6 +333,26 @@ export function createApp(config: Config, deps: AppDeps): App {
   });
 
   // 8. HTTP: routes over the services above.
+  const webhookRoutes = new Hono();
+  webhookRoutes.route(
+    '/',
+    createGiteaIngress({
+      inbox: inbox.inbox,
+      webhooks: config.webhooks,
+      secret: webhookSecret,
+      logger,
+      now,
+      spool,
+      acceptBudgetMs: config.webhooks.acceptBudgetMs,
+      onRefused: () => ingressRefused.inc({}),
+    }),
+  );
+  if (config.github.url) {
+    webhookRoutes.route(
+      '/',
+      createGitHubIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.github.webhookSecret, logger, now }),
+    );
+  }
   let forgeDeliverySeen = false;
   const readiness = readinessChecks({
     store,
@@ -306,16 +372,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sessions,
     metrics,
     events,
-    webhooks: createGiteaIngress({
-      inbox: inbox.inbox,
-      webhooks: config.webhooks,
-      secret: webhookSecret,
-      logger,
-      now,
-      spool,
-      acceptBudgetMs: config.webhooks.acceptBudgetMs,
-      onRefused: () => ingressRefused.inc({}),
-    }),
+    webhooks: webhookRoutes,
     readiness: () => readiness,
     publicQueue: config.api.publicQueue,
     publicMetrics: config.api.publicMetrics,

@@ -2,12 +2,14 @@ import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
 import type { Config } from '../config/index.js';
+import type { EgressRefusal } from '../egress/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
-import { isLive, RUN_STATUS, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
+import { isLive, RUN_STATUS, type ForgeName, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
+  NO_EGRESS_GATE_WARNING,
   NO_SANDBOX_WARNING,
   reconcile,
   workspaceNameForKey,
@@ -19,7 +21,12 @@ import {
 const BATON_BIN = fileURLToPath(new URL('../../bin/baton.js', import.meta.url));
 
 /** The provider `WORKSPACE_PROVIDER` names, made from the config. */
-export function createConfiguredProvider(config: Config, logger: Logger, runs: Pick<RunQueries, 'findByWorkspace'>): WorkspaceProvider {
+export function createConfiguredProvider(
+  config: Config,
+  logger: Logger,
+  runs: Pick<RunQueries, 'findByWorkspace'>,
+  egress: { onRefused?: (run: { runId: number; stage: string; workspace: string }, refusal: EgressRefusal) => void } = {},
+): WorkspaceProvider {
   if (config.workspaceProvider === 'coder') {
     return createCoderProviderFromConfig(config, {
       // Workspace names are per run, so only the run that named it can own it.
@@ -30,8 +37,10 @@ export function createConfiguredProvider(config: Config, logger: Logger, runs: P
     });
   }
   if (config.local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);
+  else if (config.egress.gate === 'off') logger.warn(NO_EGRESS_GATE_WARNING);
   return createLocalProviderFromConfig(config, config.local, {
     batonBin: BATON_BIN,
+    onEgressRefused: egress.onRefused,
     onError: (message, err) => logger.warn({ err }, message),
   });
 }
@@ -58,7 +67,11 @@ export function workspaceName(run: Run): string {
  * goes to the local and the Coder provider.
  */
 export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
-  const account = run.payload.account === 'review' ? config.bots.review : config.bots.dev;
+  const review = run.payload.account === 'review';
+  const forge = run.forge ?? 'gitea';
+  // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round.
+  const token =
+    forge === 'github' ? config.github.tokens[review ? 'review' : 'dev'] : (review ? config.bots.review : config.bots.dev).token;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
@@ -69,7 +82,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo)),
+    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge)),
     repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
     arguments: typeof args === 'string' && args !== '' ? args : undefined,
     ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
@@ -79,8 +92,9 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     setupTokens: Array.isArray(run.payload.setupTokens)
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
-    forgeUrl: config.gitea.url,
-    forgeToken: declared ? undefined : account.token,
+    forge,
+    forgeUrl: forge === 'github' ? config.github.url : config.gitea.url,
+    forgeToken: declared ? undefined : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
     ...runLimits(
@@ -92,12 +106,18 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
 }
 
 /**
- * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git`. The names are checked again here, at the
- * last step before a URL is made of them, whatever path the run came in by (webhook, API, an
- * older row): a name Gitea could not have made is refused for good rather than cloned.
+ * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`).
+ * The names are checked again here, at the last step before a URL is made of them, whatever path
+ * the run came in by (webhook, API, an older row): a name the forge could not have made is
+ * refused for good rather than cloned.
  */
-export function forgeCloneUrl(config: Pick<Config, 'gitea'>, owner: string, repo: string): string | undefined {
-  const base = config.gitea.cloneUrl ?? config.gitea.url;
+export function forgeCloneUrl(
+  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github'>>,
+  owner: string,
+  repo: string,
+  forge: ForgeName = 'gitea',
+): string | undefined {
+  const base = forge === 'github' ? (config.github?.cloneUrl ?? config.github?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   if (!base) return undefined;
   for (const [what, name] of [
     ['owner', owner],

@@ -56,6 +56,9 @@ export interface WorkspaceSpec {
   skipPermissions?: boolean;
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
+  /** The forge the repository is on: `gitea`, `forgejo`, `github`, `gitlab`. @default 'gitea' */
+  forge?: string;
+  /** The forge's root URL (GITEA_URL, GITHUB_URL, …). */
   forgeUrl?: string;
   /** Full URL of the completion callback for this run. */
   callbackUrl: string;

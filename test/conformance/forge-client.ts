@@ -26,6 +26,11 @@ export interface ForgeClientFixture {
   missingNumber: number;
   /** Usernames with the permission each must report. */
   permissions: [username: string, expected: RepoPermission][];
+  /**
+   * The forge's own names of webhook events: two to create a hook with, three to edit it to.
+   * @default Gitea's (`issues_only`, `issue_label`; `issues_only`, `pull_request_review`, `release`)
+   */
+  hookEvents?: { create: [string, string]; edit: [string, string, string] };
   teardown(): Promise<void>;
 }
 
@@ -145,21 +150,22 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
 
     it('creates, finds, edits and deletes an active JSON webhook, never reading its secret back', async () => {
       const url = `https://baton.example/webhook/gitea/conformance-${Date.now()}`;
+      const events = f.hookEvents ?? {
+        create: ['issues_only', 'issue_label'],
+        edit: ['issues_only', 'pull_request_review', 'release'],
+      };
       const created = await f.client.createHook(f.owner, f.repo, {
         url,
         secret: 'conformance-secret',
-        events: ['issues_only', 'issue_label'],
+        events: events.create,
       });
       try {
-        expect(created).toMatchObject({ url, contentType: 'json', active: true, branchFilter: '', events: ['issue_label', 'issues_only'] });
+        expect(created).toMatchObject({ url, contentType: 'json', active: true, branchFilter: '', events: [...events.create].sort() });
         const listed = (await f.client.listHooks(f.owner, f.repo)).find((h) => h.id === created.id);
         expect(listed).toEqual(created);
         expect(JSON.stringify(listed)).not.toContain('conformance-secret');
-        const edited = await f.client.editHook(f.owner, f.repo, created.id, {
-          url,
-          events: ['issues_only', 'pull_request_review', 'release'],
-        });
-        expect(edited).toMatchObject({ active: true, events: ['issues_only', 'pull_request_review', 'release'] });
+        const edited = await f.client.editHook(f.owner, f.repo, created.id, { url, events: events.edit });
+        expect(edited).toMatchObject({ active: true, events: [...events.edit].sort() });
       } finally {
         await f.client.deleteHook(f.owner, f.repo, created.id);
       }

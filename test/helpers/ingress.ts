@@ -1,6 +1,8 @@
+import { Hono } from 'hono';
 import { DEFAULTS } from '../../src/config/index.js';
 import {
   createGiteaIngress,
+  createGitHubIngress,
   createInboxProcessing,
   parseWebhooksConfig,
   type Delivery,
@@ -24,7 +26,7 @@ export interface PostResult {
 }
 
 export interface IngressHarness {
-  app: ReturnType<typeof createGiteaIngress>;
+  app: Hono;
   engine: FullRunEngine;
   processing: InboxProcessing;
   t: TestStore;
@@ -39,6 +41,8 @@ export interface IngressHarness {
 export async function createIngressHarness(
   options: {
     secret?: string;
+    /** Mounts `/webhook/github` too, verifying with this secret. */
+    githubSecret?: string;
     webhooks?: unknown;
     pipeline?: unknown;
     permissionOf?: PermissionLookup;
@@ -73,12 +77,17 @@ export async function createIngressHarness(
     throw err;
   }
   await processing.worker.start();
-  const app = createGiteaIngress({
-    inbox: processing.inbox,
-    webhooks: webhooks.webhooks,
-    secret: options.secret,
-    logger: options.logger,
-  });
+  const app = new Hono();
+  app.route(
+    '/',
+    createGiteaIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.secret, logger: options.logger }),
+  );
+  if (options.githubSecret !== undefined) {
+    app.route(
+      '/',
+      createGitHubIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.githubSecret, logger: options.logger }),
+    );
+  }
   const processed = (id: number) =>
     until(async () => {
       const d = await processing.inbox.get(id);

@@ -46,6 +46,25 @@ describe('git in the workspace', () => {
     expect(outcome.summary).toMatch(new RegExp(`^clone of ${cloneUrl} failed: .*(Authentication failed|could not read Username)`));
   });
 
+  it('tells a forge outage (5xx) from a clone that cannot work: the first is worth another attempt', async () => {
+    createBareRepo(path.join(repos, 'acme'), 'app');
+    const cloneUrl = `${forge.url}/acme/app.git`;
+    for (const status of [500, 502, 503]) {
+      forge.outage(status);
+      const outcome = await runAgent(fixture.options('success', { cloneUrl }));
+      expect(outcome).toMatchObject({ status: 'failed', error: 'clone_unavailable' });
+      expect(outcome.summary).toMatch(new RegExp(`^clone of ${cloneUrl} failed: .*returned error: ${status}`));
+    }
+    forge.outage(null);
+    expect(await runAgent(fixture.options('success', { cloneUrl }))).toMatchObject({ status: 'succeeded' });
+    // A forge that cannot be reached at all is an outage too.
+    const closed = `http://127.0.0.1:1/acme/app.git`;
+    expect(await runAgent(fixture.options('success', { cloneUrl: closed }))).toMatchObject({
+      status: 'failed',
+      error: 'clone_unavailable',
+    });
+  });
+
   it('refuses a default branch that starts with "-" before git sees it', async () => {
     createBareRepo(path.join(repos, 'acme'), 'app', { develop: null, defaultBranch: '-evil' });
     const opts = fixture.options('success', { cloneUrl: `${forge.url}/acme/app.git` });

@@ -109,6 +109,29 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
     },
   );
 
+  it.each(['clone_unavailable', 'setup_unavailable'])(
+    'retries %s (the forge or the disk, before the agent ran) at the queue’s pace in a fresh workspace',
+    async (error) => {
+      const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 6 });
+      const names: string[] = [];
+      for (let attempt = 1; attempt <= 2; attempt++) {
+        const running = await startAttempt(run.id);
+        names.push(running.workspaceName!);
+        const before = clock;
+        const { run: after } = await engine.complete(run.id, failWith(error, 0));
+        expect(after).toMatchObject({ status: 'queued', agentAttempt: attempt + 1, lastError: error });
+        // Three times the queue's base delay, doubling (jitter at its top): seconds, not the agent API's minutes.
+        expect(after.runAt - before).toBe(Math.min(queue.backoffMaxMs, queue.backoffBaseMs * 3 * 2 ** (attempt - 1)));
+      }
+      const last = await startAttempt(run.id);
+      names.push(last.workspaceName!);
+      expect((await engine.complete(run.id, { status: 'succeeded', exitCode: 0, summary: 'done' })).run.status).toBe('succeeded');
+      expect(new Set(names).size).toBe(3);
+      const retrying = (await engine.events(run.id)).filter((e) => e.type === 'run:retrying');
+      expect(retrying.map((e) => e.data?.error)).toEqual([error, error]);
+    },
+  );
+
   it.each(['agent_error', 'token_cap', 'command_file_invalid', 'no_turns', 'clone_failed'])(
     'fails %s at once, without a retry',
     async (error) => {

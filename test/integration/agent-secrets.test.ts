@@ -52,10 +52,10 @@ describe('runner secrets', () => {
 
   it('names a bad line by its number and name, never by its value', () => {
     expect(() => parseRunnerSecrets('CALLBACK_TOKEN=x\nDATABASE_URL=postgres://u:pw@db\n', 'BATON_SECRETS_FD 3')).toThrow(
-      'BATON_SECRETS_FD 3 line 2: expected NAME=value with NAME one of CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, got "DATABASE_URL"',
+      'BATON_SECRETS_FD 3 line 2: expected NAME=value with NAME one of CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, CODEX_API_KEY, GEMINI_API_KEY, OPENCODE_API_KEY, got "DATABASE_URL"',
     );
     expect(() => parseRunnerSecrets('just-a-token-value\n', 'f')).toThrow(
-      'f line 1: expected NAME=value with NAME one of CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, got a line without a known name',
+      'f line 1: expected NAME=value with NAME one of CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN, CODEX_API_KEY, GEMINI_API_KEY, OPENCODE_API_KEY, got a line without a known name',
     );
     expect(() => readRunnerSecrets({ BATON_SECRETS_FD: '1' })).toThrow(
       'BATON_SECRETS_FD must be an inherited descriptor number >= 3, got "1"',

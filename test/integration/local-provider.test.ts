@@ -81,7 +81,11 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       GITEA_REPO: 'app',
       REPO_CLONE_URL: 'https://forge.invalid/acme/app.git',
       DEPLOY_ENV: 'staging',
-      CALLBACK_URL: 'http://127.0.0.1:9/api/runs/1/complete',
+      // In the sandbox the run has no route to baton: it calls back through its egress gate.
+      CALLBACK_URL: kind === 'bwrap' ? 'http://baton.internal/api/runs/1/complete' : 'http://127.0.0.1:9/api/runs/1/complete',
+      ...(kind === 'bwrap'
+        ? { BATON_EGRESS_SOCKET: '/run/baton/egress.sock', HTTPS_PROXY: 'http://127.0.0.1:3128', http_proxy: 'http://127.0.0.1:3128' }
+        : {}),
       BATON_RUN_ID: '1',
       BATON_MAX_DURATION_MS: '60000',
       BATON_AGENT_LOG_PORT: '0',

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createServeWorld, type ServeWorld } from '../helpers/serve-world.js';
 import { until } from '../helpers/until.js';
@@ -18,9 +19,12 @@ afterEach(async () => {
   world = undefined;
 });
 
-/** The runners of this test's server: node processes whose CALLBACK_URL names its port. */
-function liveRunners(port: number): number {
-  const marker = `CALLBACK_URL=http://127.0.0.1:${port}/`;
+/**
+ * The runners of this test's server: node processes whose workspace (a mount of their sandbox)
+ * lies in its data directory. (Their CALLBACK_URL is baton.internal, the same for every server.)
+ */
+function liveRunners(dataDir: string): number {
+  const marker = ` ${path.join(dataDir, 'workspaces')}/`;
   let count = 0;
   for (const entry of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -29,13 +33,7 @@ function liveRunners(port: number): number {
       if (!argv[0]?.endsWith('node') || !argv.some((a) => a.endsWith('agent-cli.ts'))) continue;
       const stat = fs.readFileSync(`/proc/${entry}/stat`, 'utf8');
       if (/^\S+ \(.*\) [ZX]/.test(stat)) continue;
-      if (
-        fs
-          .readFileSync(`/proc/${entry}/environ`, 'utf8')
-          .split('\0')
-          .some((v) => v.startsWith(marker))
-      )
-        count += 1;
+      if (fs.readFileSync(`/proc/${entry}/mountinfo`, 'utf8').includes(marker)) count += 1;
     } catch {
       // Exited meanwhile.
     }
@@ -51,10 +49,10 @@ describe('concurrency slots', () => {
       env: { QUEUE_CONCURRENCY: String(LIMIT) },
     });
     await world.start();
-    const { engine, port } = world;
+    const { engine } = world;
 
     let most = 0;
-    const sampler = setInterval(() => (most = Math.max(most, liveRunners(port))), 10);
+    const sampler = setInterval(() => (most = Math.max(most, liveRunners(world!.fixture.dataDir))), 10);
     try {
       const ids: number[] = [];
       for (let n = 1; n <= RUNS; n++) ids.push((await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: n })).run.id);
@@ -66,7 +64,7 @@ describe('concurrency slots', () => {
         `all ${RUNS} runs to succeed`,
         180_000,
       );
-      await until(() => liveRunners(port) === 0, 'every runner to be gone');
+      await until(() => liveRunners(world!.fixture.dataDir) === 0, 'every runner to be gone');
     } finally {
       clearInterval(sampler);
     }

@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { parseAllowRule } from '../../src/egress/index.js';
 import { createLocalProvider, type LocalProviderOptions, type WorkspaceProvider } from '../../src/workspaces/index.js';
 import { defaultSpec } from '../conformance/workspace-provider.js';
 import { startCallbackReceiver, type CallbackReceiver } from '../fakes/agent/callback-receiver.js';
@@ -142,6 +143,8 @@ async function attack(sandbox: LocalProviderOptions['sandbox']) {
     secrets: { CLAUDE_CODE_OAUTH_TOKEN: secrets.oauth },
     stopGraceMs: 2_000,
     sandbox: sandbox?.kind === 'bwrap' ? { ...sandbox, hiddenPaths: [config] } : sandbox,
+    // The one host the spy may reach through its gate: where it sends its report.
+    egress: { rules: () => [parseAllowRule(`127.0.0.1:${(reports!.address() as AddressInfo).port}`, true)!] },
   });
   const run = (name: string, runId: number, callbackUrl: string, callbackToken: string, forgeToken: string) =>
     provider!.create({ ...defaultSpec(name), runId, number: runId, stage: 'analyse', cloneUrl, callbackUrl, callbackToken, forgeToken });

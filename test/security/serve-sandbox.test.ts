@@ -98,7 +98,9 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
     const targets = path.join(shared, 'targets.json');
     fs.writeFileSync(
       config,
-      `local:\n  readOnlyPaths: [${JSON.stringify(shared)}, ${JSON.stringify(path.dirname(SPY))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+      `local:\n  readOnlyPaths: [${JSON.stringify(shared)}, ${JSON.stringify(path.dirname(SPY))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+        // The one host the spy may reach through its gate: where it sends its report.
+        `egress:\n  allow: ["127.0.0.1:${(reports.address() as AddressInfo).port}"]\n`,
     );
     server = await startServe(
       {

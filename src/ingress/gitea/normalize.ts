@@ -105,7 +105,7 @@ export function readRepository(payload: Json): { owner: string; repo: string } {
 export function toForgeEvent(
   classified: { kind: ForgeEventKind; event: string; review?: ReviewState },
   payload: Json,
-  forge: 'gitea' | 'forgejo',
+  forge: ForgeEvent['forge'],
 ): { event: ForgeEvent; labelsKnown: boolean } {
   // Nothing else of `repository` is read: its clone_url (or html_url) is the sender's to write,
   // and baton clones only from GITEA_URL (src/server/workspaces.ts).

@@ -13,6 +13,7 @@ import {
   WEBHOOK_ROUTES,
   type WebhookRoute,
 } from '../gitea/index.js';
+import { classifyGitHub, gitHubForgeEvent, GITHUB_WEBHOOK_PATH } from '../github/index.js';
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
 import { createIngressState, type IssueRef } from '../state.js';
@@ -26,6 +27,45 @@ import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './
  * per-path rows, unused): the same label change delivered to two paths is one change.
  */
 export const LABEL_MEMORY_SCOPE = 'gitea';
+
+/** The label memory of a forge: Gitea's and Forgejo's is the one above, each other forge has its own. */
+export function labelMemoryScope(forge: ForgeEvent['forge']): string {
+  return forge === 'github' || forge === 'gitlab' ? forge : LABEL_MEMORY_SCOPE;
+}
+
+/**
+ * The endpoint catch-up's deliveries of a forge carry: `sync` for Gitea (as always), `sync:github`
+ * for GitHub. Their bodies are Gitea-shaped whatever the forge (src/catchup/synthesize.ts), so
+ * they are read as Gitea's, with the forge the endpoint names.
+ */
+export function syncEndpoint(forge: ForgeEvent['forge']): string {
+  return forge === 'github' || forge === 'gitlab' ? `sync:${forge}` : 'sync';
+}
+
+type Normalized = { event: ForgeEvent; labelsKnown: boolean } | { unsupported: string } | { invalid: string };
+
+/** The delivery as a ForgeEvent, read as the forge that sent it sends it. */
+function normalize(
+  endpoint: string,
+  headers: ReturnType<typeof readDeliveryHeaders>,
+  stored: Record<string, string>,
+  payload: Record<string, unknown>,
+): Normalized {
+  try {
+    if (endpoint === GITHUB_WEBHOOK_PATH) {
+      const classified = classifyGitHub(stored['x-github-event'] ?? '', payload);
+      if ('unsupported' in classified) return classified;
+      return gitHubForgeEvent(classified, payload);
+    }
+    const classified = classify(headers, payload);
+    if ('unsupported' in classified) return classified;
+    readRepository(payload);
+    const synced = /^sync:(github|gitlab)$/.exec(endpoint)?.[1] as 'github' | 'gitlab' | undefined;
+    return toForgeEvent(classified, payload, synced ?? headers.forge);
+  } catch (err) {
+    return { invalid: messageOf(err) };
+  }
+}
 
 /** What a run request came to, in the verdict. */
 export interface RunAnswer {
@@ -93,18 +133,13 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     } catch (err) {
       return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
     }
-    const classified = classify(headers, payload);
-    if ('unsupported' in classified) {
-      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: unsupported event "${classified.unsupported.slice(0, 80)}"` });
+    const normalized = normalize(delivery.endpoint, headers, delivery.headers, payload);
+    if ('unsupported' in normalized) {
+      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: unsupported event "${normalized.unsupported.slice(0, 80)}"` });
     }
-    let event: ForgeEvent;
-    let labelsKnown: boolean;
-    try {
-      readRepository(payload);
-      ({ event, labelsKnown } = toForgeEvent(classified, payload, headers.forge));
-    } catch (err) {
-      return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
-    }
+    if ('invalid' in normalized) return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${normalized.invalid}` });
+    const { event, labelsKnown } = normalized;
+    const memoryScope = labelMemoryScope(event.forge);
     const webhookRoute: WebhookRoute = routes.get(delivery.endpoint) ?? everything;
     if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
       return finish({
@@ -123,7 +158,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     }
     const actedOn = new Set(copies.flatMap((c) => c.stages));
 
-    const command = deps.commands && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
+    // ChatOps replies through Gitea's accounts and reads runs by repository name: on GitHub and
+    // GitLab a comment is a comment, never a command, until commands know the forge.
+    const commandForge = event.forge !== 'github' && event.forge !== 'gitlab';
+    const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
     if (command && deps.commands) {
       return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0);
     }
@@ -144,12 +182,12 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
         : undefined;
     const state = createIngressState(deps.store, now);
     const snapshot = copies.find((c) => c.labelsBefore !== null)?.labelsBefore ?? (options.force ? delivery.labelsBefore : null);
-    const previous = issue ? (snapshot ?? (await state.labelsSeen(LABEL_MEMORY_SCOPE, issue))) : null;
+    const previous = issue ? (snapshot ?? (await state.labelsSeen(memoryScope, issue))) : null;
     const labelsBefore = issue ? [...(previous ?? [])] : null;
     // Only the first copy moves the label memory, and only forward: a copy carries old labels.
     const rememberLabelMemory =
       copies.length === 0 && issue && labelsKnown && !sameLabels(previous, event.labels)
-        ? (scope: TransactionScope) => createIngressState({ db: scope.trx }, now).rememberLabels(LABEL_MEMORY_SCOPE, issue, event.labels)
+        ? (scope: TransactionScope) => createIngressState({ db: scope.trx }, now).rememberLabels(memoryScope, issue, event.labels)
         : undefined;
 
     // One review per pull request head, however baton learnt of it (this webhook, or catch-up from
@@ -163,10 +201,11 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     const headSeen =
       head !== undefined &&
       !options.force &&
-      (await pullRequestHeads.seen(deps.store.db, event.owner, event.repo, head.number)) === head.sha;
+      (await pullRequestHeads.seen(deps.store.db, event.owner, event.repo, head.number, event.forge)) === head.sha;
     const rememberHead =
       head && !headSeen && copies.length === 0
-        ? (scope: TransactionScope) => pullRequestHeads.remember(scope.trx, event.owner, event.repo, head.number, head.sha, now())
+        ? (scope: TransactionScope) =>
+            pullRequestHeads.remember(scope.trx, event.owner, event.repo, head.number, head.sha, now(), event.forge)
         : undefined;
     const rememberLabels =
       rememberLabelMemory || rememberHead
@@ -203,7 +242,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     if (deps.permissionOf) {
       let permitted: boolean;
       try {
-        permitted = canWrite(await deps.permissionOf(event.owner, event.repo, event.sender));
+        permitted = canWrite(await deps.permissionOf(event.owner, event.repo, event.sender, event.forge));
         deps.onPermissionProblem?.(null);
       } catch (err) {
         const failure = readPermissionFailure(err);

@@ -17,6 +17,7 @@ import { issueIndex } from './0075-issue-index.js';
 import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
 import { claimByIds } from './0086-claim-by-ids.js';
+import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { conversations } from './0125-conversations.js';
 
@@ -51,5 +52,6 @@ export const migrations: readonly Migration[] = [
   dropWebhookDeliveries,
   claimFunction,
   claimByIds,
+  runForge,
   conversations,
 ].sort((a, b) => a.name.localeCompare(b.name));

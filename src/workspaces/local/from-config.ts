@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { findCommand } from '../../runner-contract/index.js';
 import type { Config } from '../../config/index.js';
+import { runAllowList, type EgressRefusal } from '../../egress/index.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';
 import { isInside, runtimePaths } from './sandbox.js';
@@ -15,7 +16,12 @@ import type { LocalSettings } from './settings.js';
 export function createLocalProviderFromConfig(
   config: Config,
   settings: LocalSettings,
-  deps: { batonBin: string; execPath?: string } & Pick<LocalProviderOptions, 'onError' | 'spawn'>,
+  deps: {
+    batonBin: string;
+    execPath?: string;
+    /** Each connection a run's egress gate refused: the run's log and the counter. */
+    onEgressRefused?: (run: { runId: number; stage: string; workspace: string }, refusal: EgressRefusal) => void;
+  } & Pick<LocalProviderOptions, 'onError' | 'spawn'>,
 ): WorkspaceProvider {
   const execPath = deps.execPath ?? process.execPath;
   const runner = [execPath, deps.batonBin, 'agent'];
@@ -37,6 +43,14 @@ export function createLocalProviderFromConfig(
             gitConfig: settings.gitConfig,
             claudeCredentials: settings.claudeCredentials,
             rootUser: settings.rootUser,
+          },
+    egress:
+      config.egress.gate === 'off'
+        ? false
+        : {
+            rules: (spec) => runAllowList({ stage: spec.stage, forgeUrl: spec.forgeUrl, cloneUrl: spec.cloneUrl, settings: config.egress }),
+            deny: unreachableServices(config),
+            onRefused: deps.onEgressRefused,
           },
     onError: deps.onError,
     spawn: deps.spawn,
@@ -77,3 +91,27 @@ export const NO_SANDBOX_WARNING =
   "local.sandbox is none: local runs are NOT isolated. Each runner and agent runs as baton's own user and can read baton's " +
   "environment (/proc/<pid>/environ), the database, the config file, other runs' workspaces and their callback tokens. " +
   'Remove local.sandbox: none (and install bubblewrap) unless every repository and issue author is trusted.';
+
+/**
+ * What a run must never reach, whatever its allow-list says, and what `/ready` proves it cannot:
+ * baton's own listener and its database (when it is a server).
+ */
+function unreachableServices(config: Config): { host: string; port: number }[] {
+  const services = [{ host: config.host, port: config.port }];
+  const url = config.database.url;
+  if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {
+    try {
+      const parsed = new URL(url);
+      // A socket directory as host (postgres:///db?host=/run/postgresql) is not reachable from a sandbox at all.
+      if (parsed.hostname !== '') services.push({ host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port: Number(parsed.port || 5432) });
+    } catch {
+      // The store reports a malformed URL.
+    }
+  }
+  return services;
+}
+
+/** Said at every start while it is true. */
+export const NO_EGRESS_GATE_WARNING =
+  "egress.gate is off: local runs share the host's network. An agent can reach baton's database, its API, every loopback " +
+  'service and cloud metadata addresses. Remove egress.gate: off unless every repository and issue author is trusted.';

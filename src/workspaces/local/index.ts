@@ -1,5 +1,6 @@
 export { createLocalProvider, runnerEnv, runnerSecrets, type LocalProviderOptions, type LocalSandboxOptions } from './provider.js';
-export { createLocalProviderFromConfig, NO_SANDBOX_WARNING } from './from-config.js';
+export { createLocalProviderFromConfig, NO_EGRESS_GATE_WARNING, NO_SANDBOX_WARNING } from './from-config.js';
+export { RELAY_PORT, type LocalEgressOptions } from './egress.js';
 export { hiddenPaths } from './hidden-paths.js';
 export { localSection, type LocalSettings } from './settings.js';
 export { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments, isInside } from './sandbox.js';

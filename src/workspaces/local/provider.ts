@@ -16,6 +16,7 @@ import {
   signalRunner,
   type RunnerRecord,
 } from './runner-process.js';
+import { createRunGates, EGRESS_DIR, type LocalEgressOptions } from './egress.js';
 import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
 
 export interface LocalProviderOptions {
@@ -50,6 +51,12 @@ export interface LocalProviderOptions {
    * @default { kind: 'bwrap' }
    */
   sandbox?: LocalSandboxOptions | { kind: 'none' };
+  /**
+   * The network of sandboxed runs: each has a namespace of its own and reaches only its egress
+   * gate (see src/egress/), or, with `false`, the host's network as it is.
+   * @default {} (a gate that lets a run reach only its own callbacks)
+   */
+  egress?: LocalEgressOptions | false;
   /**
    * Run like a runner (same sandbox, same env, no secrets) to tell whether runs can start, for
    * `/ready` and before each run while the last check failed. Exit 0 means ready; otherwise its
@@ -181,6 +188,8 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   // bwrap covers /proc/irq and /proc/bus with read-only mounts (bubblewrap.c, cover_proc_dirs),
   // which become locked in a nested user namespace, and the kernel then refuses a new proc mount.
   const runAs = sandbox.kind === 'bwrap' && process.getuid?.() === 0 ? (sandbox.rootUser ?? { uid: 65534, gid: 65534 }) : undefined;
+  const gates =
+    sandbox.kind === 'bwrap' && options.egress !== false ? createRunGates({ egress: options.egress ?? {}, owner: runAs, onError }) : null;
   const creating = new Map<string, Promise<Workspace>>();
   const deleting = new Map<string, Promise<void>>();
   const timers = new Set<NodeJS.Timeout>();
@@ -287,11 +296,12 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     if (runAs) allowTraversal(options.dataDir);
     const workDir = path.join(dir, WORK);
     const homeDir = path.join(dir, HOME);
-    for (const d of [workDir, homeDir]) {
+    const egressDir = gates ? path.join(dir, EGRESS_DIR) : undefined;
+    for (const d of [workDir, homeDir, ...(egressDir ? [egressDir] : [])]) {
       fs.mkdirSync(d, { recursive: true, mode: 0o700 });
       if (runAs) fs.chownSync(d, runAs.uid, runAs.gid);
     }
-    return { workDir, homeDir };
+    return { workDir, homeDir, egressDir };
   };
 
   /** baton's environment (only the allowed variables), the settings, then what the sandbox dictates. */
@@ -314,7 +324,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
    */
   const startRun = (
     command: readonly string[],
-    dirs: { workDir: string; homeDir: string },
+    dirs: { workDir: string; homeDir: string; egressDir?: string },
     env: Record<string, string>,
     stdio: StdioOptions,
     readOnly: readonly string[] = [],
@@ -332,6 +342,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       hidden: [options.dataDir, ...(sandbox.hiddenPaths ?? [])],
       gitConfig: sandbox.gitConfig,
       claudeCredentials: sandbox.claudeCredentials,
+      egressDir: dirs.egressDir,
     });
     return spawn(bwrap, [...args, '--info-fd', String(INFO_FD), '--', ...command], {
       cwd: dirs.workDir,
@@ -350,8 +361,16 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       if (sandbox.kind === 'bwrap' && bwrapPath() === null)
         return { ok: false, reason: `local provider: ${missingBwrap(sandbox.bwrap ?? 'bwrap')}`, at };
       const dirs = writing('of the sandbox check', () => prepareDirs(path.dirname(dir), dir));
+      // The check proves the network too: from inside, baton's port and its database must not connect.
+      const network = gates ? { ...(await gates.open(dir)), BATON_CHECK_UNREACHABLE: gates.unreachable } : {};
       let output = '';
-      const child = startRun(options.check ?? ['true'], dirs, baseEnv(dirs.workDir), ['ignore', 'pipe', 'pipe', 'ignore', 'pipe']);
+      const child = startRun(options.check ?? ['true'], dirs, { ...baseEnv(dirs.workDir), ...network }, [
+        'ignore',
+        'pipe',
+        'pipe',
+        'ignore',
+        'pipe',
+      ]);
       for (const stream of [child.stdout, child.stderr]) {
         stream?.setEncoding('utf8');
         stream?.on('data', (chunk: string) => (output += chunk));
@@ -389,6 +408,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     } catch (err) {
       return { ok: false, reason: `local provider: ${describeCheckFailure((err as Error).message, sandbox.kind, runAs)}`, cause: err, at };
     } finally {
+      await gates?.close(dir);
       await fs.promises.rm(dir, { recursive: true, force: true }).catch(() => {});
     }
   };
@@ -439,10 +459,19 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     }
 
     const extra = Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([key]) => /^[A-Z_][A-Z0-9_]*$/.test(key)));
+    let network: Record<string, string> = {};
+    try {
+      if (gates) network = await gates.open(dir, spec);
+    } catch (err) {
+      fs.rmSync(dir, { recursive: true, force: true });
+      throw new Error(`the egress gate of the run could not be opened: ${(err as Error).message}`, { cause: err });
+    }
     const env = {
       ...baseEnv(dirs.workDir),
       ...withoutSecrets(extra),
       ...runnerEnv(spec),
+      // After the run's own: the gate's proxy and the callback through it replace what baton's env or the spec said.
+      ...network,
       BATON_AGENT_LOG_PORT: String(options.logPort ?? 0),
       BATON_SECRETS_FD: String(SECRETS_FD),
     };
@@ -465,6 +494,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         spec.repositoryPath ? [spec.repositoryPath] : [],
       );
     } catch (err) {
+      void gates?.close(dir);
       fs.rmSync(dir, { recursive: true, force: true });
       throw new Error(`the local runner could not be started: ${(err as Error).message}`, { cause: err });
     } finally {
@@ -477,6 +507,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       child.once('error', resolve);
     });
     if (spawnError || child.pid === undefined) {
+      void gates?.close(dir);
       fs.rmSync(dir, { recursive: true, force: true });
       const message = `the local runner could not be started: ${spawnError?.message ?? 'no pid'}`;
       // Out of processes or descriptors for a while (EAGAIN, EMFILE): the run waits and retries.
@@ -506,6 +537,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       const init = await readSandboxInit(child);
       if (init === null) {
         const tail = lastLines(path.join(dir, LOG));
+        void gates?.close(dir);
         fs.rmSync(dir, { recursive: true, force: true });
         throw new Error(`the local sandbox could not be set up: ${tail || 'bwrap exited before starting the runner'}`);
       }
@@ -532,10 +564,18 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       }
     }
     killLeftovers(dir);
+    await gates?.close(dir);
     // Retries ride out a file appearing while the tree is removed (ENOTEMPTY), e.g. a runner's
     // last write racing its own termination.
     await fs.promises.rm(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 50 });
   };
+
+  // Runners outlive a baton restart; their gates, in this process, do not: open them again.
+  const reopening =
+    gates?.reopen(root, (dir) => {
+      const record = readRunnerRecord(path.join(dir, RECORD));
+      return record !== null && record.pid !== null && isRunnerAlive(record) && !fs.existsSync(path.join(dir, DELETE_MARKER));
+    }) ?? Promise.resolve();
 
   return {
     name: 'local',
@@ -585,6 +625,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     },
     async close() {
       await Promise.all([...deleting.values(), checking]);
+      // Live runs lose their way out until the next baton opens their gates again (reopenGates).
+      await reopening;
+      await gates?.closeAll();
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
     },

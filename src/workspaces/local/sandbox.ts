@@ -9,8 +9,10 @@ import path from 'node:path';
  *   `/etc` files (users, name resolution, CA certificates, time zone, dynamic linker), Node.js,
  *   baton's own code, and the operator's `readOnlyPaths`;
  * - writable: the run's workspace at `/workspace`, its home at `/home/baton`, a private `/tmp`;
- * - its own user, PID, IPC, UTS and cgroup namespaces, a `/proc` that shows only the run's
- *   processes, a minimal `/dev`; the network is the host's (the agent needs its API and the forge).
+ * - its own user, PID, IPC, UTS, cgroup and network namespaces, a `/proc` that shows only the
+ *   run's processes, a minimal `/dev`. The network namespace has only its own loopback: the way
+ *   out is the run's egress gate, a unix socket in `egressDir` bound at `/run/baton` (see
+ *   src/egress/). Without `egressDir` the network is the host's (`egress.gate: off`).
  *
  * Everything else (baton's data directory and database, its config file, other runs'
  * workspaces, the processes of baton and of other runs) does not exist inside. Paths that must
@@ -24,6 +26,8 @@ import path from 'node:path';
  */
 export const SANDBOX_WORKDIR = '/workspace';
 export const SANDBOX_HOME = '/home/baton';
+/** Where a run sees its egress gate's directory; the socket in it is `egress.sock`. */
+export const SANDBOX_EGRESS_DIR = '/run/baton';
 
 /**
  * /etc entries a runner, git, Node.js and common build tools need. Not `/etc` itself: an
@@ -78,13 +82,20 @@ export interface SandboxLayout {
    * such as rsnodgrass/claude-code-auth and mr3od/claude-auth document.)
    */
   claudeCredentials?: string;
+  /**
+   * Host directory holding the run's egress gate socket, bound at /run/baton. Given, the run gets a
+   * network namespace of its own (only its loopback); the directory, not the socket, is bound, so
+   * a gate re-created after a baton restart is the one the run sees.
+   */
+  egressDir?: string;
 }
 
 /** Everything between `bwrap` and `--`: the sandbox of one run. */
 export function sandboxArguments(layout: SandboxLayout): string[] {
   // Order matters: a later mount covers an earlier one, so the private /tmp comes before any
   // read-only path under /tmp, and the hidden paths last.
-  const args = ['--unshare-all', '--share-net', '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/usr', '/usr'];
+  const network = layout.egressDir ? ['--bind', layout.egressDir, SANDBOX_EGRESS_DIR] : ['--share-net'];
+  const args = ['--unshare-all', ...network, '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/usr', '/usr'];
   for (const entry of ROOT_ENTRIES) {
     const host = `/${entry}`;
     const link = readLink(host);

@@ -70,6 +70,13 @@ export interface GitHttpServer {
   readonly url: string;
   /** The Authorization header of every request, in order. */
   readonly authorizations: (string | undefined)[];
+  /**
+   * From now on every request answers `status` with a plain-text body, as a Gitea restarting
+   * behind its proxy does (500, 502, 503); `null` ends the outage.
+   */
+  outage(status: number | null): void;
+  /** Requests answered by the outage so far. */
+  readonly refusedDuringOutage: number;
   close(): Promise<void>;
 }
 
@@ -83,8 +90,15 @@ export interface GitHttpServer {
  */
 export async function serveGitRepos(root: string, options: { token?: string } = {}): Promise<GitHttpServer> {
   const authorizations: (string | undefined)[] = [];
+  let outage: number | null = null;
+  let refusedDuringOutage = 0;
   const server = http.createServer((req, res) => {
     authorizations.push(req.headers.authorization);
+    if (outage !== null) {
+      refusedDuringOutage += 1;
+      res.writeHead(outage, { 'content-type': 'text/plain' }).end(`${http.STATUS_CODES[outage] ?? 'Error'}\n`);
+      return;
+    }
     const url = new URL(req.url ?? '/', 'http://localhost');
     const match = /^\/([^/]+)\/([^/]+?)(?:\.git)?(\/.*)$/.exec(url.pathname);
     if (!match || match[1]!.startsWith('.') || match[2]!.startsWith('.')) {
@@ -148,6 +162,12 @@ export async function serveGitRepos(root: string, options: { token?: string } = 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     authorizations,
+    outage(status) {
+      outage = status;
+    },
+    get refusedDuringOutage() {
+      return refusedDuringOutage;
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -20,6 +20,7 @@
 // The report: { env, processes, reads, writes, tokens, callbacks }. Each read is
 // { target, ok, error?, text? } with the text read (cut), so a test sees exactly what leaked.
 import fs from 'node:fs';
+import http from 'node:http';
 
 const args = process.argv.slice(2);
 const targets = JSON.parse(fs.readFileSync(args[args.indexOf('--targets') + 1], 'utf8'));
@@ -33,9 +34,7 @@ if ((targets.hangIssues ?? []).includes(process.env.ISSUE_NUMBER ?? '')) {
   const report = await spy();
   const text = JSON.stringify(report);
   if (targets.reportFile) fs.writeFileSync(targets.reportFile, text);
-  if (targets.reportUrl) {
-    await fetch(targets.reportUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: text }).catch(() => {});
-  }
+  if (targets.reportUrl) await postReport(targets.reportUrl, text).catch(() => {});
   emit({ type: 'result', subtype: 'success', is_error: false, num_turns: 1, session_id: session, result: 'spy finished' });
 }
 
@@ -141,6 +140,32 @@ async function spy() {
     }
   }
   return report;
+}
+
+/**
+ * POSTs the report as a proxy-aware tool would: through http_proxy when the run has one (a gated
+ * sandbox has no other way out; Node's fetch ignores proxy variables), else directly.
+ */
+function postReport(url, text) {
+  const proxy = process.env.http_proxy ? new URL(process.env.http_proxy) : null;
+  const target = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: proxy ? proxy.hostname : target.hostname,
+        port: proxy ? proxy.port : target.port,
+        path: proxy ? target.href : `${target.pathname}${target.search}`,
+        method: 'POST',
+        headers: { host: target.host, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+      },
+      (res) => {
+        res.resume();
+        res.on('end', resolve);
+      },
+    );
+    req.on('error', reject);
+    req.end(text);
+  });
 }
 
 /** The first MiB of a file (a process may hold huge files open). */

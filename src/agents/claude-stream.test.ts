@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createStreamParser, judgeResult, type ResultSummary } from './stream-json.js';
+import { createStreamParser, judgeResult, type ResultSummary } from './claude-stream.js';
 
 describe('stream-json parser', () => {
   it('refuses negative, non-finite and absurd usage and cost claims: they count as zero, with a line saying so', () => {

@@ -1,4 +1,6 @@
+import { neutraliseSlash } from './common.js';
 import { CommandFileError, RunFailure } from './errors.js';
+import type { AgentInvocation, AgentSession } from './types.js';
 
 /**
  * How the agent CLI is started: its argv and what goes to its stdin. Claude Code reads the prompt
@@ -23,27 +25,8 @@ export const CLAUDE_PRINT_ARGS: readonly string[] = ['-p', '--output-format', 's
 /** The default agent executable; baton adds the arguments itself (see claudeInvocation). */
 export const CLAUDE_COMMAND: readonly string[] = ['claude'];
 
-export interface AgentInvocation {
-  command: string;
-  args: string[];
-  /** Written to the agent's stdin, which is then closed; null leaves stdin empty. */
-  stdin: string | null;
-  /** How the prompt was passed, for the log. */
-  promptVia: 'argument' | 'stdin';
-}
-
 /** What a stage's command file and configuration decide about the Claude Code session. */
-export interface ClaudeSession {
-  /**
-   * `allowed-tools` of the command file: only these run without asking, and permissions are not
-   * skipped. null when the file does not say.
-   */
-  allowedTools: string[] | null;
-  /** `model` of the command file; null = the CLI's default. */
-  model: string | null;
-  /** Whether a session without `allowedTools` runs with `--dangerously-skip-permissions`. */
-  skipPermissions: boolean;
-}
+export type ClaudeSession = AgentSession;
 
 /**
  * Claude Code's argv: `<command…> -p --output-format stream-json --verbose` + permissions + model,
@@ -93,13 +76,7 @@ export function templateInvocation(template: readonly string[], prompt: string):
   return { command: executable, args, stdin: null, promptVia: 'argument' };
 }
 
-/**
- * A prompt is text for the model, never a slash command: Claude Code looks only at the first
- * character, and a leading newline is invisible to the model but stops the command lookup.
- */
-export function neutraliseSlash(prompt: string): string {
-  return prompt.startsWith('/') ? `\n${prompt}` : prompt;
-}
+export { neutraliseSlash } from './common.js';
 
 /** Tool rules as Claude Code writes them: `Read`, `Bash(git add:*)`, `mcp__forge__create_issue`, `WebFetch(domain:x.org)`. */
 const TOOL_RULE = /^[A-Za-z][A-Za-z0-9_*-]{0,127}(\([^()\p{Cc}]{1,512}\))?$/u;

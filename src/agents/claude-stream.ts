@@ -1,6 +1,5 @@
 import { checkClaim, type RefusedClaim } from '../budgets/index.js';
-import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
-import { addUsage, emptyUsage } from './types.js';
+import { addUsage, emptyUsage, FAILURE_KIND, type AgentStatus, type AgentUsage } from './outcome.js';
 
 /**
  * Reads Claude Code's `--output-format stream-json --verbose` NDJSON, one stdout line at a time
@@ -34,6 +33,10 @@ export interface StreamParser {
   readonly streamedUsage: AgentUsage;
   /** input + output + cache read + cache creation of `streamedUsage`: what the token cap counts. */
   readonly streamedTokens: number;
+  /** `session_id` of the init message (every message carries it): what `--resume` takes. */
+  readonly sessionId: string | null;
+  /** `model` of the init message. */
+  readonly model: string | null;
 }
 
 /** What a result message means for the run; `kind` is set on failures (a FAILURE_KIND). */
@@ -56,6 +59,8 @@ export function createStreamParser(): StreamParser {
   // the map on every line made parsing quadratic in the number of messages (40k took 28 s).
   const usageById = new Map<string, AgentUsage>();
   let total = emptyUsage();
+  let sessionId: string | null = null;
+  let model: string | null = null;
 
   return {
     get result() {
@@ -63,6 +68,12 @@ export function createStreamParser(): StreamParser {
     },
     get streamedUsage() {
       return { ...total };
+    },
+    get sessionId() {
+      return sessionId;
+    },
+    get model() {
+      return model;
     },
     get streamedTokens() {
       return total.inputTokens + total.outputTokens + total.cacheReadInputTokens + total.cacheCreationInputTokens;
@@ -86,6 +97,10 @@ export function createStreamParser(): StreamParser {
   function describeLine(message: Record<string, unknown>, type: string, refused: RefusedClaim[]): string[] {
     switch (type) {
       case 'system':
+        if (message.subtype === 'init') {
+          if (typeof message.session_id === 'string') sessionId = message.session_id;
+          if (typeof message.model === 'string') model = message.model;
+        }
         return [describeSystem(message)];
       case 'assistant': {
         const inner = isRecord(message.message) ? message.message : {};

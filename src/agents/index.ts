@@ -1,0 +1,33 @@
+export {
+  AGENT_NAMES,
+  type AgentName,
+  type AgentAdapter,
+  type AgentInvocation,
+  type AgentSession,
+  type AgentStream,
+  type StreamOutcome,
+  type AgentCredential,
+  type AgentExit,
+} from './types.js';
+export { AGENT_ADAPTERS, AGENT_SECRET_NAMES, DEFAULT_AGENT, agentAdapter, isAgentName } from './registry.js';
+export { AGENT_STATUS, FAILURE_KIND, emptyUsage, addUsage, type AgentStatus, type AgentUsage } from './outcome.js';
+export { RunFailure, CommandFileError } from './errors.js';
+export {
+  CLAUDE_COMMAND,
+  PROMPT_ARGUMENT_MAX_BYTES,
+  claudeInvocation,
+  templateInvocation,
+  sessionFromFrontMatter,
+  neutraliseSlash,
+  type ClaudeSession,
+} from './invocation.js';
+export {
+  createStreamParser,
+  judgeResult,
+  apiFailureKind,
+  type StreamParser,
+  type ResultSummary,
+  type ResultOutcome,
+} from './claude-stream.js';
+export { failureKindFromText } from './common.js';
+export { GEMINI_EXIT } from './gemini.js';

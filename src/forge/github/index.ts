@@ -1,0 +1,1 @@
+export { createGitHubClient, githubApiUrl, type GitHubClientOptions } from './client.js';

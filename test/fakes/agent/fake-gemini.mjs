@@ -1,0 +1,159 @@
+#!/usr/bin/env node
+// A stand-in for `gemini --output-format stream-json …` (Gemini CLI 0.61.0, @google/gemini-cli):
+// parses argv as its yargs parser does, reads the prompt as it does (stdin, with -p appended),
+// and prints its JSONL events (SOURCES.md says what was checked and how).
+//
+//   unknown option          stderr `Unknown argument: bogus` and the usage, exit 1
+//   bad --output-format     stderr `Invalid values: Argument: output-format, Given: "x", Choices: …`, exit 1
+//   no GEMINI_API_KEY       stderr `Please set an Auth method in …/settings.json or specify one of the following
+//                           environment variables before running: GEMINI_API_KEY, …`, exit 41, no stream
+//   a prompt starting "/"   a slash command, not a prompt (emulated as exit 42: none is known here)
+//
+// FAKE_AGENT_MODE: success (default) | rate-limited | server-error | turn-limit | bad-input |
+// crash | hang | token-overrun (a result reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
+import { emit, fail, hang, mode, readStdin, record } from './fake-agent-kit.mjs';
+
+const CHOICES = { 'output-format': ['text', 'json', 'stream-json'], 'approval-mode': ['default', 'auto_edit', 'yolo', 'plan'] };
+const FLAGS = new Map([
+  ['--skip-trust', 'skip-trust'],
+  ['-y', 'yolo'],
+  ['--yolo', 'yolo'],
+  ['-d', 'debug'],
+  ['--debug', 'debug'],
+  ['-s', 'sandbox'],
+  ['--sandbox', 'sandbox'],
+]);
+const VALUED = new Map([
+  ['-o', 'output-format'],
+  ['--output-format', 'output-format'],
+  ['--approval-mode', 'approval-mode'],
+  ['-m', 'model'],
+  ['--model', 'model'],
+  ['-p', 'prompt'],
+  ['--prompt', 'prompt'],
+  ['-r', 'resume'],
+  ['--resume', 'resume'],
+  ['--session-id', 'session-id'],
+]);
+
+function usageError(message) {
+  fail(
+    `Usage: gemini [options] [command]\n\nGemini CLI - Defaults to interactive mode. Use -p/--prompt for non-interactive (headless) mode.\n\n${message}`,
+    1,
+  );
+}
+
+function parse(argv) {
+  const options = {};
+  const positionals = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--') {
+      positionals.push(...argv.slice(i + 1));
+      break;
+    }
+    if (!arg.startsWith('-')) {
+      positionals.push(arg);
+      continue;
+    }
+    const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
+    const name = eq > 0 ? arg.slice(0, eq) : arg;
+    if (FLAGS.has(name)) {
+      options[FLAGS.get(name)] = eq > 0 ? arg.slice(eq + 1) !== 'false' : true;
+      continue;
+    }
+    const key = VALUED.get(name);
+    if (!key) usageError(`Unknown argument: ${arg.replace(/^-+/, '').split('=')[0]}`);
+    // nargs: 1 — the next word is the value whatever it looks like.
+    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
+    if (value === undefined) usageError(`Not enough arguments following: ${key}`);
+    if (CHOICES[key] && !CHOICES[key].includes(value)) {
+      usageError(`Invalid values:\n  Argument: ${key}, Given: "${value}", Choices: ${CHOICES[key].map((c) => `"${c}"`).join(', ')}`);
+    }
+    options[key] = value;
+  }
+  return { options, positionals };
+}
+
+const { options, positionals } = parse(process.argv.slice(2));
+const stdin = readStdin();
+// packages/cli: stdin first, then -p (or the positional query) after a blank line.
+const given = options.prompt ?? (positionals.length ? positionals.join(' ') : undefined);
+const prompt = stdin ? (given ? `${stdin}\n\n${given}` : stdin) : (given ?? '');
+if (options['output-format'] !== 'stream-json') fail('fake-gemini: only --output-format stream-json is emulated', 2);
+if (!process.env.GEMINI_API_KEY) {
+  fail(
+    `Please set an Auth method in ${process.env.HOME}/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA`,
+    41,
+  );
+}
+if (prompt.trim() === '')
+  fail('No input provided via stdin. Input can be provided by piping data into gemini or using the --prompt option.', 42);
+const yolo = options.yolo === true || options['approval-mode'] === 'yolo';
+record({
+  agent: 'gemini',
+  prompt,
+  promptSource: stdin ? 'stdin' : 'argument',
+  options,
+  resume: options.resume ?? null,
+  yolo,
+  model: options.model ?? 'gemini-2.5-pro',
+});
+const m = mode();
+if (m === 'bad-input' || (prompt.startsWith('/') && !prompt.startsWith('//') && !prompt.startsWith('/*'))) {
+  fail(`Unknown command: ${prompt.split(/\s/)[0]}`, 42);
+}
+
+const now = () => new Date().toISOString();
+const session = options.resume ?? '8c8fcbe3-8a9d-417b-b3b8-af7758af997b';
+const model = options.model ?? 'gemini-2.5-pro';
+emit({ type: 'init', timestamp: now(), session_id: session, model });
+emit({ type: 'message', timestamp: now(), role: 'user', content: prompt });
+const stats = (input, cached, output) => ({
+  total_tokens: input + output,
+  input_tokens: input,
+  output_tokens: output,
+  cached,
+  input: input - cached,
+  duration_ms: 1234,
+  tool_calls: 1,
+  models: { [model]: { total_tokens: input + output, input_tokens: input, output_tokens: output, cached, input: input - cached } },
+});
+const apiError = (message) => {
+  emit({ type: 'error', timestamp: now(), severity: 'error', message });
+  emit({ type: 'result', timestamp: now(), status: 'error', error: { type: 'Error', message }, stats: stats(0, 0, 0) });
+  process.exit(1);
+};
+if (m === 'rate-limited')
+  apiError('[API Error: You have exhausted your capacity on this model. Your quota will reset after 0s. (Status: 429 RESOURCE_EXHAUSTED)]');
+if (m === 'server-error') apiError('[API Error: The model is overloaded. Please try again later. (Status: 503 UNAVAILABLE)]');
+emit({ type: 'message', timestamp: now(), role: 'assistant', content: 'Let me look', delta: true });
+emit({ type: 'tool_use', timestamp: now(), tool_name: 'list_directory', tool_id: 'list_directory-1', parameters: { dir_path: '.' } });
+emit({ type: 'tool_result', timestamp: now(), tool_id: 'list_directory-1', status: 'success', output: 'Listed 1 item(s).' });
+if (m === 'crash') process.exit(1);
+if (m === 'hang') await hang();
+if (m === 'turn-limit') {
+  emit({ type: 'error', timestamp: now(), severity: 'error', message: 'Maximum session turns exceeded' });
+  emit({
+    type: 'result',
+    timestamp: now(),
+    status: 'error',
+    error: {
+      type: 'FatalTurnLimitedError',
+      message: 'Reached max session turns for this session. Increase the number of turns by specifying maxSessionTurns in settings.json.',
+    },
+    stats: stats(9000, 0, 300),
+  });
+  process.exit(53);
+}
+emit({ type: 'message', timestamp: now(), role: 'assistant', content: 'Gemini: done with ', delta: true });
+emit({ type: 'message', timestamp: now(), role: 'assistant', content: prompt.split('\n')[0].slice(0, 60), delta: true });
+const big = Number(process.env.FAKE_AGENT_TOKENS ?? 5_000_000);
+emit({
+  type: 'result',
+  timestamp: now(),
+  status: 'success',
+  stats: m === 'token-overrun' ? stats(big, 0, 1000) : stats(18_432, 12_288, 912),
+});
+if (m === 'token-overrun') await hang();
+process.exit(0);

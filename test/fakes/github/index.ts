@@ -1,0 +1,180 @@
+/**
+ * A fake GitHub (Enterprise Server layout: the API under `/api/v3`) for tests: a real HTTP server
+ * on 127.0.0.1, port 0, answering the REST endpoints baton uses as GitHub does (SOURCES.md), plus
+ * a programmatic side to seed data, read back what was posted and make the API fail.
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import type { Context } from 'hono';
+import { createFakeGitHubApp } from './app.js';
+import { FakeGitHubState, type GitHubPermission, type HookRecord, type IssueRecord, type RepoRecord, type ReviewRecord } from './state.js';
+
+export type { GitHubPermission } from './state.js';
+
+export interface FakeGitHub {
+  /** Root URL, as `GITHUB_URL` of an Enterprise Server would be (the API is `<url>/api/v3`). */
+  readonly url: string;
+  readonly apiUrl: string;
+  readonly state: FakeGitHubState;
+  /** Every API request, oldest first (`METHOD /path`, no query). */
+  readonly requests: readonly string[];
+  addUser(login: string, options?: { token?: string; type?: 'User' | 'Bot' }): { id: number; login: string; token: string };
+  addRepo(owner: string, name: string, options?: { private?: boolean }): void;
+  setPermission(owner: string, repo: string, login: string, permission: GitHubPermission): void;
+  addLabel(owner: string, repo: string, name: string, color?: string): number;
+  addIssue(owner: string, repo: string, options: { title: string; author: string; labels?: string[]; number?: number }): number;
+  addPullRequest(owner: string, repo: string, options: { title: string; author: string; head: string; base: string; sha?: string }): number;
+  addReview(owner: string, repo: string, number: number, author: string, state: ReviewRecord['state'], body?: string): void;
+  /** Adds a label to an issue as `actor` would through the web UI (timeline entry, updated_at), sending no webhook. */
+  labelIssue(owner: string, repo: string, number: number, label: string, actor: string): void;
+  issue(owner: string, repo: string, number: number): IssueRecord | undefined;
+  comments(owner: string, repo: string, number: number): { id: number; author: string; body: string }[];
+  hooks(owner: string, repo: string): HookRecord[];
+  /** The next `count` requests matching `path` (a substring) answer `status` with GitHub's error body. */
+  failNext(path: string, status: number, count?: number): void;
+  close(): Promise<void>;
+}
+
+export async function createFakeGitHub(options: { now?: () => Date } = {}): Promise<FakeGitHub> {
+  const state = new FakeGitHubState(options.now);
+  const requests: string[] = [];
+  const faults: { path: string; status: number; remaining: number }[] = [];
+  const onRequest = (c: Context): Response | undefined => {
+    const path = new URL(c.req.url).pathname;
+    requests.push(`${c.req.method} ${path}`);
+    const fault = faults.find((f) => f.remaining > 0 && path.includes(f.path));
+    if (!fault) return undefined;
+    fault.remaining -= 1;
+    return c.json(
+      { message: fault.status >= 500 ? 'Server Error' : 'fault', documentation_url: 'https://docs.github.com/rest' },
+      fault.status as 500,
+    );
+  };
+  const app = createFakeGitHubApp(state, { onRequest });
+  const server = http.createServer(getRequestListener(app.fetch));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const repoOf = (owner: string, repo: string): RepoRecord => {
+    const found = state.repo(owner, repo);
+    if (!found) throw new Error(`fake GitHub: no repository ${owner}/${repo}`);
+    return found;
+  };
+  const labelId = (repo: RepoRecord, name: string) => {
+    const found = repo.labels.find((l) => l.name.toLowerCase() === name.toLowerCase());
+    if (!found) throw new Error(`fake GitHub: no label ${name} in ${repo.owner}/${repo.name}`);
+    return found.id;
+  };
+  const newIssue = (repo: RepoRecord, options: { title: string; author: string; labels?: string[]; number?: number }): IssueRecord => {
+    const at = state.timestamp();
+    const number = options.number ?? Math.max(0, ...repo.issues.map((i) => i.number)) + 1;
+    const issue: IssueRecord = {
+      id: state.id(),
+      number,
+      title: options.title,
+      body: '',
+      state: 'open',
+      author: options.author,
+      labels: (options.labels ?? []).map((l) => labelId(repo, l)),
+      createdAt: at,
+      updatedAt: at,
+      timeline: [],
+    };
+    repo.issues.push(issue);
+    return issue;
+  };
+
+  return {
+    url,
+    apiUrl: `${url}/api/v3`,
+    state,
+    requests,
+    addUser(login, opts = {}) {
+      const id = state.id();
+      state.users.set(login.toLowerCase(), { id, login, name: login, siteAdmin: false, type: opts.type ?? 'User' });
+      const token = opts.token ?? `ghp_${crypto.randomBytes(18).toString('hex')}`;
+      state.tokens.set(token, login);
+      return { id, login, token };
+    },
+    addRepo(owner, name, opts = {}) {
+      state.repos.set(`${owner}/${name}`.toLowerCase(), {
+        id: state.id(),
+        owner,
+        name,
+        private: opts.private ?? false,
+        archived: false,
+        defaultBranch: 'main',
+        labels: [],
+        issues: [],
+        comments: [],
+        hooks: [],
+        collaborators: new Map(),
+      });
+    },
+    setPermission(owner, repo, login, permission) {
+      repoOf(owner, repo).collaborators.set(login.toLowerCase(), permission);
+    },
+    addLabel(owner, repo, name, color = 'ededed') {
+      const record = { id: state.id(), name, color, description: '' };
+      repoOf(owner, repo).labels.push(record);
+      return record.id;
+    },
+    addIssue(owner, repo, opts) {
+      return newIssue(repoOf(owner, repo), opts).number;
+    },
+    addPullRequest(owner, repo, opts) {
+      const issue = newIssue(repoOf(owner, repo), opts);
+      issue.pull = {
+        head: opts.head,
+        base: opts.base,
+        sha: opts.sha ?? crypto.randomBytes(20).toString('hex'),
+        merged: false,
+        draft: false,
+        reviews: [],
+      };
+      return issue.number;
+    },
+    addReview(owner, repo, number, author, reviewState, body = '') {
+      const issue = repoOf(owner, repo).issues.find((i) => i.number === number);
+      if (!issue?.pull) throw new Error(`fake GitHub: #${number} is not a pull request`);
+      issue.pull.reviews.push({
+        id: state.id(),
+        author,
+        state: reviewState,
+        body,
+        commitId: issue.pull.sha,
+        submittedAt: state.timestamp(),
+      });
+    },
+    labelIssue(owner, repo, number, label, actor) {
+      const record = repoOf(owner, repo);
+      const issue = record.issues.find((i) => i.number === number);
+      if (!issue) throw new Error(`fake GitHub: no issue #${number}`);
+      const id = labelId(record, label);
+      if (!issue.labels.includes(id)) issue.labels.push(id);
+      issue.timeline.push({ id: state.id(), event: 'labeled', actor, label, createdAt: state.timestamp() });
+      issue.updatedAt = state.timestamp();
+    },
+    issue(owner, repo, number) {
+      return state.repo(owner, repo)?.issues.find((i) => i.number === number);
+    },
+    comments(owner, repo, number) {
+      return (state.repo(owner, repo)?.comments ?? [])
+        .filter((c) => c.issue === number)
+        .map((c) => ({ id: c.id, author: c.author, body: c.body }));
+    },
+    hooks(owner, repo) {
+      return repoOf(owner, repo).hooks;
+    },
+    failNext(path, status, count = 1) {
+      faults.push({ path, status, remaining: count });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,258 @@
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import http from 'node:http';
+import net, { type AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createStore, type Store } from '../../src/store/index.js';
+import { createBareRepo, serveGitRepos, type GitHttpServer } from '../fakes/agent/git-repos.js';
+import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
+import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import { processedDelivery } from '../helpers/deliveries.js';
+import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * The network of a run, attacked from inside by an agent, through the real `baton serve` (built
+ * CLI, SQLite, local workspaces in real bubblewrap): it tries direct TCP to PostgreSQL on
+ * 127.0.0.1:5432, to baton's own port, to a loopback service and to Redis' port, to the cloud
+ * metadata address; through its egress gate a host not on the list, the database and baton's
+ * port, and baton's API as `baton.internal`; another run's workspace; and the memory of the
+ * processes it can see (the runner holds CALLBACK_TOKEN). Each fails, while the same run clones
+ * over HTTP from the forge through the gate and reports to a host the operator allowed.
+ */
+
+const SPY = fileURLToPath(new URL('../fakes/agent/network-spy.mjs', import.meta.url));
+const SECRET = 'spying-network-webhook-secret';
+const DEV_TOKEN = `dev-token-${randomUUID()}`;
+const ADMIN_TOKEN = `baton_admin-${randomUUID()}`;
+
+interface Attempt {
+  target?: string;
+  url?: string;
+  connected?: boolean;
+  status?: number;
+  body?: string;
+  error?: string;
+}
+interface Report {
+  env: Record<string, string | null>;
+  direct: Attempt[];
+  viaProxy: Attempt[];
+  viaProxyHttp: Attempt[];
+  reads: { target: string; ok: boolean; error?: string }[];
+  memory: { pid: number; ok: boolean; error?: string }[];
+  tokens: string[];
+  files: string[];
+}
+
+const listen = async (server: net.Server) => {
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+};
+
+/** Whether this process (outside any sandbox) can open `port` on 127.0.0.1: the control of each direct attempt. */
+const reachableFromHost = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const s = net.connect({ host: '127.0.0.1', port });
+    s.once('connect', () => (s.destroy(), resolve(true)));
+    s.once('error', () => resolve(false));
+  });
+
+describe('a run attacked from inside: its network is only what its gate allows', () => {
+  let root: string;
+  let dataDir: string;
+  let gitea: FakeGitea;
+  let git: GitHttpServer;
+  let server: ServeHandle;
+  let store: Store;
+  let allowed: http.Server;
+  let loopbackService: net.Server;
+  let loopbackPort: number;
+  let allowedPort: number;
+  const received: Report[] = [];
+
+  beforeAll(async () => {
+    root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-spying-network-'));
+    fs.chmodSync(root, 0o711);
+    dataDir = path.join(root, 'data');
+    const shared = path.join(root, 'shared');
+    fs.mkdirSync(path.join(shared, 'acme'), { recursive: true, mode: 0o755 });
+    createBareRepo(path.join(shared, 'acme'), 'app');
+    git = await serveGitRepos(shared, { token: DEV_TOKEN });
+    const gitConfig = path.join(shared, 'gitconfig');
+    fs.writeFileSync(gitConfig, `[user]\n\tname = Spy Test\n\temail = spy@example.invalid\n[safe]\n\tdirectory = *\n`);
+    allowed = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        if (req.method === 'POST') received.push(JSON.parse(body) as Report);
+        res.end('allowed host answered');
+      });
+    });
+    allowedPort = await listen(allowed);
+    loopbackService = net.createServer((s) => {
+      s.on('error', () => {});
+      s.end('+PONG\r\n');
+    });
+    loopbackPort = await listen(loopbackService);
+
+    gitea = await createFakeGitea();
+    gitea.addUser('claude-dev', { token: DEV_TOKEN });
+    gitea.addUser('claude-review', { token: `review-${randomUUID()}` });
+    gitea.addUser('alice');
+    gitea.addRepo('acme', 'app');
+    for (let n = 1; n <= 8; n++) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });
+
+    const config = path.join(root, 'baton.yaml');
+    const targets = path.join(shared, 'targets.json');
+    fs.writeFileSync(
+      config,
+      [
+        'local:',
+        `  readOnlyPaths: [${JSON.stringify(shared)}, ${JSON.stringify(path.dirname(SPY))}]`,
+        `  gitConfig: ${JSON.stringify(gitConfig)}`,
+        'egress:',
+        `  allow: ["127.0.0.1:${allowedPort}"]`,
+        '',
+      ].join('\n'),
+    );
+    server = await startServe(
+      {
+        HOST: '127.0.0.1',
+        GITEA_URL: gitea.url,
+        // The forge's git side: cloned over HTTP, through the gate.
+        GITEA_CLONE_URL: git.url,
+        GITEA_DEV_TOKEN: DEV_TOKEN,
+        GITEA_REVIEW_TOKEN: `review-${randomUUID()}`,
+        WEBHOOK_SECRET: SECRET,
+        BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
+        DATABASE_URL: `sqlite:${path.join(dataDir, 'baton.db')}`,
+        BATON_DATA_DIR: dataDir,
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, SPY, '--targets', targets]),
+      },
+      root,
+    );
+    const batonPort = new URL(server.url).port;
+    fs.writeFileSync(
+      targets,
+      JSON.stringify({
+        direct: ['127.0.0.1:5432', `127.0.0.1:${batonPort}`, `127.0.0.1:${loopbackPort}`, '127.0.0.1:6379', '169.254.169.254:80'],
+        viaProxy: ['example.com:443', '127.0.0.1:5432', `127.0.0.1:${batonPort}`, '169.254.169.254:80'],
+        viaProxyHttp: [
+          'http://baton.internal/api/tokens',
+          'http://baton.internal/api/runs/1/complete',
+          `http://127.0.0.1:${batonPort}/api/runs`,
+          'http://169.254.169.254/latest/meta-data/',
+          `http://127.0.0.1:${allowedPort}/hello`,
+        ],
+        paths: [path.join(dataDir, 'workspaces'), dataDir],
+        reportUrl: `http://127.0.0.1:${allowedPort}/report`,
+        hangIssues: ['7'],
+      }),
+    );
+    store = createStore({ url: `sqlite:${path.join(dataDir, 'baton.db')}` });
+  }, 60_000);
+
+  afterAll(async () => {
+    try {
+      if (server) {
+        const code = await server.stop('SIGTERM');
+        if (code !== 0) throw new Error(`baton serve exited with ${code}:\n${server.output()}`);
+      }
+    } finally {
+      await store?.close();
+      await gitea?.close();
+      await git?.close();
+      for (const s of [allowed, loopbackService]) await new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()));
+      fs.rmSync(root, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  const admin = { authorization: `Bearer ${ADMIN_TOKEN}` };
+  const open = async (number: number) => {
+    const payload = fixtureJson('issues-opened.json') as { issue: { number: number; title: string } };
+    payload.issue.number = number;
+    payload.issue.title = `issue ${number}`;
+    const body = toBody(payload);
+    const res = await fetch(`${server.url}/webhook/gitea`, {
+      method: 'POST',
+      headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+      body,
+    });
+    const answer = (await res.json()) as { id?: number };
+    expect(res.status, JSON.stringify(answer)).toBe(202);
+    return (await processedDelivery(store, answer.id!)).runIds[0]!;
+  };
+  const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('/ready proves the gate: from a throw-away sandbox baton and its database do not connect', async () => {
+    const check = await until(async () => {
+      const res = await fetch(`${server.url}/ready`, { headers: admin });
+      const body = (await res.json()) as { checks: { name: string; ok: boolean; error?: string }[] };
+      const c = body.checks.find((x) => x.name === 'provider local');
+      return c && !c.error?.includes('checking the sandbox') ? c : null;
+    }, 'the local provider check');
+    expect(check).toMatchObject({ ok: true });
+  }, 120_000);
+
+  it('refuses every way out but the gate and its list, while the run clones through it and reaches its allowed host', async () => {
+    const batonPort = new URL(server.url).port;
+    const victim = await open(7);
+    await until(async () => (await run(victim)).status === 'running', 'the victim run to be running');
+    const spy = await open(8);
+    const done = await until(async () => {
+      const row = await run(spy);
+      return ['succeeded', 'failed', 'timed_out', 'dead'].includes(row.status) ? row : null;
+    }, 'the spy run to finish');
+    expect(done, `${done.last_error}\n${server.output().slice(-3000)}`).toMatchObject({ status: 'succeeded' });
+    // Its report went out through the gate, to the one extra host the operator listed.
+    const report = await until(() => received[0], 'the spy report');
+    expect(done.summary).toBe('spy reported: 200');
+
+    // It cloned the forge's repository over HTTP, through the gate.
+    expect(report.files).toContain('README.md');
+    expect(report.env.HTTPS_PROXY).toBe('http://127.0.0.1:3128');
+
+    // Direct TCP reaches nothing of the host: only the run's own loopback exists.
+    for (const attempt of report.direct) expect(attempt, attempt.target).toMatchObject({ connected: false });
+    // The controls: from outside the sandbox these listen (the database where this machine runs one).
+    expect(await reachableFromHost(Number(batonPort))).toBe(true);
+    expect(await reachableFromHost(loopbackPort)).toBe(true);
+
+    // Through the gate: what is not on the list is refused, saying why.
+    const via = (target: string) => report.viaProxy.find((a) => a.target === target)!;
+    expect(via('example.com:443')).toMatchObject({ status: 403, body: expect.stringContaining("not on this run's allow-list") });
+    expect(via('127.0.0.1:5432').status).toBe(403);
+    expect(via(`127.0.0.1:${batonPort}`).status).toBe(403);
+    expect(via('169.254.169.254:80').status).toBe(403);
+    const http = (url: string) => report.viaProxyHttp.find((a) => a.url === url)!;
+    expect(http('http://baton.internal/api/tokens')).toMatchObject({
+      status: 403,
+      body: expect.stringContaining('not a path runs may use'),
+    });
+    // Another run's callback is not this run's path.
+    expect(http('http://baton.internal/api/runs/1/complete').status).toBe(403);
+    expect(http(`http://127.0.0.1:${batonPort}/api/runs`).status).toBe(403);
+    expect(http('http://169.254.169.254/latest/meta-data/').status).toBe(403);
+    expect(http(`http://127.0.0.1:${allowedPort}/hello`)).toMatchObject({ status: 200, body: 'allowed host answered' });
+
+    // Other runs and the runner's memory stay out of reach.
+    for (const read of report.reads) expect(read, read.target).toMatchObject({ ok: false, error: 'ENOENT' });
+    expect(report.tokens).toEqual([]);
+    expect((await run(victim)).status).toBe('running');
+
+    // Each refusal is a line in the run's log and counted.
+    const view = (await (await fetch(`${server.url}/api/runs/${spy}`, { headers: admin })).json()) as { log: string };
+    expect(view.log).toContain("[baton] egress refused: CONNECT example.com:443: not on this run's allow-list");
+    expect(view.log).toContain('[baton] egress refused: GET http://baton.internal/api/tokens');
+    const metrics = await (await fetch(`${server.url}/metrics`, { headers: admin })).text();
+    const refused = Number(/^baton_egress_refused_total (\d+)/m.exec(metrics)?.[1]);
+    expect(refused).toBeGreaterThanOrEqual(8);
+
+    await fetch(`${server.url}/api/runs/${victim}/cancel`, { method: 'POST', headers: admin });
+    await until(async () => (await run(victim)).status === 'cancelled', 'the victim to be cancelled');
+  }, 180_000);
+});
