@@ -35,12 +35,12 @@ export const rootNode = mapping({
     env: 'STALE_WORKSPACE_MINUTES',
     min: 1,
     default: 120,
-    doc: 'a running run without a callback for this long ends timed_out',
+    doc: 'the default duration limit of a run; one without a callback ends timed_out 2 minutes after its limit',
   }),
   sweepMinutes: number({
     env: 'SWEEP_MINUTES',
     min: 0.05,
     default: 10,
-    doc: 'how often stale runs are timed out and workspaces reconciled',
+    doc: 'how often overdue runs are timed out and old deliveries, comments and sessions pruned (workspaces: cleanup.workspaceCheckSeconds)',
   }),
 });

@@ -11,6 +11,7 @@ import {
   type RunStatus,
 } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
+import { scopeAllows } from '../tokens/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
 import { logLines, runView } from './run-view.js';
 
@@ -55,6 +56,17 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     app.post('/api/runs', limitBody(MAX_SUBMISSION_BYTES), async (c) => {
       // Scope: a POST needs an operate token, checked by the app's token middleware.
       const submission = parseSubmission(await readObject(c.req.raw));
+      // Arguments reach the agent's prompt as they are: steering the agent with one's own words
+      // is more than starting a stage, so it needs a scope of its own.
+      const token = c.get('apiToken');
+      if (submission.arguments !== undefined && !scopeAllows(token.scope, 'submit:arguments')) {
+        throw new HttpError(
+          403,
+          'forbidden',
+          `this token's scope is ${token.scope}; a submission with arguments (they go into the agent's prompt) needs submit:arguments ` +
+            '(mint one with "baton token create --name NAME --scope submit:arguments")',
+        );
+      }
       const result = await submit(submission, { tokenName: c.get('apiToken').name });
       const reasons: Record<EnqueueResult['outcome'], string> = {
         queued: 'queued',

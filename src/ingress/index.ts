@@ -13,6 +13,7 @@ export {
   webhooksSection,
   isAllowed,
   ALLOW_UNSIGNED_WARNING,
+  WRITE_PERMISSION_OFF_WARNING,
   WEBHOOK_DEFAULTS,
   type WebhooksConfig,
 } from './webhooks-config.js';
@@ -50,4 +51,5 @@ export {
   type InspectorPage,
   type InspectorSource,
 } from './inspector.js';
+export { seenInSignedDelivery } from './known-repositories.js';
 export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';

@@ -66,6 +66,11 @@ export interface WebhooksConfig {
 export const ALLOW_UNSIGNED_WARNING =
   'webhooks.allowUnsigned is true: deliveries for repositories without a webhook secret are accepted unsigned, so anyone who can reach baton can forge them. Set WEBHOOK_SECRET (or let baton serve generate one) and turn it off.';
 
+/** Logged at every start while `webhooks.requireWritePermission` is off. */
+export const WRITE_PERMISSION_OFF_WARNING =
+  'webhooks.requireWritePermission is false: anyone who can open an issue or comment on a repository baton serves can start ' +
+  "its agent, with the bot's rights. Remove the setting (the default is true: a sender needs write access, as claude-code-action and Copilot ask).";
+
 const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
 
 /**
@@ -96,7 +101,10 @@ export const webhooksSection = section(
       }),
       { doc: 'owner/repo patterns (* matches within one segment) a delivery must match; empty = any' },
     ),
-    requireWritePermission: bool({ default: false, doc: 'only senders with write permission on the repository trigger stages' }),
+    requireWritePermission: bool({
+      default: true,
+      doc: 'only senders with write permission on the repository trigger stages; false lets anyone who can open an issue steer the agent (warned at every start)',
+    }),
     permissionCacheSeconds: number({
       min: 0,
       default: WEBHOOK_DEFAULTS.permissionCacheMs / 1000,
@@ -139,6 +147,7 @@ export const webhooksSection = section(
   }),
   (v, ctx: ResolveContext<{ dataDir?: string } | undefined>): WebhooksConfig => {
     if (v.allowUnsigned) ctx.warn(ALLOW_UNSIGNED_WARNING);
+    if (!v.requireWritePermission) ctx.warn(WRITE_PERMISSION_OFF_WARNING);
     return {
       allow: (v.allow ?? []).map((pattern) => pattern.toLowerCase()),
       requireWritePermission: v.requireWritePermission,

@@ -186,7 +186,9 @@ export function createApp(config: Config, deps: AppDeps): App {
     store,
     engine,
     pipeline: config.pipeline,
-    webhooks: config.webhooks,
+    // Without a forge (no bot token) no sender's permission can be read; /ready's forge check
+    // fails as soon as a delivery arrives and says what to set.
+    webhooks: Object.keys(accounts).length > 0 ? config.webhooks : { ...config.webhooks, requireWritePermission: false },
     // Each forge's own dev bot reads its senders' permission.
     permissionOf:
       Object.keys(accounts).length > 0
@@ -380,7 +382,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
     forgeUrl: config.gitea.url,
-    submitRun: createRunSubmission(config, engine, logger),
+    submitRun: createRunSubmission(config, engine, logger, store),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.

@@ -1,10 +1,11 @@
 import type { Config } from '../config/index.js';
 import { HttpError } from '../web-kit/index.js';
-import { isAllowed } from '../ingress/index.js';
+import { isAllowed, seenInSignedDelivery } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { manualRequest, type ManualRun } from '../pipeline/index.js';
 import { findDeclaredRepository } from '../repositories/index.js';
 import type { EnqueueResult, RunEngine } from '../runs/index.js';
+import type { Store } from '../store/index.js';
 
 /** Queues a manual run; the route has checked the body's shape, this checks what it means. */
 export type SubmitRun = (run: Omit<ManualRun, 'declared'>, by: { tokenName: string }) => Promise<EnqueueResult>;
@@ -12,14 +13,25 @@ export type SubmitRun = (run: Omit<ManualRun, 'declared'>, by: { tokenName: stri
 /**
  * `POST /api/runs` behind the route: the stage must exist, the repository must be one baton can
  * clone (declared in baton.yaml, or on the forge at GITEA_URL and allowed by `webhooks.allow`,
- * as a webhook would have to be). Where it is cloned from is decided when the workspace is made,
- * from the configuration alone (`buildWorkspaceSpec`).
+ * as a webhook would have to be) and one baton knows: declared, connected (its own webhook
+ * secret in `webhooks.repositories`, or read by catch-up), or seen in a signed delivery. An
+ * `operate` token must not be able to point the bot's rights at any repository the bot can see.
+ * Where it is cloned from is decided when the workspace is made, from the configuration alone
+ * (`buildWorkspaceSpec`).
  */
 export function createRunSubmission(
-  config: Pick<Config, 'pipeline' | 'repositories' | 'gitea' | 'webhooks'>,
+  config: Pick<Config, 'pipeline' | 'repositories' | 'gitea' | 'webhooks' | 'catchup'>,
   engine: Pick<RunEngine, 'enqueue'>,
   logger: Logger,
+  store: Pick<Store, 'db'>,
 ): SubmitRun {
+  const connected = (owner: string, repo: string) => {
+    const full = `${owner}/${repo}`.toLowerCase();
+    return (
+      config.webhooks.repositories[full] !== undefined ||
+      config.catchup.repositories.some((r) => `${r.owner}/${r.repo}`.toLowerCase() === full)
+    );
+  };
   return async (run, by) => {
     const name = `${run.owner}/${run.repo}`;
     const declared = findDeclaredRepository(config.repositories, run.owner, run.repo) !== undefined;
@@ -33,6 +45,15 @@ export function createRunSubmission(
       }
       if (!isAllowed(config.webhooks.allow, run.owner, run.repo)) {
         throw new HttpError(403, 'forbidden', `repository ${name} is not in webhooks.allow`);
+      }
+      if (!connected(run.owner, run.repo) && !(await seenInSignedDelivery(store.db, run.owner, run.repo))) {
+        throw new HttpError(
+          403,
+          'forbidden',
+          `repository ${name} is not one baton knows: declare it in baton.yaml (repositories:), give it a webhook secret ` +
+            `(webhooks.repositories) or list it for catch-up (catchup.repositories), or connect it (baton connect ${name}) ` +
+            'so that a signed delivery from its webhook reaches baton',
+        );
       }
     }
     const request = manualRequest(config.pipeline, { ...run, declared });

@@ -204,6 +204,13 @@ export interface PullRequestHeadsTable {
   updated_at: number;
 }
 
+/** Repositories seen in a signed forge delivery (migration 0095-known-repositories; owned by ingress/). */
+export interface KnownRepositoriesTable {
+  /** `owner/repo`, lower-cased. */
+  repository: string;
+  first_seen_at: number;
+}
+
 export interface Database {
   runs: RunsTable;
   run_events: RunEventsTable;
@@ -214,6 +221,7 @@ export interface Database {
   baton_migrations: MigrationsTable;
   webhook_labels: WebhookLabelsTable;
   inbox_deliveries: InboxDeliveriesTable;
+  known_repositories: KnownRepositoriesTable;
   budget_usage: BudgetUsageTable;
   budget_limits: BudgetLimitsTable;
   forge_sync_cursors: ForgeSyncCursorsTable;

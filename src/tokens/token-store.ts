@@ -15,10 +15,11 @@ const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
 /**
  * What a token may do, each including the one before: `read` (GET only), `operate` (also the
- * operator actions: retry, cancel, pause, resume, replay, run submission), `admin` (also token
- * management). Tokens made before scopes existed are `admin`.
+ * operator actions: retry, cancel, pause, resume, replay, run submission), `submit:arguments`
+ * (also submissions with `arguments`, text that goes into the agent's prompt as is), `admin`
+ * (also token management). Tokens made before scopes existed are `admin`.
  */
-export const TOKEN_SCOPES = ['read', 'operate', 'admin'] as const;
+export const TOKEN_SCOPES = ['read', 'operate', 'submit:arguments', 'admin'] as const;
 export type TokenScope = (typeof TOKEN_SCOPES)[number];
 
 /** Whether a token of scope `held` may do what needs `needed`. */

@@ -70,7 +70,7 @@ describe.each(STORE_KINDS)('API tokens on $kind', ({ kind, create }) => {
       ['viewer', 'read'],
       ['ci', 'operate'],
     ]);
-    await expect(tokens.create('x', 'root' as never)).rejects.toThrow(/scope must be one of read, operate, admin/);
+    await expect(tokens.create('x', 'root' as never)).rejects.toThrow(/scope must be one of read, operate, submit:arguments, admin/);
   });
 
   it('makes every token from before scopes an admin token', async () => {

@@ -33,7 +33,8 @@ describe.each([false, true])('baton connect against the fake Gitea (review flag 
       review: gitea.addUser('claude-review').token,
     };
     gitea.addCollaborator('acme', 'app', 'ops', 'admin');
-    gitea.addCollaborator('acme', 'app', 'claude-dev', 'write');
+    // The sender permission check (on by default) needs the dev bot to be a repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'claude-review', 'read');
     gitea.addLabel('acme', 'app', { name: 'bug', color: 'ee0701' });
     // The pipeline compares label names ignoring case: this one is not created again.

@@ -17,6 +17,8 @@ describe('baton run', () => {
   beforeEach(async () => {
     t = await createSqliteTestStore();
     server = await startTestApp(t, { env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'd', GITEA_REVIEW_TOKEN: 'r' } });
+    // acme/app is one baton knows: a signed delivery from its webhook reached it once.
+    await t.store.db.insertInto('known_repositories').values({ repository: 'acme/app', first_seen_at: 0 }).execute();
     stdout = [];
     stderr = [];
     io = { out: (x) => stdout.push(x), err: (x) => stderr.push(x), env: { BATON_URL: server.url, BATON_TOKEN: ADMIN_TOKEN } };
@@ -61,6 +63,8 @@ describe('baton run', () => {
     const refused = await runCommand(['deploy-all', '--repo', 'acme/app'], io).catch((e: unknown) => e);
     expect(refused).toBeInstanceOf(ApiError);
     expect((refused as Error).message).toMatch(/stage "deploy-all" does not exist/);
+    const unknown = await runCommand(['develop', '--repo', 'acme/elsewhere'], io).catch((e: unknown) => e);
+    expect((unknown as Error).message).toMatch(/acme\/elsewhere is not one baton knows/);
     expect(await server.app.runs.list()).toEqual([]);
   });
 });

@@ -146,7 +146,8 @@ describe.each(STORE_KINDS)('two replicas on $kind', ({ kind, create }) => {
     const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
     const { DEFAULTS } = await import('../../src/config/index.js');
     const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
-    const { webhooks } = parseWebhooksConfig(undefined);
+    // This is about sharing the inbox, not the sender's permission (on by default).
+    const { webhooks } = parseWebhooksConfig({ requireWritePermission: false });
     const replicas = [0, 1].map(() => {
       const store = createStore({ url: t!.url, schema: t!.schema });
       extra.push(store);

@@ -445,7 +445,7 @@ describe('POST /webhook/gitea: security', () => {
       store: first.t.store,
       engine: first.engine,
       pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
-      webhooks: parseWebhooksConfig(undefined).webhooks,
+      webhooks: parseWebhooksConfig({ requireWritePermission: false }).webhooks,
       logger: { warn: () => {}, error: () => {} },
     });
     await fresh.worker.start();
@@ -516,7 +516,7 @@ describe('when processing a delivery fails for a while', () => {
         },
       },
       pipeline: parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } }).pipeline,
-      webhooks: parseWebhooksConfig(undefined).webhooks,
+      webhooks: parseWebhooksConfig({ requireWritePermission: false }).webhooks,
       logger: { warn: () => {}, error: () => {} },
       retryBaseMs: 10,
     });

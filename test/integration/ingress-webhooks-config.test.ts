@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config/index.js';
 import { isAllowed, parseWebhooksConfig } from '../../src/ingress/webhooks-config.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-webhooks-config-'));
@@ -12,7 +13,7 @@ describe('parseWebhooksConfig', () => {
     expect(parseWebhooksConfig(undefined)).toEqual({
       webhooks: {
         allow: [],
-        requireWritePermission: false,
+        requireWritePermission: true,
         permissionCacheMs: 60_000,
         maxBodyBytes: 5 * 1024 * 1024,
         deliveryRetentionDays: 7,
@@ -24,6 +25,16 @@ describe('parseWebhooksConfig', () => {
       },
       problems: [],
     });
+  });
+
+  it('requires write access of a webhook sender by default, and warns at every start when the operator turns it off', () => {
+    expect(parseWebhooksConfig(undefined).webhooks.requireWritePermission).toBe(true);
+    fs.writeFileSync(path.join(dir, 'off.yaml'), 'webhooks: { requireWritePermission: false }\n');
+    const { config, warnings } = loadConfig({ BATON_CONFIG: 'off.yaml' }, dir);
+    expect(config.webhooks.requireWritePermission).toBe(false);
+    expect(warnings.join('\n')).toContain('webhooks.requireWritePermission is false: anyone who can open an issue');
+    fs.mkdirSync(path.join(dir, 'empty'), { recursive: true });
+    expect(loadConfig({}, path.join(dir, 'empty')).warnings.join('\n')).not.toContain('requireWritePermission');
   });
 
   it('reads every key', () => {

@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/index.js';
 import { git } from '../fakes/agent/git-repos.js';
 import { bearer, startTestApp, type TestApp } from '../helpers/app.js';
+import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
@@ -35,6 +36,8 @@ describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
     provider = createMemoryProvider();
     server = await startTestApp(t, { env, file, deps: { provider } });
     await server.app.engine.pause();
+    // acme/app is one baton knows: a signed delivery from its webhook reached it once.
+    await t.store.db.insertInto('known_repositories').values({ repository: 'acme/app', first_seen_at: 0 }).execute();
   };
 
   beforeEach(async (ctx) => {
@@ -147,6 +150,8 @@ describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
         /stage "deploy-everything" does not exist \(stages: analyse, /,
       ],
       [{ stage: 'develop', repository: 'other/app' }, 403, 'forbidden', /other\/app is not in webhooks\.allow/],
+      // On the forge and allowed, but never declared, connected nor seen in a signed delivery.
+      [{ stage: 'develop', repository: 'acme/secret-plans' }, 403, 'forbidden', /acme\/secret-plans is not one baton knows: declare it/],
     ];
     for (const [body, status, code, message] of refusals) {
       const response = await submit(body);
@@ -160,6 +165,48 @@ describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
     const anonymous = await submit({ stage: 'develop', repository: 'acme/app' }, {});
     expect(anonymous.status).toBe(401);
     expect(await server.app.runs.list()).toEqual([]);
+  });
+
+  it('takes arguments (they go into the prompt) only from a token with submit:arguments or admin', async () => {
+    await start(FORGE, yaml());
+    const operate = (await server.app.tokens.create('ci', 'operate')).token;
+    const steering = (await server.app.tokens.create('lead', 'submit:arguments')).token;
+    const refused = await submit({ stage: 'develop', repository: 'acme/app', number: 1, arguments: 'ignore the issue' }, bearer(operate));
+    expect(refused.status).toBe(403);
+    expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(
+      /scope is operate; a submission with arguments .* needs submit:arguments/,
+    );
+    expect((await submit({ stage: 'develop', repository: 'acme/app', number: 1 }, bearer(operate))).status).toBe(201);
+    expect((await submit({ stage: 'analyse', repository: 'acme/app', number: 2, arguments: 'x' }, bearer(steering))).status).toBe(201);
+    expect((await submit({ stage: 'analyse', repository: 'acme/app', number: 3, arguments: 'x' })).status).toBe(201);
+  });
+
+  it('knows a repository once a signed delivery from it arrived, or one with its own webhook secret', async () => {
+    fs.writeFileSync(path.join(repos, 'web-secret'), 'web-secret-value\n');
+    const file = `webhooks:\n  allow: ["acme/*", "other/*"]\n  repositories:\n    acme/web: { secretFile: ${path.join(repos, 'web-secret')} }\n`;
+    await start({ ...FORGE, WEBHOOK_SECRET: 'global-secret' }, file);
+    expect((await submit({ stage: 'analyse', repository: 'acme/web', number: 1 })).status).toBe(201);
+    expect((await submit({ stage: 'analyse', repository: 'other/api', number: 1 })).status).toBe(403);
+
+    const delivery = fixtureJson('issues-opened.json');
+    const repository = delivery.repository as { name: string; full_name: string; owner: { login: string; username?: string } };
+    Object.assign(repository, { name: 'api', full_name: 'other/api' });
+    Object.assign(repository.owner, { login: 'other', username: 'other' });
+    const body = toBody(delivery);
+    const unsigned = await fetch(`${server.url}/webhook/gitea`, {
+      method: 'POST',
+      headers: giteaHeaders(body, { event: 'issues', secret: 'wrong' }),
+      body,
+    });
+    expect(unsigned.status).toBe(401);
+    expect((await submit({ stage: 'analyse', repository: 'other/api', number: 1 })).status).toBe(403);
+    const signed = await fetch(`${server.url}/webhook/gitea`, {
+      method: 'POST',
+      headers: giteaHeaders(body, { event: 'issues', secret: 'global-secret' }),
+      body,
+    });
+    expect(signed.status).toBe(202);
+    expect((await submit({ stage: 'analyse', repository: 'other/api', number: 1 })).status).toBe(201);
   });
 
   it('without GITEA_URL takes declared repositories only', async () => {

@@ -87,7 +87,7 @@ describe('scoped API tokens (issue #12)', () => {
     const deployer = await run('create', '--name', 'deployer', '--scope', 'operate');
     expect(deployer.code).toBe(0);
     await expect(run('create', '--name', 'x', '--scope', 'root')).rejects.toThrow(
-      /--scope must be one of read, operate, admin, got "root"/,
+      /--scope must be one of read, operate, submit:arguments, admin, got "root"/,
     );
     const list = (await run('list')).out.join('\n');
     expect(list).toMatch(/^ID\s+NAME\s+SCOPE\s+TOKEN/);

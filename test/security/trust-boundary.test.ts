@@ -153,6 +153,10 @@ describe('where a Coder workspace clones from', () => {
     gitea.addUser('claude-dev', { token: 'dev-token' });
     gitea.addUser('claude-review', { token: 'review-token' });
     gitea.addRepo('acme', 'app');
+    // The sender must be able to write (checked by default), asked by the dev bot as repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    gitea.addUser('alice');
+    gitea.addCollaborator('acme', 'app', 'alice', 'write');
     const { config } = loadConfig(
       {
         BATON_DATA_DIR: dir,

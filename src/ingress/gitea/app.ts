@@ -155,6 +155,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     // repository that is there must be well-formed with names Gitea allows (they become part of
     // URLs and run keys): anything else is refused here and not kept.
     const repository = payload.repository === undefined && secrets.byRepo.size === 0 ? null : readRepository(payload);
+    let signedForRepository = false;
     if (repository) {
       const { owner, repo } = repository;
       const full = `${owner}/${repo}`.toLowerCase();
@@ -172,6 +173,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       if (!isAllowed(webhooks.allow, owner, repo)) {
         throw new HttpError(403, 'forbidden', `repository ${owner}/${repo} is not in webhooks.allow`);
       }
+      signedForRepository = required !== undefined;
     }
 
     return store({
@@ -185,6 +187,7 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       repository: repository ? `${repository.owner}/${repository.repo}` : null,
       number: numberOf(payload),
       receivedAt: now(),
+      signed: signedForRepository,
     });
   }
 

@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { sql, type ExpressionBuilder, type Selectable } from 'kysely';
 import type { Database, InboxDeliveriesTable, Store, TransactionScope } from '../../store/index.js';
+import { createKnownRepositories } from '../known-repositories.js';
 import {
   DELIVERY_STATUS,
   type ClaimedDelivery,
@@ -116,6 +117,7 @@ export function createInboxStore(
   // The accept path's one statement, prepared once (no query building per delivery) and
   // answering only the id: the rest of the row is what was just written.
   const insertStatement = store.prepare<{ id: number | string }>(insertSql(store.dialect));
+  const known = createKnownRepositories(now);
 
   /** The row alone: the caller notifies once for its transaction. */
   async function insertRow(scope: TransactionScope, delivery: NewDelivery): Promise<Delivery> {
@@ -140,6 +142,7 @@ export function createInboxStore(
       at,
     ]);
     if (!row) throw new Error('inserting the delivery returned no row');
+    if (delivery.signed && repository) await known.record(scope, repository);
     return {
       id: Number(row.id),
       source: delivery.source,

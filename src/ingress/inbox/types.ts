@@ -67,10 +67,15 @@ export interface NewDelivery {
   number: number | null;
   /** @default now */
   receivedAt?: number;
+  /**
+   * Whether a webhook secret that applies to its repository signed it: then the repository is
+   * one baton knows (manual submissions, known-repositories.ts). Not stored on the delivery.
+   */
+  signed?: boolean;
 }
 
 /** A stored delivery: what was accepted, and what processing has made of it so far. */
-export interface Delivery extends Required<NewDelivery> {
+export interface Delivery extends Required<Omit<NewDelivery, 'signed'>> {
   id: number;
   bodySha256: string;
   status: DeliveryStatus;

@@ -22,6 +22,8 @@ interface GateRecord {
   /** Baton's base URL the run's callbacks go to, or null (the readiness check). */
   baton: string | null;
   rules: AllowRule[];
+  /** The run's user: the socket is its alone. */
+  owner?: { uid: number; gid: number };
 }
 
 /** Inside the sandbox, 127.0.0.1 of its own network namespace: the runner's relay to the gate. */
@@ -36,7 +38,7 @@ export interface RunGates {
    * Opens the gate of the run in `dir` (its `egress/` directory must exist) and returns the run's
    * variables for it. Without a spec (the readiness check) nothing is allowed, not even baton.
    */
-  open(dir: string, spec?: WorkspaceSpec): Promise<Record<string, string>>;
+  open(dir: string, spec?: WorkspaceSpec, owner?: { uid: number; gid: number }): Promise<Record<string, string>>;
   /** Opens again the gates of runs whose directories hold a record and whose runners `alive` says live. */
   reopen(root: string, alive: (dir: string) => boolean): Promise<void>;
   close(dir: string): Promise<void>;
@@ -45,11 +47,7 @@ export interface RunGates {
   readonly unreachable: string;
 }
 
-export function createRunGates(options: {
-  egress: LocalEgressOptions;
-  owner?: { uid: number; gid: number };
-  onError: (message: string, error: unknown) => void;
-}): RunGates {
+export function createRunGates(options: { egress: LocalEgressOptions; onError: (message: string, error: unknown) => void }): RunGates {
   const gates = new Map<string, Promise<EgressGate>>();
 
   const start = (dir: string, record: GateRecord) => {
@@ -59,7 +57,7 @@ export function createRunGates(options: {
       rules: record.rules,
       baton: record.baton ? { origin: record.baton, allowPath: batonPathsFor(record.runId) } : undefined,
       deny: options.egress.deny,
-      owner: options.owner,
+      owner: record.owner,
       // The readiness check's refusals are its proof, not a run's event.
       onRefused: record.baton
         ? (refusal) => options.egress.onRefused?.({ runId: record.runId, stage: record.stage, workspace: record.workspace }, refusal)
@@ -80,7 +78,7 @@ export function createRunGates(options: {
     unreachable: (options.egress.deny ?? [])
       .map(({ host, port }) => (host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`))
       .join(','),
-    async open(dir, spec) {
+    async open(dir, spec, owner) {
       await close(dir);
       const callback = spec ? new URL(spec.callbackUrl) : null;
       const suffix = callback ? /\/api\/runs\/\d+\/complete\/?$/.exec(callback.pathname)?.[0] : undefined;
@@ -91,6 +89,7 @@ export function createRunGates(options: {
         // Baton's base: the callback URL without its /api/runs/<id>/complete.
         baton: callback && suffix ? `${callback.origin}${callback.pathname.slice(0, -suffix.length)}` : null,
         rules: spec ? (options.egress.rules?.(spec) ?? []) : [],
+        ...(owner ? { owner } : {}),
       };
       fs.writeFileSync(path.join(dir, RECORD), JSON.stringify(record), { mode: 0o600 });
       await start(dir, record);

@@ -43,6 +43,7 @@ export function createLocalProviderFromConfig(
             gitConfig: settings.gitConfig,
             claudeCredentials: settings.claudeCredentials,
             rootUser: settings.rootUser,
+            runUids: settings.runUids,
           },
     egress:
       config.egress.gate === 'off'

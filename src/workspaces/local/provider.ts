@@ -16,7 +16,9 @@ import {
   signalRunner,
   type RunnerRecord,
 } from './runner-process.js';
+import { handCredentials, type RunCredential } from './credentials.js';
 import { createRunGates, EGRESS_DIR, type LocalEgressOptions } from './egress.js';
+import { pickRunUser, type UidRange } from './run-users.js';
 import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
 
 export interface LocalProviderOptions {
@@ -79,9 +81,14 @@ export interface LocalSandboxOptions {
   readOnlyPaths?: readonly string[];
   /** Host paths never visible, even inside a read-only path (the data directory always is). */
   hiddenPaths?: readonly string[];
-  /** Bound read-only as the runs' ~/.gitconfig. */
+  /** Copied into each run's home as ~/.gitconfig (see handCredentials). */
   gitConfig?: string;
-  /** A logged-in Claude Code's `.credentials.json`, bound read-only as the runs' ~/.claude/.credentials.json. */
+  /**
+   * A logged-in Claude Code's `.credentials.json`, copied into each run's home as
+   * ~/.claude/.credentials.json (see handCredentials). Claude Code keeps its login there on Linux,
+   * as third-party account switchers such as rsnodgrass/claude-code-auth and mr3od/claude-auth
+   * document.
+   */
   claudeCredentials?: string;
   /**
    * The host user runs are when baton itself runs as root: a sandbox never maps to root, whose
@@ -89,6 +96,12 @@ export interface LocalSandboxOptions {
    * @default { uid: 65534, gid: 65534 } (nobody)
    */
   rootUser?: { uid: number; gid: number };
+  /**
+   * When baton runs as root: each run gets a uid (and gid) of its own from this range instead of
+   * `rootUser`, so runs cannot read each other's files, nor can any host process of `nobody`.
+   * @example { first: 200000, last: 265535 }
+   */
+  runUids?: UidRange;
 }
 
 const DEFAULT_INHERIT = [
@@ -188,8 +201,16 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   // bwrap covers /proc/irq and /proc/bus with read-only mounts (bubblewrap.c, cover_proc_dirs),
   // which become locked in a nested user namespace, and the kernel then refuses a new proc mount.
   const runAs = sandbox.kind === 'bwrap' && process.getuid?.() === 0 ? (sandbox.rootUser ?? { uid: 65534, gid: 65534 }) : undefined;
-  const gates =
-    sandbox.kind === 'bwrap' && options.egress !== false ? createRunGates({ egress: options.egress ?? {}, owner: runAs, onError }) : null;
+  /** Login files every run gets a copy of in its home (see handCredentials). */
+  const runCredentials: RunCredential[] = [];
+  if (sandbox.kind === 'bwrap' && sandbox.gitConfig)
+    runCredentials.push({ setting: 'local.gitConfig', source: sandbox.gitConfig, target: '.gitconfig' });
+  if (sandbox.kind === 'bwrap' && sandbox.claudeCredentials)
+    runCredentials.push({ setting: 'local.claudeCredentials', source: sandbox.claudeCredentials, target: '.claude/.credentials.json' });
+  const gates = sandbox.kind === 'bwrap' && options.egress !== false ? createRunGates({ egress: options.egress ?? {}, onError }) : null;
+  const runUids = runAs && sandbox.kind === 'bwrap' ? sandbox.runUids : undefined;
+  /** Uids being given to runs right now (before their directories say so). */
+  const reservedUids = new Set<number>();
   const creating = new Map<string, Promise<Workspace>>();
   const deleting = new Map<string, Promise<void>>();
   const timers = new Set<NodeJS.Timeout>();
@@ -282,8 +303,8 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     return !isRunAlive(record);
   };
 
-  /** `dir` under `parent`, and in it the two directories a run sees, owned by the user it runs as. */
-  const prepareDirs = (parent: string, dir: string) => {
+  /** `dir` under `parent`, and in it the directories a run sees, owned by the user it runs as (`user`, else `runAs`). */
+  const prepareDirs = (parent: string, dir: string, user = runAs) => {
     // Traversable (not listable) for the sandbox user, when it is not baton's own.
     const mode = runAs ? 0o711 : 0o700;
     // The data directory is made 0700 (only baton's user); the runs' other user must still pass
@@ -299,9 +320,11 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     const egressDir = gates ? path.join(dir, EGRESS_DIR) : undefined;
     for (const d of [workDir, homeDir, ...(egressDir ? [egressDir] : [])]) {
       fs.mkdirSync(d, { recursive: true, mode: 0o700 });
-      if (runAs) fs.chownSync(d, runAs.uid, runAs.gid);
+      fs.chmodSync(d, 0o700);
+      if (user) fs.chownSync(d, user.uid, user.gid);
     }
-    return { workDir, homeDir, egressDir };
+    if (sandbox.kind === 'bwrap') handCredentials(homeDir, runCredentials, user);
+    return { workDir, homeDir, egressDir, user };
   };
 
   /** baton's environment (only the allowed variables), the settings, then what the sandbox dictates. */
@@ -324,7 +347,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
    */
   const startRun = (
     command: readonly string[],
-    dirs: { workDir: string; homeDir: string; egressDir?: string },
+    dirs: { workDir: string; homeDir: string; egressDir?: string; user?: { uid: number; gid: number } },
     env: Record<string, string>,
     stdio: StdioOptions,
     readOnly: readonly string[] = [],
@@ -340,16 +363,15 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       homeDir: dirs.homeDir,
       readOnly: [...(sandbox.readOnlyPaths ?? []), ...readOnly],
       hidden: [options.dataDir, ...(sandbox.hiddenPaths ?? [])],
-      gitConfig: sandbox.gitConfig,
-      claudeCredentials: sandbox.claudeCredentials,
       egressDir: dirs.egressDir,
+      insideUser: runUids ? { uid: 65534, gid: 65534 } : undefined,
     });
     return spawn(bwrap, [...args, '--info-fd', String(INFO_FD), '--', ...command], {
       cwd: dirs.workDir,
       env,
       detached: true,
       stdio,
-      ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
+      ...(dirs.user ? { uid: dirs.user.uid, gid: dirs.user.gid } : {}),
     });
   };
 
@@ -360,9 +382,11 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     try {
       if (sandbox.kind === 'bwrap' && bwrapPath() === null)
         return { ok: false, reason: `local provider: ${missingBwrap(sandbox.bwrap ?? 'bwrap')}`, at };
-      const dirs = writing('of the sandbox check', () => prepareDirs(path.dirname(dir), dir));
+      // As a run would be: with a uid of the range when runs get one each.
+      const user = runUids ? pickRunUser(root, runUids, 0, reservedUids) : runAs;
+      const dirs = writing('of the sandbox check', () => prepareDirs(path.dirname(dir), dir, user));
       // The check proves the network too: from inside, baton's port and its database must not connect.
-      const network = gates ? { ...(await gates.open(dir)), BATON_CHECK_UNREACHABLE: gates.unreachable } : {};
+      const network = gates ? { ...(await gates.open(dir, undefined, dirs.user)), BATON_CHECK_UNREACHABLE: gates.unreachable } : {};
       let output = '';
       const child = startRun(options.check ?? ['true'], dirs, { ...baseEnv(dirs.workDir), ...network }, [
         'ignore',
@@ -435,8 +459,15 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       // The old workspace of this name is going away; the new one must not inherit its files.
       await (deleting.get(spec.name) ?? removeWorkspace(spec.name));
     }
-    const dirs = writing(spec.name, () => prepareDirs(root, dir));
-    if (spec.repositoryPath && sandbox.kind === 'bwrap') trustRepository(dirs.homeDir, spec.repositoryPath, runAs);
+    const user = runUids ? pickRunUser(root, runUids, spec.runId, reservedUids) : runAs;
+    if (runUids && user) reservedUids.add(user.uid);
+    let dirs: ReturnType<typeof prepareDirs>;
+    try {
+      dirs = writing(spec.name, () => prepareDirs(root, dir, user));
+    } finally {
+      if (runUids && user) reservedUids.delete(user.uid);
+    }
+    if (spec.repositoryPath && sandbox.kind === 'bwrap') trustRepository(dirs.homeDir, spec.repositoryPath, user);
     const recordFile = path.join(dir, RECORD);
     const claim: RunnerRecord = {
       pid: null,
@@ -461,7 +492,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     const extra = Object.fromEntries(Object.entries(spec.extra ?? {}).filter(([key]) => /^[A-Z_][A-Z0-9_]*$/.test(key)));
     let network: Record<string, string> = {};
     try {
-      if (gates) network = await gates.open(dir, spec);
+      if (gates) network = await gates.open(dir, spec, user);
     } catch (err) {
       fs.rmSync(dir, { recursive: true, force: true });
       throw new Error(`the egress gate of the run could not be opened: ${(err as Error).message}`, { cause: err });
@@ -758,7 +789,7 @@ function describeCheckFailure(line: string, kind: 'bwrap' | 'none', runAs: { uid
   if (kind === 'bwrap' && line.startsWith('bwrap:')) {
     const hint =
       runAs && /Permission denied/.test(line)
-        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x)`
+        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x; see docs/troubleshooting.md#sandbox-setup)`
         : '';
     return `the bubblewrap sandbox cannot be set up: ${line}${hint}; fix it, or set local.sandbox: none in baton.yaml to run without isolation (not recommended)`;
   }

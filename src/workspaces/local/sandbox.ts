@@ -74,20 +74,18 @@ export interface SandboxLayout {
   readOnly: readonly string[];
   /** Host paths that must not be visible; covered when they lie inside a read-only path. */
   hidden: readonly string[];
-  /** Bound read-only as ~/.gitconfig (identity, URL rewrites). */
-  gitConfig?: string;
-  /**
-   * A logged-in Claude Code's `.credentials.json`, bound read-only into ~/.claude/. (Claude Code
-   * keeps its login there on Linux: ~/.claude/.credentials.json, as third-party account switchers
-   * such as rsnodgrass/claude-code-auth and mr3od/claude-auth document.)
-   */
-  claudeCredentials?: string;
   /**
    * Host directory holding the run's egress gate socket, bound at /run/baton. Given, the run gets a
    * network namespace of its own (only its loopback); the directory, not the socket, is bound, so
    * a gate re-created after a baton restart is the one the run sees.
    */
   egressDir?: string;
+  /**
+   * The uid and gid the run has inside its user namespace, when its host uid (one of
+   * `local.runUids`) has no entry in /etc/passwd: tools that look their user up (Node's
+   * os.userInfo, ssh) find `nobody` instead of failing.
+   */
+  insideUser?: { uid: number; gid: number };
 }
 
 /** Everything between `bwrap` and `--`: the sandbox of one run. */
@@ -95,7 +93,21 @@ export function sandboxArguments(layout: SandboxLayout): string[] {
   // Order matters: a later mount covers an earlier one, so the private /tmp comes before any
   // read-only path under /tmp, and the hidden paths last.
   const network = layout.egressDir ? ['--bind', layout.egressDir, SANDBOX_EGRESS_DIR] : ['--share-net'];
-  const args = ['--unshare-all', ...network, '--tmpfs', '/tmp', '--proc', '/proc', '--dev', '/dev', '--ro-bind', '/usr', '/usr'];
+  const identity = layout.insideUser ? ['--uid', String(layout.insideUser.uid), '--gid', String(layout.insideUser.gid)] : [];
+  const args = [
+    '--unshare-all',
+    ...identity,
+    ...network,
+    '--tmpfs',
+    '/tmp',
+    '--proc',
+    '/proc',
+    '--dev',
+    '/dev',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+  ];
   for (const entry of ROOT_ENTRIES) {
     const host = `/${entry}`;
     const link = readLink(host);
@@ -104,8 +116,6 @@ export function sandboxArguments(layout: SandboxLayout): string[] {
   }
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   args.push('--bind', layout.workDir, SANDBOX_WORKDIR, '--bind', layout.homeDir, SANDBOX_HOME);
-  if (layout.gitConfig) args.push('--ro-bind', layout.gitConfig, `${SANDBOX_HOME}/.gitconfig`);
-  if (layout.claudeCredentials) args.push('--ro-bind', layout.claudeCredentials, `${SANDBOX_HOME}/.claude/.credentials.json`);
   const readOnly = [...new Set(layout.readOnly.map((p) => path.resolve(p)))].filter((p) => !isInside(p, '/usr'));
   const hiddenPaths = layout.hidden.map((p) => path.resolve(p));
   for (const source of readOnly) {

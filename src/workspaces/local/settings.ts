@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { invalid, list, mapping, oneOf, section, text, type ResolveContext } from '../../config-schema/index.js';
 import { hiddenPaths, type HiddenPathsInput } from './hidden-paths.js';
+import { parseUidRange, type UidRange } from './run-users.js';
 import { isInside } from './sandbox.js';
 
 /**
@@ -14,6 +15,7 @@ import { isInside } from './sandbox.js';
  *   gitConfig: /etc/baton/gitconfig     # the runs' ~/.gitconfig (identity, URL rewrites)
  *   claudeCredentials: /var/lib/baton/.claude/.credentials.json   # a logged-in claude's credentials
  *   rootUser: "65534:65534"             # the user runs are when baton runs as root
+ *   runUids: 200000-265535              # as root, a uid of its own for each run (off: all are rootUser)
  * ```
  */
 export interface LocalSettings {
@@ -24,6 +26,7 @@ export interface LocalSettings {
   claudeCredentials?: string;
   /** @default { uid: 65534, gid: 65534 } */
   rootUser: { uid: number; gid: number };
+  runUids?: UidRange;
 }
 
 const absolute = (value: string) => (path.isAbsolute(value) ? undefined : invalid('must be an absolute path'));
@@ -39,7 +42,7 @@ export const localSection = section(
     }),
     gitConfig: text({ doc: "the runs' ~/.gitconfig (identity, URL rewrites)", check: absolute }),
     claudeCredentials: text({
-      doc: "a logged-in claude's .credentials.json, bound read-only into each run's ~/.claude/",
+      doc: "a logged-in claude's .credentials.json, copied into each run's ~/.claude/ (readable by the run only)",
       check: absolute,
     }),
     rootUser: text({
@@ -51,6 +54,12 @@ export const localSection = section(
           ? undefined
           : invalid('must be "uid:gid" of a user other than root, e.g. "65534:65534"');
       },
+    }),
+    runUids: text({
+      default: '200000-265535',
+      doc: 'a range first-last of uids: as root, each run gets one of its own (its gid too); off: every run is rootUser',
+      check: (v) =>
+        v === 'off' || parseUidRange(v) ? undefined : invalid('must be a range "first-last" of uids above 0, e.g. "200000-265535", or off'),
     }),
   }),
   (v, ctx: ResolveContext<HiddenPathsInput>): LocalSettings => {
@@ -83,6 +92,7 @@ export const localSection = section(
       gitConfig: usable('local.gitConfig', v.gitConfig, 'file'),
       claudeCredentials: usable('local.claudeCredentials', v.claudeCredentials, 'file'),
       rootUser: { uid, gid },
+      ...(v.runUids !== 'off' ? { runUids: parseUidRange(v.runUids)! } : {}),
     };
   },
 );
