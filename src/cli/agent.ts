@@ -3,12 +3,13 @@ import {
   checkRunner,
   createCallbackClient,
   gatedFetch,
+  nestedSandboxProblem,
   nestedSandboxSpawn,
   runAgent,
   startEgressBridge,
   type RunAgentOptions,
 } from '../agent/index.js';
-import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
+import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName, type ModelPrice } from '../agents/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
@@ -64,7 +65,7 @@ Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (defa
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+that cannot see the runner; auto: the same wherever bubblewrap can start, warned about otherwise), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
 a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
 callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
 when any of them connects, directly or through the gate).
@@ -144,7 +145,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   const secrets = takeSecrets(env);
   if (!secrets) return 2;
 
-  const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
+  const sandbox = resolveSandbox(env[RUNNER_ENV.sandbox]?.trim() || undefined);
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
   const egressSocket = await openEgress(env);
   if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
@@ -197,6 +198,20 @@ async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
     console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
   }
   return socketPath;
+}
+
+/**
+ * `auto`: the nested sandbox wherever it can start (user namespaces allowed), said when it cannot,
+ * since without it the agent can read the runner's memory (`/proc/<ppid>/mem`, same uid).
+ */
+function resolveSandbox(value: string | undefined): string | undefined {
+  if (value !== 'auto') return value;
+  const problem = nestedSandboxProblem();
+  if (problem === null) return 'bwrap';
+  console.error(
+    `baton agent: warning: the nested sandbox is off (${problem}): the agent and the repository's commands can read this runner's memory, callback token included`,
+  );
+  return undefined;
 }
 
 /** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */
@@ -308,7 +323,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
   const tokenCap = int('token-cap', RUNNER_ENV.tokenCap, 0, 0);
   const callbackMaxRetryMs = int('', RUNNER_ENV.callbackMaxRetryMs, 15 * 60_000, 0);
   const killGraceMs = int('', RUNNER_ENV.killGraceMs, 10_000, 0);
-  const { agentCommand, outputFormat, agent, model } = readAgentCommand(opt, problems);
+  const { agentCommand, outputFormat, agent, model, agentPrice } = readAgentCommand(opt, problems);
   const deployEnv = opt('deploy-env', RUNNER_ENV.deployEnv);
   if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
     problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
@@ -329,6 +344,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
       outputFormat,
       agent,
       model,
+      agentPrice,
       installCommand: opt('install', RUNNER_ENV.installCommand),
       buildCommand: opt('build', RUNNER_ENV.buildCommand),
       maxDurationMs,
@@ -344,7 +360,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
 function readAgentCommand(
   opt: Lookup,
   problems: string[],
-): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string } {
+): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string; agentPrice?: ModelPrice } {
   let agentCommand: string[] | undefined;
   const rawCommand = opt('agent-command', RUNNER_ENV.agentCommand);
   if (rawCommand !== undefined) {
@@ -356,6 +372,7 @@ function readAgentCommand(
   if (isAgentName(rawAgent)) agent = rawAgent;
   else problems.push(agentNameProblem(rawAgent));
   const model = opt('model', RUNNER_ENV.agentModel);
+  const agentPrice = readPrice(opt('', RUNNER_ENV.agentPrice), problems);
   if (model !== undefined && !MODEL_NAME.test(model)) {
     problems.push(
       `BATON_AGENT_MODEL must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5, got ${JSON.stringify(model)}`,
@@ -380,7 +397,28 @@ function readAgentCommand(
     outputFormat: outputFormat as 'stream-json' | 'text',
     agent: outputFormat === 'text' ? 'text' : agent,
     ...(model !== undefined ? { model } : {}),
+    ...(agentPrice ? { agentPrice } : {}),
   };
+}
+
+/** BATON_AGENT_PRICE: `{"input":1.25,"cachedInput":0.125,"output":10}`, USD per million tokens. */
+function readPrice(raw: string | undefined, problems: string[]): ModelPrice | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    const ok = (x: unknown) => typeof x === 'number' && Number.isFinite(x) && x >= 0;
+    if (v && typeof v === 'object') {
+      const p = v as Record<string, unknown>;
+      const optional = (k: string) => p[k] === undefined || ok(p[k]);
+      if (ok(p.input) && ok(p.output) && optional('cachedInput') && optional('cacheWrite')) return p as unknown as ModelPrice;
+    }
+  } catch {
+    // Reported below.
+  }
+  problems.push(
+    `BATON_AGENT_PRICE must be JSON such as {"input":1.25,"cachedInput":0.125,"output":10} (USD per million tokens), got ${JSON.stringify(raw.slice(0, 200))}`,
+  );
+  return undefined;
 }
 
 function agentNameProblem(raw: string): string {
@@ -404,7 +442,8 @@ function readStageTable(env: NodeJS.ProcessEnv, problems: string[]): Pick<RunAge
     problems.push(`BATON_STAGE_BUILD must be heavy or light, got "${stageBuild}"`);
   }
   const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
-  if (sandbox !== undefined && sandbox !== 'bwrap') problems.push(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
+  if (sandbox !== undefined && sandbox !== 'bwrap' && sandbox !== 'auto')
+    problems.push(`BATON_SANDBOX must be bwrap, auto or unset, got "${sandbox}"`);
   const setupTokens: SetupToken[] = [];
   for (const token of (env[RUNNER_ENV.setupTokens] ?? '').split(',').map((t) => t.trim())) {
     if (token === '') continue;
