@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Node } from '../../src/config-schema/index.js';
-import { AGENT_PASSTHROUGH_ENV, FILE_NODE } from '../../src/config/load.js';
+import { AGENT_PASSTHROUGH_ENV, FILE_NODE } from '../../src/server/load-config.js';
 
 const REFERENCE = fs.readFileSync(new URL('../../docs/configuration.md', import.meta.url), 'utf8');
 

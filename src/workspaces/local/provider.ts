@@ -323,6 +323,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       fs.chmodSync(d, 0o700);
       if (user) fs.chownSync(d, user.uid, user.gid);
     }
+    // The run's own uid (from local.runUids, or local.rootUser) owns its copies.
     if (sandbox.kind === 'bwrap') handCredentials(homeDir, runCredentials, user);
     return { workDir, homeDir, egressDir, user };
   };
