@@ -104,6 +104,9 @@ describe('a run attacked from inside: its network is only what its gate allows',
     gitea.addUser('claude-review', { token: `review-${randomUUID()}` });
     gitea.addUser('alice');
     gitea.addRepo('acme', 'app');
+    // Senders need write access (checked by default), which the dev bot asks as repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    gitea.addCollaborator('acme', 'app', 'alice', 'write');
     for (let n = 1; n <= 8; n++) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });
 
     const config = path.join(root, 'baton.yaml');
