@@ -73,7 +73,7 @@ async function runServer(kind: ServerKind): Promise<void> {
     app.post('/webhook/gitea', (c) => c.json({ ok: true }));
     fetchHandler = app.fetch;
   } else {
-    const { DEFAULTS } = await import('../src/config/index.js');
+    const { DEFAULTS } = await import('../src/runs/index.js');
     const { createStore } = await import('../src/store/index.js');
     const { createRunEngine } = await import('../src/runs/index.js');
     const { createGiteaIngress, createInboxProcessing, parseWebhooksConfig } = await import('../src/ingress/index.js');

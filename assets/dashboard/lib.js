@@ -54,11 +54,16 @@ export function formatDuration(ms) {
   return h ? `${h}h ${m}m` : m ? `${m}m ${s}s` : `${s}s`;
 }
 
-/** `2026-11-30 09:15:02` in the browser's time zone: a timeline spans days, so the date is part of it. */
+/**
+ * `2026-11-30 09:15:02 UTC+01:00` in the browser's time zone, which it names: a timeline spans
+ * days, so the date is part of it, and people comparing notes across zones need the offset.
+ */
 export function formatDateTime(ms) {
   const d = new Date(ms);
   const pad = (n) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}`;
+  const offset = -d.getTimezoneOffset();
+  const zone = offset === 0 ? 'UTC' : `UTC${offset > 0 ? '+' : '-'}${pad(Math.floor(Math.abs(offset) / 60))}:${pad(Math.abs(offset) % 60)}`;
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())} ${zone}`;
 }
 
 export const formatCost = (usd) => (usd === null || usd === undefined ? '–' : `$${Number(usd).toFixed(usd < 1 ? 4 : 2)}`);

@@ -114,9 +114,14 @@ function runRow(run) {
 
 function render(view) {
   const name = `${view.owner}/${view.repo}#${view.number}`;
+  // replaceChildren writes a null as the text "null": only what there is goes in.
   $('#issue-title').replaceChildren(
-    name,
-    view.issueUrl ? el('a', { class: 'forge', href: view.issueUrl, target: '_blank', rel: 'noopener', title: 'on the forge' }, ' ↗') : null,
+    ...[
+      name,
+      view.issueUrl
+        ? el('a', { class: 'forge', href: view.issueUrl, target: '_blank', rel: 'noopener', title: 'on the forge' }, ' ↗')
+        : null,
+    ].filter((part) => part !== null),
   );
   $('#issue-prs').replaceChildren(
     ...view.pullRequests.map((pr) =>

@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { QueueConfig } from '../../src/config/index.js';
+import type { QueueConfig } from '../../src/runs/index.js';
 import type { ForgeClient } from '../../src/forge/index.js';
 import { createOutbox, createStatusCommentHook } from '../../src/outbox/index.js';
 import { createRunEngine, NOTIFY_CHANNEL, type ClaimedRun, type FullRunEngine, type TransitionHook } from '../../src/runs/index.js';

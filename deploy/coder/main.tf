@@ -65,9 +65,13 @@ variable "memory_mb" {
 }
 
 variable "nested_sandbox" {
-  description = "true: `baton agent` runs git, the install and build commands and the agent each in a nested bubblewrap sandbox (BATON_SANDBOX=bwrap) where they cannot see the runner, the Coder agent or any other process. Needs bubblewrap in the image (deploy/coder/Dockerfile has it) and a container allowed to create user namespaces, which the default seccomp profiles of Docker and Kubernetes refuse: a run then fails at its first step. See deploy/coder/README.md."
-  type        = bool
-  default     = false
+  description = "auto (default): `baton agent` runs git, the install and build commands and the agent each in a nested bubblewrap sandbox (BATON_SANDBOX) where they cannot see the runner, its memory (the callback token) or any other process, wherever the container may create user namespaces, and warns in the run's log where it may not; on: the same, and a run fails where it cannot; off: never. Needs bubblewrap in the image (deploy/coder/Dockerfile has it). See deploy/coder/README.md."
+  type        = string
+  default     = "auto"
+  validation {
+    condition     = contains(["auto", "on", "off"], var.nested_sandbox)
+    error_message = "nested_sandbox must be auto, on or off."
+  }
 }
 
 data "coder_provisioner" "me" {}
@@ -308,7 +312,7 @@ resource "coder_agent" "main" {
     BATON_STAGE_SKIP_PERMISSIONS          = data.coder_parameter.stage_skip_permissions.value
     BATON_ARGUMENTS                       = data.coder_parameter.stage_arguments.value
     BATON_BRANCH                          = data.coder_parameter.git_ref.value
-    BATON_SANDBOX                         = var.nested_sandbox ? "bwrap" : ""
+    BATON_SANDBOX                         = var.nested_sandbox == "on" ? "bwrap" : (var.nested_sandbox == "auto" ? "auto" : "")
     BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
     BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value
     BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value

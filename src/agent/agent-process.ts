@@ -165,7 +165,8 @@ export async function runAgentProcess(input: {
   const outcome = parser.outcome({ code: exitCode, signal: exit.signal ?? null, stderr: stderrTail.lines() });
   const found = { sessionId: parser.sessionId, model: parser.model };
   if (!outcome) {
-    const usage = parser.streamedTokens > 0 ? parser.streamedUsage : null;
+    // Any usage at all, cache tokens included (streamedTokens counts input + output only).
+    const usage = Object.values(parser.streamedUsage).some((n) => n > 0) ? parser.streamedUsage : null;
     const how = exit.signal ? `killed by ${exit.signal}` : `exit code ${exitCode}`;
     const err = lastLine(stderrTail);
     const cut = cutLines > 0 ? `; ${cutLines} output line(s) were too long to read, see .baton/agent.ndjson` : '';

@@ -1,5 +1,5 @@
 export { runAgent, DEFAULT_MAX_DURATION_MS, formatDuration, type RunAgentOptions } from './run-agent.js';
-export { nestedSandboxSpawn } from './step-sandbox.js';
+export { nestedSandboxProblem, nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';
 export { probeUnreachable } from './network-probe.js';

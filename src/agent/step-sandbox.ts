@@ -1,4 +1,4 @@
-import { spawn as nodeSpawn } from 'node:child_process';
+import { spawn as nodeSpawn, spawnSync } from 'node:child_process';
 import { findCommand } from '../runner-contract/index.js';
 import type { SpawnFunction } from './process-group.js';
 
@@ -41,3 +41,15 @@ export const NESTED_SANDBOX_ARGS: readonly string[] = [
   '--dev',
   '/dev',
 ];
+
+/**
+ * Whether a nested sandbox can start here (`BATON_SANDBOX=auto`, the Coder templates' default):
+ * null when it can, else bubblewrap's reason (not installed, no user namespaces in this container).
+ */
+export function nestedSandboxProblem(bwrap = 'bwrap'): string | null {
+  const found = findCommand(bwrap, process.env.PATH);
+  if (found === null) return `bubblewrap (${bwrap}) is not on the PATH`;
+  const probe = spawnSync(found, [...NESTED_SANDBOX_ARGS, '--', 'true'], { encoding: 'utf8', timeout: 10_000 });
+  if (probe.status === 0) return null;
+  return (probe.stderr ?? '').trim().split('\n').at(-1) || probe.error?.message || `exit code ${probe.status}`;
+}

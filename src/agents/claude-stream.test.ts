@@ -80,7 +80,7 @@ describe('stream-json parser', () => {
     });
   });
 
-  it('counts each assistant message id once, although the CLI repeats it per content block', () => {
+  it('counts each assistant message id once, although the CLI repeats it per content block, input + output only', () => {
     const parser = createStreamParser();
     const usage = { input_tokens: 100, output_tokens: 10, cache_read_input_tokens: 5, cache_creation_input_tokens: 1 };
     parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'a' }], usage } }));
@@ -88,7 +88,9 @@ describe('stream-json parser', () => {
       JSON.stringify({ type: 'assistant', message: { id: 'm1', content: [{ type: 'tool_use', name: 'Bash', input: {} }], usage } }),
     );
     parser.push(JSON.stringify({ type: 'assistant', message: { id: 'm2', content: [], usage } }));
-    expect(parser.streamedTokens).toBe(232);
+    // What the run's tokens and the budgets count: cache reads and writes stay in the usage only.
+    expect(parser.streamedTokens).toBe(220);
+    expect(parser.streamedUsage).toEqual({ inputTokens: 200, outputTokens: 20, cacheReadInputTokens: 10, cacheCreationInputTokens: 2 });
     expect(parser.result).toBeNull();
   });
 

@@ -31,7 +31,10 @@ export interface StreamParser {
   readonly result: ResultSummary | null;
   /** Tokens of all assistant messages so far (each message id counted once). */
   readonly streamedUsage: AgentUsage;
-  /** input + output + cache read + cache creation of `streamedUsage`: what the token cap counts. */
+  /**
+   * input + output of `streamedUsage`: what the token cap counts, as the run's tokens and the
+   * daily budgets do (cache reads and writes are in `streamedUsage`, and counted by none of them).
+   */
   readonly streamedTokens: number;
   /** `session_id` of the init message (every message carries it): what `--resume` takes. */
   readonly sessionId: string | null;
@@ -76,7 +79,7 @@ export function createStreamParser(): StreamParser {
       return model;
     },
     get streamedTokens() {
-      return total.inputTokens + total.outputTokens + total.cacheReadInputTokens + total.cacheCreationInputTokens;
+      return total.inputTokens + total.outputTokens;
     },
     push(line) {
       const trimmed = line.trim();

@@ -3,6 +3,7 @@ import {
   checkRunner,
   createCallbackClient,
   gatedFetch,
+  nestedSandboxProblem,
   nestedSandboxSpawn,
   runAgent,
   startEgressBridge,
@@ -10,7 +11,6 @@ import {
 } from '../agent/index.js';
 import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
-import { agentCommandProblem, parseAgentCommand } from '../config/index.js';
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
   readRunnerSecrets,
@@ -19,6 +19,8 @@ import {
   SETUP_TOKENS,
   type RunnerSecrets,
   type SetupToken,
+  agentCommandProblem,
+  parseAgentCommand,
 } from '../runner-contract/index.js';
 
 const HELP = `Usage: baton agent [options]
@@ -63,7 +65,7 @@ Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (defa
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+that cannot see the runner; auto: the same wherever bubblewrap can start, warned about otherwise), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
 a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
 callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
 when any of them connects, directly or through the gate).
@@ -143,7 +145,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   const secrets = takeSecrets(env);
   if (!secrets) return 2;
 
-  const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
+  const sandbox = resolveSandbox(env[RUNNER_ENV.sandbox]?.trim() || undefined);
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
   const egressSocket = await openEgress(env);
   if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
@@ -196,6 +198,20 @@ async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
     console.error(`baton agent: the egress relay on 127.0.0.1:${port} could not start: ${(err as Error).message}`);
   }
   return socketPath;
+}
+
+/**
+ * `auto`: the nested sandbox wherever it can start (user namespaces allowed), said when it cannot,
+ * since without it the agent can read the runner's memory (`/proc/<ppid>/mem`, same uid).
+ */
+function resolveSandbox(value: string | undefined): string | undefined {
+  if (value !== 'auto') return value;
+  const problem = nestedSandboxProblem();
+  if (problem === null) return 'bwrap';
+  console.error(
+    `baton agent: warning: the nested sandbox is off (${problem}): the agent and the repository's commands can read this runner's memory, callback token included`,
+  );
+  return undefined;
 }
 
 /** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */
@@ -403,7 +419,8 @@ function readStageTable(env: NodeJS.ProcessEnv, problems: string[]): Pick<RunAge
     problems.push(`BATON_STAGE_BUILD must be heavy or light, got "${stageBuild}"`);
   }
   const sandbox = env[RUNNER_ENV.sandbox]?.trim() || undefined;
-  if (sandbox !== undefined && sandbox !== 'bwrap') problems.push(`BATON_SANDBOX must be bwrap or unset, got "${sandbox}"`);
+  if (sandbox !== undefined && sandbox !== 'bwrap' && sandbox !== 'auto')
+    problems.push(`BATON_SANDBOX must be bwrap, auto or unset, got "${sandbox}"`);
   const setupTokens: SetupToken[] = [];
   for (const token of (env[RUNNER_ENV.setupTokens] ?? '').split(',').map((t) => t.trim())) {
     if (token === '') continue;

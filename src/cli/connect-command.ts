@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import type { Config } from '../config/index.js';
+import type { Config } from '../server/index.js';
 import { createGiteaClient, ForgeError, missingLabels, planHook } from '../forge/index.js';
 import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';

@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { findCommand } from '../runner-contract/index.js';
-import { ConfigError, loadConfig, parseAgentCommand, type Config } from '../config/index.js';
+import { findCommand, parseAgentCommand } from '../runner-contract/index.js';
+import { loadConfig, type Config } from '../server/index.js';
+import { ConfigError } from '../config-schema/index.js';
 import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import { createLogger } from '../log/index.js';
 import { parseRepositoryName } from '../repositories/index.js';

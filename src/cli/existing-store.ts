@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import type { Config } from '../config/index.js';
+import type { Config } from '../server/index.js';
 import { maskUrlCredentials } from '../config-schema/index.js';
 import { createStore, migrations, parseDatabaseUrl, type Store } from '../store/index.js';
 

@@ -1,5 +1,6 @@
 import { createRequire } from 'node:module';
-import { ConfigError, formatConfig, loadConfig, SECRET_ENV, type LoadedConfig } from '../config/index.js';
+import { formatConfig, loadConfig, SECRET_ENV, type LoadedConfig } from '../server/index.js';
+import { ConfigError } from '../config-schema/index.js';
 import { ApiError } from './api-client.js';
 import { describeUsageError, HelpRequested, parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { processIo, visibleIo, type CommandIo } from './io.js';

@@ -1,4 +1,4 @@
-import type { Env } from '../config/index.js';
+import type { Env } from '../config-schema/index.js';
 import { visible } from './format.js';
 
 /** Where a command writes and what it reads: the process by default, buffers in tests. */

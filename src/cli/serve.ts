@@ -1,5 +1,5 @@
 import type { AddressInfo } from 'node:net';
-import { describeConfig, type LoadedConfig } from '../config/index.js';
+import { describeConfig, type LoadedConfig } from '../server/index.js';
 import { createHttpServer } from '../http/index.js';
 import { createLogger, type Logger } from '../log/index.js';
 import { createApp, StartupError } from '../server/index.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import type { Config } from '../server/index.js';
 import { createTokenStore, isTokenScope, TOKEN_SCOPES, TokenError, type TokenStore } from '../tokens/index.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatTime, table } from './format.js';

@@ -1,7 +1,7 @@
 /**
  * The vocabulary of baton.yaml sections. Each module declares its own section with these words
- * (its keys, defaults, environment variables and secrets) and exports it; src/config/ composes
- * the sections into the one configuration. This folder depends on nothing of baton's, so a
+ * (its keys, defaults, environment variables and secrets) and exports it; the composition root
+ * (src/server/) lists the sections and `createConfigLoader` composes them into one configuration. This folder depends on nothing of baton's, so a
  * module can declare its section without importing the configuration that imports it.
  */
 export {
@@ -40,4 +40,14 @@ export {
   type ResolvedOf,
   type DepsOf,
 } from './section.js';
+export { ConfigError } from './problems.js';
+export { describeSettings, formatSettings } from './describe.js';
+export {
+  createConfigLoader,
+  sensitiveVariables,
+  type ConfigLoader,
+  type ConfigLoaderOptions,
+  type LoadedSettings,
+  type LoadReport,
+} from './loader.js';
 export { show, maskUrlCredentials, maskUrlCredentialsInJson, SECRET_MASK } from './show.js';

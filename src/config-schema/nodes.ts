@@ -3,7 +3,7 @@
  * (strict: unknown keys are refused, naming the known ones), `list`, `record` (free keys such as
  * repository or stage names), `orFalse` (a mapping that `false` switches off) and leaves. A leaf
  * knows its value's form, its default, the environment variable that may give it, and whether
- * it is a secret; that is all config/ needs to read it from the environment and baton.yaml,
+ * it is a secret; that is all the loader needs to read it from the environment and baton.yaml,
  * to report a bad value in one line, and to print it with `baton config check`.
  */
 

@@ -2,7 +2,7 @@ import type { Infer, Leaf, MappingNode, Node, RecordNode } from './nodes.js';
 import { readNode, type Env, type Source } from './read.js';
 
 export interface ResolveContext<D> {
-  /** The already resolved settings of other sections this one needs (config/ passes them). */
+  /** The already resolved settings of other sections this one needs (the loader passes them). */
   readonly deps: D;
   /** Adds one problem line (the start is refused); it should name the key, e.g. `ctx.name('url')`. */
   problem(message: string): void;

@@ -1,5 +1,26 @@
 import { httpUrl, invalid, list, mapping, oneOf, secret, section } from '../config-schema/index.js';
-import type { EventsConfig } from '../config/index.js';
+
+export type WebhookEventName =
+  | 'run.queued'
+  | 'run.held'
+  | 'run.started'
+  | 'run.progress'
+  | 'run.retrying'
+  | 'run.succeeded'
+  | 'run.failed'
+  | 'run.cancelled'
+  | 'run.timed_out';
+
+export interface EventWebhook {
+  url: string;
+  /** HMAC-SHA256 key; the receiver verifies `X-Baton-Signature` with it. */
+  secret: string;
+  events: WebhookEventName[];
+}
+
+export interface EventsConfig {
+  webhooks: EventWebhook[];
+}
 
 /**
  * Names of outbound event webhooks (`events.webhooks[].events`). `run.progress` is opt-in: it

@@ -1,5 +1,5 @@
 import { PermanentError, RetryLaterError } from '../background/index.js';
-import type { EventWebhook } from '../config/index.js';
+import type { EventWebhook } from './config-section.js';
 import type { Counter } from '../metrics/index.js';
 import type { WebhookEntryPayload } from './hook.js';
 import { DELIVERY_HEADER, EVENT_HEADER, SIGNATURE_HEADER, signWebhook, TIMESTAMP_HEADER } from './signature.js';

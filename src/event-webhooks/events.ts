@@ -1,4 +1,4 @@
-import type { WebhookEventName } from '../config/index.js';
+import type { WebhookEventName } from './config-section.js';
 import { RUN_EVENT, RUN_STATUS, type Run, type RunEvent, type RunEventType } from '../runs/index.js';
 
 /**

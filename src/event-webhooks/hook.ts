@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EventWebhook } from '../config/index.js';
+import type { EventWebhook } from './config-section.js';
 import { hookFor, type RunEventType, type TransitionHook } from '../runs/index.js';
 import type { TransactionScope } from '../store/index.js';
 import { WEBHOOK_EVENT_OF, webhookBody, webhookEventOf } from './events.js';

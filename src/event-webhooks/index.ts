@@ -11,4 +11,4 @@ export {
   verifyWebhook,
   type VerifyResult,
 } from './signature.js';
-export { eventsSection, WEBHOOK_EVENTS } from './config-section.js';
+export { eventsSection, WEBHOOK_EVENTS, type EventsConfig, type EventWebhook, type WebhookEventName } from './config-section.js';

@@ -1,5 +1,7 @@
-import type { Config } from '../config/index.js';
+import type { ResolvedOf } from '../config-schema/index.js';
 import type { ForgeName } from '../runs/index.js';
+import type { botsSection, giteaSection } from './config-section.js';
+import type { githubSection } from './github/config-section.js';
 import { createGiteaClient } from './gitea/index.js';
 import { createGitHubClient } from './github/index.js';
 import type { ForgeClient } from './types.js';
@@ -29,7 +31,7 @@ export function accountKey(forge: ForgeName | undefined, account: string): strin
  * is not set has no accounts.
  */
 export function createForgeAccounts(
-  config: Pick<Config, 'gitea' | 'bots'> & Partial<Pick<Config, 'github'>>,
+  config: { gitea: ResolvedOf<typeof giteaSection>; bots: ResolvedOf<typeof botsSection>; github?: ResolvedOf<typeof githubSection> },
   options: ForgeAccountsOptions = {},
 ): ForgeAccounts {
   const accounts: Record<string, ForgeClient> = {};

@@ -1,6 +1,11 @@
 import { httpUrl, mapping, secret, section, text, type ResolveContext } from '../config-schema/index.js';
-import type { BotAccount } from '../config/index.js';
 import { generatedWebhookSecretPath, readGeneratedWebhookSecret } from './webhook-secret.js';
+
+export interface BotAccount {
+  username: string;
+  /** Absent when no forge is configured. */
+  token?: string;
+}
 
 export interface GiteaSettings {
   /** Gitea or Forgejo base URL; without it baton posts nothing to the forge. */

@@ -1,6 +1,7 @@
 import pino, { type Logger } from 'pino';
 import { maskUrlCredentialsInJson } from '../config-schema/index.js';
-import type { LogLevel } from '../config/index.js';
+
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
 
 export type { Logger } from 'pino';
 

@@ -17,11 +17,16 @@ import {
   text,
   type ResolveContext,
 } from '../config-schema/index.js';
-import type { MaintenanceRepo } from '../config/index.js';
 import { DEFAULT_MENTION } from './chatops.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
 import { SETUP_TOKENS } from '../runner-contract/index.js';
 import { SUCCESS_KINDS, TRIGGER_EVENTS, type Pipeline, type StageDefinition, type Trigger } from './types.js';
+
+export interface MaintenanceRepo {
+  owner: string;
+  repo: string;
+  cloneUrl: string;
+}
 
 const STAGE_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 

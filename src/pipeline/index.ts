@@ -1,6 +1,6 @@
 export * from './types.js';
 export { route, newlyPresentLabels, deployEnvOf, IGNORE_REASON, LABEL_COMPARING_KINDS } from './route.js';
-export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection } from './config-section.js';
+export { parsePipelineConfig, pipelineSection, schedulesSection, maintenanceSection, type MaintenanceRepo } from './config-section.js';
 export { maintenanceRequests } from './maintenance.js';
 export {
   DEFAULT_LABELS,

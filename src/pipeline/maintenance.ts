@@ -1,4 +1,4 @@
-import type { MaintenanceRepo } from '../config/index.js';
+import type { MaintenanceRepo } from './config-section.js';
 import type { TaskRequest } from '../runs/index.js';
 import { DEFAULT_SKIP_PERMISSIONS } from './stages.js';
 import type { Pipeline } from './types.js';

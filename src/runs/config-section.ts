@@ -1,6 +1,33 @@
-import { int, mapping, number, section } from '../config-schema/index.js';
-import type { CleanupConfig, QueueConfig } from '../config/index.js';
+import { checkSection, int, mapping, number, section } from '../config-schema/index.js';
 import { DEFAULT_RUN_LOG_MAX_BYTES, MIN_RUN_LOG_MAX_BYTES, type RunLogLimits } from './run-log.js';
+
+export interface QueueConfig {
+  /** Live workspaces (provisioning + running) across all repositories. */
+  concurrency: number;
+  /** Live workspaces per repository; 0 = no per-repository limit. */
+  perRepositoryConcurrency: number;
+  /** Provisioning attempts before a run is `dead`. */
+  maxAttempts: number;
+  /** First retry delay; doubles per attempt, with jitter. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+  /** How long a provisioning claim stays valid without a heartbeat. */
+  leaseMs: number;
+  /** Fallback poll; wake-ups normally come from signals, this only catches anything missed. */
+  pollMs: number;
+  /** Finished runs older than this are deleted. */
+  retentionDays: number;
+}
+
+export interface CleanupConfig {
+  concurrency: number;
+  maxAttempts: number;
+  backoffBaseMs: number;
+  /** Lease on a teardown job, renewed while it runs: how long a crashed replica delays its cleanup. */
+  leaseMs: number;
+  /** How often workspaces are reconciled with runs (a dead runner fails its run). */
+  workspaceCheckMs: number;
+}
 
 const ms = (seconds: number) => Math.round(seconds * 1000);
 
@@ -71,3 +98,15 @@ export const runLogSection = section(
   }),
   (v): RunLogLimits => ({ maxBytes: v.maxBytes }),
 );
+
+/** The queue settings with nothing configured, for code that builds a run engine on its own (tests, benchmarks). */
+export function defaultQueueConfig(): QueueConfig {
+  return checkSection(queueSection, 'queue', undefined, undefined).value;
+}
+
+/** For callers that spread the defaults: `{ ...DEFAULTS.queue, concurrency: 4 }`. */
+export const DEFAULTS = {
+  get queue(): QueueConfig {
+    return defaultQueueConfig();
+  },
+};

@@ -3,7 +3,7 @@ import { DURATION_GRACE_MS, type BudgetsConfig } from '../budgets/index.js';
 import { createBudgetGate } from './budget-holds.js';
 import { isSetupFailure, isTransientFailure, type RetryPolicy } from './retries.js';
 import { BACKOFF, backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from '../background/index.js';
-import type { QueueConfig } from '../config/index.js';
+import type { QueueConfig } from './config-section.js';
 import { isUniqueViolation, type EffectScope, type PreparedStatement, type Store, type TransactionScope } from '../store/index.js';
 import {
   earlierTokenHashes,

@@ -23,7 +23,15 @@ export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dis
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
 export { createScheduler, dueSlot, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';
 export { createSweeper, type Sweeper, type SweeperOptions } from './sweeper.js';
-export { queueSection, cleanupSection, runLogSection } from './config-section.js';
+export {
+  queueSection,
+  cleanupSection,
+  runLogSection,
+  DEFAULTS,
+  defaultQueueConfig,
+  type CleanupConfig,
+  type QueueConfig,
+} from './config-section.js';
 export { registerRunMetrics, type RunMetricsOptions } from './metrics.js';
 export {
   DEFAULT_RUN_LOG_MAX_BYTES,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { backoffDelay, createLoop, errorMessage, settleWithin } from '../background/index.js';
-import type { CleanupConfig } from '../config/index.js';
+import type { CleanupConfig } from './config-section.js';
 import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
 import { teardownWorkspace, type WorkspaceProvider } from '../workspaces/index.js';

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
-import type { Config } from '../config/index.js';
+import type { Config } from './config-types.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
 import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';

@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import type { Config } from './config-types.js';
 import { HttpError } from '../web-kit/index.js';
 import { isAllowed, seenInSignedDelivery } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';

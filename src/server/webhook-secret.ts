@@ -1,4 +1,4 @@
-import type { Config } from '../config/index.js';
+import type { Config } from './config-types.js';
 import { ensureGeneratedWebhookSecret } from '../forge/index.js';
 import type { Logger } from '../log/index.js';
 

@@ -1,7 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
-import type { Config } from '../config/index.js';
+import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
 import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
 import type { Logger } from '../log/index.js';

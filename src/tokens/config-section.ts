@@ -1,5 +1,13 @@
 import { bool, invalid, mapping, secret, section } from '../config-schema/index.js';
-import type { ApiConfig } from '../config/index.js';
+
+export interface ApiConfig {
+  /** `GET /queue` without a token. @default false */
+  publicQueue: boolean;
+  /** `GET /metrics` without a token. @default false */
+  publicMetrics: boolean;
+  /** Stored as the `admin` token on first start instead of minting one (`BATON_BOOTSTRAP_TOKEN`). */
+  bootstrapToken?: string;
+}
 
 /** An admin token anyone could guess in a day is no token: 32 characters of a random source are. */
 const MIN_BOOTSTRAP_LENGTH = 32;

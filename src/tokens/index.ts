@@ -19,4 +19,4 @@ export {
   type SessionStore,
   type SessionStoreOptions,
 } from './session-store.js';
-export { apiSection } from './config-section.js';
+export { apiSection, type ApiConfig } from './config-section.js';

@@ -116,6 +116,19 @@ describe('compose.yaml', () => {
     expect([url.protocol, url.hostname, url.port, url.pathname]).toEqual(['postgres:', 'postgres', '5432', '/baton']);
   });
 
+  it('says what is true of the container: the first token file, HTTPS for the dashboard, the settings it needs', () => {
+    const text = fs.readFileSync(path.join(REPO_ROOT, 'compose.yaml'), 'utf8');
+    expect(text).toContain('/data/first-admin-token');
+    expect(text).not.toMatch(/token is printed/i);
+    expect(text).toContain('X-Forwarded-Proto: https');
+    expect(text).toContain('allowInsecureHttp');
+    expect(text).toContain('WORKSPACE_PROVIDER=coder');
+    for (const example of ['deploy/proxy/Caddyfile', 'deploy/proxy/nginx.conf']) {
+      expect(text).toContain(example);
+      expect(fs.existsSync(path.join(REPO_ROOT, example)), example).toBe(true);
+    }
+  });
+
   it('keeps baton’s data and the database in named volumes', () => {
     expect(baton?.volumes).toContain('baton-data:/data');
     expect(postgres?.volumes).toContain('postgres-data:/var/lib/postgresql/data');
@@ -126,7 +139,8 @@ describe('compose.yaml', () => {
   it('holds no secret: the password is required from .env, baton’s settings come from baton.env', () => {
     expect(postgres?.environment?.POSTGRES_PASSWORD).toMatch(/^\$\{POSTGRES_PASSWORD:\?[^}]+\}$/);
     expect(baton?.environment?.DATABASE_URL).toContain('${POSTGRES_PASSWORD:?');
-    expect(baton?.env_file).toEqual([{ path: './baton.env', required: false }]);
+    // Required: the image's defaults (local provider, no agent CLI) cannot run a stage.
+    expect(baton?.env_file).toEqual([{ path: './baton.env', required: true }]);
     const gitignore = fs.readFileSync(path.join(REPO_ROOT, '.gitignore'), 'utf8').split('\n');
     expect(gitignore).toEqual(expect.arrayContaining(['.env', 'baton.env']));
   });

@@ -151,12 +151,26 @@ describe.skipIf(!haveKubectl).each(['sqlite', 'postgres'])('the %s overlay', (ov
       expect(url?.valueFrom?.secretKeyRef).toEqual({ name: 'baton-database', key: 'url' });
       expect(pod()?.volumes?.find((v) => v.name === 'data')?.persistentVolumeClaim).toBeUndefined();
     });
+
+    it('requires the bootstrap token: the pods share no disk where a minted first token could be found', () => {
+      const token = container()?.env?.find((e) => e.name === 'BATON_BOOTSTRAP_TOKEN');
+      expect(token?.value).toBeUndefined();
+      expect(token?.valueFrom?.secretKeyRef).toEqual({ name: 'baton', key: 'BATON_BOOTSTRAP_TOKEN', optional: false });
+    });
   }
 });
 
 describe('secret.example.yaml', () => {
   const examples = YAML.parseAllDocuments(fs.readFileSync(path.join(dir, 'secret.example.yaml'), 'utf8')).map((d) => d.toJS() as K8sObject);
   const byName = new Map(examples.map((s) => [s.metadata.name, s as K8sObject & { stringData: Record<string, string> }]));
+
+  it('says what baton does with the bootstrap token: 32+ characters, the first-admin-token file without it', () => {
+    const text = fs.readFileSync(path.join(dir, 'secret.example.yaml'), 'utf8');
+    expect(text).toContain('32+ characters');
+    expect(text).toContain('first-admin-token');
+    expect(text).not.toMatch(/printed in the log/);
+    expect(byName.get('baton')?.stringData.BATON_BOOTSTRAP_TOKEN).toMatch(/replace-with/);
+  });
 
   it('holds the Secrets the manifests reference, with placeholders, and is part of no kustomization', () => {
     for (const example of examples) expect(() => validated(example)).not.toThrow();

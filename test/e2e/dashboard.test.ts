@@ -213,8 +213,12 @@ describe.skipIf(!hasChromium('the dashboard browser tests'))('dashboard in headl
     await row(run.id).locator('a[href^="#/runs/"]').click();
     await until(async () => (await page.locator('#timeline li').count()) >= 3, 'at least 3 timeline entries', 15_000, 50);
     for (const time of await page.locator('#timeline time').all()) {
-      expect(await time.textContent()).toMatch(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/);
-      expect(Date.parse((await time.getAttribute('datetime'))!)).toBeGreaterThan(0);
+      // Shown with its time zone, and the moment it names is the one in datetime.
+      const shown = (await time.textContent())!;
+      const [, day, clock, offset] = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2}) UTC([+-]\d{2}:\d{2})?$/.exec(shown) ?? [];
+      expect(day, shown).toBeDefined();
+      const at = Date.parse((await time.getAttribute('datetime'))!);
+      expect(Math.abs(Date.parse(`${day}T${clock}${offset ?? 'Z'}`) - at)).toBeLessThan(1000);
     }
     expect(violations).toEqual([]);
     await page.unrouteAll({ behavior: 'wait' });

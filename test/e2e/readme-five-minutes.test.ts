@@ -100,11 +100,12 @@ describe('README: try it in five minutes', { timeout: 240_000 }, () => {
     assertBuilt();
     checkout = copyCheckout();
     demo = path.join(checkout.root, 'demo');
-    // Runs are sandboxed as nobody when tests run as root: the login file must be reachable by it.
+    // A home as a user has it: the login file of `claude` is the user's alone (0600, in a 0700
+    // home). When the tests run as root, runs are another uid, and must still get the login.
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-home-'));
-    fs.chmodSync(home, 0o755);
-    fs.mkdirSync(path.join(home, '.claude'), { mode: 0o755 });
-    fs.writeFileSync(path.join(home, '.claude', '.credentials.json'), '{"claudeAiOauth":{}}\n', { mode: 0o644 });
+    fs.chmodSync(home, 0o700);
+    fs.mkdirSync(path.join(home, '.claude'), { mode: 0o700 });
+    fs.writeFileSync(path.join(home, '.claude', '.credentials.json'), '{"claudeAiOauth":{}}\n', { mode: 0o600 });
     port = await freePort();
     env = {
       PATH: process.env.PATH ?? '',

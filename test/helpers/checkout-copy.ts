@@ -18,7 +18,9 @@ export interface CheckoutCopy {
 
 /** A copy of this checkout in a fresh temporary directory, as a fresh clone plus `npm install`. */
 export function copyCheckout(): CheckoutCopy {
-  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-checkout-'));
+  // A short parent: the paths of a run's sockets under demo/data must stay within the 107 bytes
+  // of a unix socket address, as they do in a clone in a home directory.
+  const parent = fs.mkdtempSync(path.join(os.tmpdir(), 'b-'));
   // Readable by the unprivileged uid runs use when the tests run as root, like a clone in a home.
   fs.chmodSync(parent, 0o755);
   const root = path.join(parent, 'baton');

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import {
   createGiteaIngress,
   createGitHubIngress,

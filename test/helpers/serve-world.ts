@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { BACKOFF } from '../../src/background/index.js';
-import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import type { ForgeAccounts } from '../../src/forge/index.js';
 import { createStatusCommentHook } from '../../src/outbox/index.js';
 import { createBudgetService, createRunEngine, type FullRunEngine, type Run, type RunOutcome } from '../../src/runs/index.js';

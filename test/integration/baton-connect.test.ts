@@ -4,7 +4,7 @@ import path from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { connectCommand } from '../../src/cli/connect-command.js';
 import type { CommandIo } from '../../src/cli/index.js';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 
 const PIPELINE_LABELS = ['bug', 'ready-for-architecture', 'ready-for-development', 'ready-for-testing', 'ready-for-deployment', 'release'];

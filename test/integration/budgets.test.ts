@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nextDayStart, type BudgetsConfig } from '../../src/budgets/index.js';
-import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import { createBudgetService, createRunEngine, type FullRunEngine, type Run, type TaskRequest } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';

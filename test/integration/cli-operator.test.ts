@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { logsCommand, queueCommand, runsCommand, type CommandIo } from '../../src/cli/index.js';
 import { tokenCommand } from '../../src/cli/token-commands.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { createCoderProviderFromConfig } from '../../src/workspaces/coder/from-config.js';
 
 const env = {
@@ -25,7 +25,7 @@ function configWith(yaml: string) {
   return loadConfig(env, dir).config;
 }
 
-// The coder: section itself is checked by loadConfig (src/config/load.test.ts).
+// The coder: section itself is checked by loadConfig (test/integration/config-load.test.ts).
 describe('createCoderProviderFromConfig', () => {
   it('builds the provider from CODER_* and baton.yaml', () => {
     const provider = createCoderProviderFromConfig(configWith('coder:\n  parameters:\n    region: eu\n  staleAfterMinutes: 45\n'), owned);

@@ -120,7 +120,8 @@ function agentEnv(t: Template, sent: Record<string, string>, workdir: string): R
     'tostring(local.log_port)': '13338',
     'var.install_command': String(variable('install_command')),
     'var.build_command': String(variable('build_command')),
-    'var.nested_sandbox ? "bwrap" : ""': variable('nested_sandbox') === true ? 'bwrap' : '',
+    'var.nested_sandbox == "on" ? "bwrap" : (var.nested_sandbox == "auto" ? "auto" : "")':
+      variable('nested_sandbox') === 'on' ? 'bwrap' : variable('nested_sandbox') === 'auto' ? 'auto' : '',
   };
   const env: Record<string, string> = {};
   for (const [key, expression] of Object.entries(agent(t).env)) {
@@ -385,8 +386,9 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
     startup(agentEnv(template(), sent, workdir));
     await runnerExited();
     const seen = runnerEnvironment();
-    // Empty is what `baton agent` reads as unset: no setup tokens, skipPermissions true.
-    expect(seen).toMatchObject({ BATON_SETUP_TOKENS: '', BATON_STAGE_SKIP_PERMISSIONS: '', BATON_SANDBOX: '' });
+    // Empty is what `baton agent` reads as unset: no setup tokens, skipPermissions true. The
+    // nested sandbox is on wherever it can start.
+    expect(seen).toMatchObject({ BATON_SETUP_TOKENS: '', BATON_STAGE_SKIP_PERMISSIONS: '', BATON_SANDBOX: 'auto' });
   });
 
   it('writes a token with quotes, `$(…)`, backticks and `%s` byte-exact into the 0600 file, and runs nothing', async () => {

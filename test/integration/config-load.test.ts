@@ -3,7 +3,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import YAML from 'yaml';
-import { ConfigError, describeConfig, formatConfig, loadConfig } from '../../src/config/index.js';
+import { describeConfig, formatConfig, loadConfig } from '../../src/server/index.js';
+import { ConfigError } from '../../src/config-schema/index.js';
 
 let dir: string;
 beforeEach(() => {

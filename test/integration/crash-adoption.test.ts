@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createServeWorld, type ServeWorld } from '../helpers/serve-world.js';
 import { until } from '../helpers/until.js';
 

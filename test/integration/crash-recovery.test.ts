@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine } from '../../src/runs/index.js';
 import { spawnTs, type ChildHandle } from '../helpers/child.js';
 import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { createStore, type PostgresTimeouts } from '../../src/store/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';

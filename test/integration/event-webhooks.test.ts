@@ -5,7 +5,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError, RetryLaterError } from '../../src/background/index.js';
-import { DEFAULTS, type EventWebhook } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
+import { type EventWebhook } from '../../src/event-webhooks/index.js';
 import {
   createWebhookDelivery,
   createWebhookHook,

@@ -144,7 +144,7 @@ describe.each(STORE_KINDS)('two replicas on $kind', ({ kind, create }) => {
     const { createRunEngine } = await import('../../src/runs/index.js');
     const { createInboxProcessing, parseWebhooksConfig } = await import('../../src/ingress/index.js');
     const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
-    const { DEFAULTS } = await import('../../src/config/index.js');
+    const { DEFAULTS } = await import('../../src/runs/index.js');
     const { pipeline } = parsePipelineConfig(undefined, { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } });
     // This is about sharing the inbox, not the sender's permission (on by default).
     const { webhooks } = parseWebhooksConfig({ requireWritePermission: false });

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/index.js';
+import { loadConfig } from '../../src/server/index.js';
 import { isAllowed, parseWebhooksConfig } from '../../src/ingress/webhooks-config.js';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-webhooks-config-'));

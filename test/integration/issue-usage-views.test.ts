@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine, type FullRunEngine, type RunOutcome, type TaskRequest } from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULTS, type QueueConfig } from '../../src/config/index.js';
+import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import {
   createRunEngine,
   createScheduler,

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
 import { applyMigrations } from '../../src/store/migrate.js';
 import { migrations } from '../../src/store/migrations/index.js';

@@ -232,7 +232,8 @@ describe('repositories: in baton.yaml', () => {
   });
 
   it('refuses a bad repositories section at start, naming each entry', async () => {
-    const { loadConfig, ConfigError } = await import('../../src/config/index.js');
+    const { loadConfig } = await import('../../src/server/index.js');
+    const { ConfigError } = await import('../../src/config-schema/index.js');
     fs.mkdirSync(path.join(repos, 'plain'));
     fs.writeFileSync(
       path.join(repos, 'baton.yaml'),
@@ -267,7 +268,8 @@ describe('repositories: in baton.yaml', () => {
 
 describe('repositories: with Coder', () => {
   it('refuses a local path, which a Coder workspace cannot reach, and takes a URL', async () => {
-    const { loadConfig, ConfigError } = await import('../../src/config/index.js');
+    const { loadConfig } = await import('../../src/server/index.js');
+    const { ConfigError } = await import('../../src/config-schema/index.js');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-declared-'));
     try {
       git(dir, 'init', '--quiet', '--initial-branch=main', 'hello');

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine, createTeardownWorker, type TeardownWorker } from '../../src/runs/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { spawnTs, type ChildHandle } from '../helpers/child.js';

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEFAULTS } from '../../src/config/index.js';
+import { DEFAULTS } from '../../src/runs/index.js';
 import { createDispatcher, createRunEngine, type Dispatcher, type FullRunEngine } from '../../src/runs/index.js';
 import { createLocalProvider, createMemoryProvider, transientErrorCode, type MemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';

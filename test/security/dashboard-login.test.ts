@@ -199,7 +199,7 @@ describe('dashboard login and sessions (issue #12)', () => {
   });
 
   it('sends the cookie in clear from elsewhere only when told to, and warns about it at every start', async () => {
-    const { loadConfig } = await import('../../src/config/index.js');
+    const { loadConfig } = await import('../../src/server/index.js');
     const file = 'dashboard: { allowInsecureHttp: true }\n';
     const own = await createSqliteTestStore();
     const insecure = await startTestApp(own, { file, env: { BATON_CONFIG: 'baton.yaml' } });

@@ -91,7 +91,7 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
     gitea.addUser('claude-review', { token: REVIEW_TOKEN });
     gitea.addUser('alice');
     gitea.addRepo('acme', 'app');
-    // Senders need write access (checked by default), which the dev bot asks as repository admin.
+    // Only senders with write access start runs (webhooks.requireWritePermission); the bot asks as an admin.
     gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'alice', 'write');
     for (let n = 1; n <= 8; n++) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });

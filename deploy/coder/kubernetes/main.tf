@@ -93,9 +93,13 @@ variable "memory_mb" {
 }
 
 variable "nested_sandbox" {
-  description = "true: `baton agent` runs git, the install and build commands and the agent each in a nested bubblewrap sandbox (BATON_SANDBOX=bwrap) where they cannot see the runner, the Coder agent or any other process. Needs bubblewrap in the image (deploy/coder/Dockerfile has it) and a container allowed to create user namespaces, which the default seccomp profiles of Docker and Kubernetes refuse: a run then fails at its first step. See deploy/coder/README.md."
-  type        = bool
-  default     = false
+  description = "auto (default): `baton agent` runs git, the install and build commands and the agent each in a nested bubblewrap sandbox (BATON_SANDBOX) where they cannot see the runner, its memory (the callback token) or any other process, wherever the container may create user namespaces, and warns in the run's log where it may not; on: the same, and a run fails where it cannot; off: never. Needs bubblewrap in the image (deploy/coder/Dockerfile has it). See deploy/coder/README.md."
+  type        = string
+  default     = "auto"
+  validation {
+    condition     = contains(["auto", "on", "off"], var.nested_sandbox)
+    error_message = "nested_sandbox must be auto, on or off."
+  }
 }
 
 data "coder_provisioner" "me" {}
@@ -336,7 +340,7 @@ resource "coder_agent" "main" {
     BATON_STAGE_SKIP_PERMISSIONS          = data.coder_parameter.stage_skip_permissions.value
     BATON_ARGUMENTS                       = data.coder_parameter.stage_arguments.value
     BATON_BRANCH                          = data.coder_parameter.git_ref.value
-    BATON_SANDBOX                         = var.nested_sandbox ? "bwrap" : ""
+    BATON_SANDBOX                         = var.nested_sandbox == "on" ? "bwrap" : (var.nested_sandbox == "auto" ? "auto" : "")
     BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
     BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value
     BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
@@ -550,5 +554,88 @@ resource "coder_metadata" "run" {
   item {
     key   = "baton run"
     value = data.coder_parameter.run_id.value
+  }
+}
+
+# ---- What a workspace can reach: the same allow-list local runs have, as far as Kubernetes can say
+# it. A NetworkPolicy matches addresses, not names: the forge, baton and the Coder deployment are
+# given as CIDRs, and the agent's API (api.anthropic.com and the other hosts Claude Code needs,
+# behind a CDN whose addresses change) as public addresses outside every private range. Loopback,
+# link-local (cloud metadata at 169.254.169.254), the cluster's and the node's private networks
+# stay unreachable except what is listed. Needs a CNI that enforces NetworkPolicy (Calico, Cilium;
+# not flannel alone). Name-based rules need an FQDN-aware policy (CiliumNetworkPolicy toFQDNs).
+
+variable "egress_allow_cidrs" {
+  description = "CIDRs a workspace may reach besides DNS and public addresses: the forge, baton's CALLBACK_URL, the Coder deployment (its agent connects there), a package registry mirror. Example: [\"10.0.4.12/32\"]."
+  type        = list(string)
+  default     = []
+}
+
+variable "egress_public" {
+  description = "true (default): workspaces may reach any public address (the agent's API has no fixed addresses); false: only egress_allow_cidrs and DNS."
+  type        = bool
+  default     = true
+}
+
+resource "kubernetes_network_policy_v1" "workspace" {
+  count = data.coder_workspace.me.start_count
+
+  metadata {
+    name      = "coder-${lower(data.coder_workspace_owner.me.name)}-${lower(data.coder_workspace.me.name)}"
+    namespace = var.namespace
+  }
+
+  spec {
+    pod_selector {
+      match_labels = {
+        "com.coder.workspace.id" = data.coder_workspace.me.id
+      }
+    }
+    policy_types = ["Ingress", "Egress"]
+
+    # DNS, to the cluster's resolver only.
+    egress {
+      to {
+        namespace_selector {}
+        pod_selector {
+          match_labels = { "k8s-app" = "kube-dns" }
+        }
+      }
+      ports {
+        port     = "53"
+        protocol = "UDP"
+      }
+      ports {
+        port     = "53"
+        protocol = "TCP"
+      }
+    }
+
+    dynamic "egress" {
+      for_each = var.egress_public ? [1] : []
+      content {
+        to {
+          ip_block {
+            cidr   = "0.0.0.0/0"
+            except = ["10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "127.0.0.0/8", "100.64.0.0/10"]
+          }
+        }
+      }
+    }
+
+    dynamic "egress" {
+      for_each = length(var.egress_allow_cidrs) > 0 ? [1] : []
+      content {
+        dynamic "to" {
+          for_each = var.egress_allow_cidrs
+          content {
+            ip_block {
+              cidr = to.value
+            }
+          }
+        }
+      }
+    }
+    # No ingress rule: nothing connects to a workspace (the Coder agent dials out).
   }
 }

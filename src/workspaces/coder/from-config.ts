@@ -1,13 +1,15 @@
-import type { Config } from '../../config/index.js';
+import type { ResolvedOf } from '../../config-schema/index.js';
+import type { claudeSection } from '../config-section.js';
+import type { coderSection } from './config-section.js';
 import type { Workspace } from '../types.js';
 import { createCoderProvider, type CoderProvider, type CoderProviderOptions } from './provider.js';
 
 /**
- * The Coder provider from the resolved config (`coder:` and `claude:`); config/ has already
+ * The Coder provider from the resolved config (`coder:` and `claude:`); the loader has already
  * checked that the URL, the token and a template are there.
  */
 export function createCoderProviderFromConfig(
-  config: Pick<Config, 'coder' | 'claude'>,
+  config: { coder: ResolvedOf<typeof coderSection>; claude: ResolvedOf<typeof claudeSection> },
   deps: { isOwnedByLiveRun: (name: string, workspace: Workspace) => Promise<boolean> } & Pick<CoderProviderOptions, 'fetch' | 'clock'>,
 ): CoderProvider {
   const { coder } = config;

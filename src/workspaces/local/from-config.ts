@@ -1,12 +1,22 @@
 import path from 'node:path';
 import { findCommand } from '../../runner-contract/index.js';
-import type { Config } from '../../config/index.js';
-import { runAllowList, type EgressRefusal } from '../../egress/index.js';
+import type { ResolvedOf } from '../../config-schema/index.js';
+import { runAllowList, type EgressRefusal, type EgressSettings } from '../../egress/index.js';
+import type { claudeSection } from '../config-section.js';
 import type { WorkspaceProvider } from '../types.js';
 import { createLocalProvider, type LocalProviderOptions } from './provider.js';
 import { isInside, runtimePaths } from './sandbox.js';
-import { hiddenPaths } from './hidden-paths.js';
+import { hiddenPaths, type HiddenPathsInput } from './hidden-paths.js';
 import type { LocalSettings } from './settings.js';
+
+/** What the local provider is made from: baton's own address and paths, and the sections it reads. */
+type LocalConfig = HiddenPathsInput & {
+  host: string;
+  port: number;
+  agentEnv: Readonly<Record<string, string>>;
+  claude: ResolvedOf<typeof claudeSection>;
+  egress: EgressSettings;
+};
 
 /**
  * The local provider from the resolved config and the `local:` settings: runners are
@@ -14,7 +24,7 @@ import type { LocalSettings } from './settings.js';
  * `/ready` runs `baton agent --check` in such a sandbox.
  */
 export function createLocalProviderFromConfig(
-  config: Config,
+  config: LocalConfig,
   settings: LocalSettings,
   deps: {
     batonBin: string;
@@ -97,7 +107,7 @@ export const NO_SANDBOX_WARNING =
  * What a run must never reach, whatever its allow-list says, and what `/ready` proves it cannot:
  * baton's own listener and its database (when it is a server).
  */
-function unreachableServices(config: Config): { host: string; port: number }[] {
+function unreachableServices(config: LocalConfig): { host: string; port: number }[] {
   const services = [{ host: config.host, port: config.port }];
   const url = config.database.url;
   if (url.startsWith('postgres://') || url.startsWith('postgresql://')) {

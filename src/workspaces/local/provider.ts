@@ -16,6 +16,7 @@ import {
   signalRunner,
   type RunnerRecord,
 } from './runner-process.js';
+import { handCredentials, type RunCredential } from './credentials.js';
 import { createRunGates, EGRESS_DIR, type LocalEgressOptions } from './egress.js';
 import { pickRunUser, type UidRange } from './run-users.js';
 import { SANDBOX_HOME, SANDBOX_WORKDIR, sandboxArguments } from './sandbox.js';
@@ -80,9 +81,14 @@ export interface LocalSandboxOptions {
   readOnlyPaths?: readonly string[];
   /** Host paths never visible, even inside a read-only path (the data directory always is). */
   hiddenPaths?: readonly string[];
-  /** Bound read-only as the runs' ~/.gitconfig. */
+  /** Copied into each run's home as ~/.gitconfig (see handCredentials). */
   gitConfig?: string;
-  /** A logged-in Claude Code's `.credentials.json`, bound read-only as the runs' ~/.claude/.credentials.json. */
+  /**
+   * A logged-in Claude Code's `.credentials.json`, copied into each run's home as
+   * ~/.claude/.credentials.json (see handCredentials). Claude Code keeps its login there on Linux,
+   * as third-party account switchers such as rsnodgrass/claude-code-auth and mr3od/claude-auth
+   * document.
+   */
   claudeCredentials?: string;
   /**
    * The host user runs are when baton itself runs as root: a sandbox never maps to root, whose
@@ -195,6 +201,12 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   // bwrap covers /proc/irq and /proc/bus with read-only mounts (bubblewrap.c, cover_proc_dirs),
   // which become locked in a nested user namespace, and the kernel then refuses a new proc mount.
   const runAs = sandbox.kind === 'bwrap' && process.getuid?.() === 0 ? (sandbox.rootUser ?? { uid: 65534, gid: 65534 }) : undefined;
+  /** Login files every run gets a copy of in its home (see handCredentials). */
+  const runCredentials: RunCredential[] = [];
+  if (sandbox.kind === 'bwrap' && sandbox.gitConfig)
+    runCredentials.push({ setting: 'local.gitConfig', source: sandbox.gitConfig, target: '.gitconfig' });
+  if (sandbox.kind === 'bwrap' && sandbox.claudeCredentials)
+    runCredentials.push({ setting: 'local.claudeCredentials', source: sandbox.claudeCredentials, target: '.claude/.credentials.json' });
   const gates = sandbox.kind === 'bwrap' && options.egress !== false ? createRunGates({ egress: options.egress ?? {}, onError }) : null;
   const runUids = runAs && sandbox.kind === 'bwrap' ? sandbox.runUids : undefined;
   /** Uids being given to runs right now (before their directories say so). */
@@ -311,6 +323,8 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       fs.chmodSync(d, 0o700);
       if (user) fs.chownSync(d, user.uid, user.gid);
     }
+    // The run's own uid (from local.runUids, or local.rootUser) owns its copies.
+    if (sandbox.kind === 'bwrap') handCredentials(homeDir, runCredentials, user);
     return { workDir, homeDir, egressDir, user };
   };
 
@@ -350,8 +364,6 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       homeDir: dirs.homeDir,
       readOnly: [...(sandbox.readOnlyPaths ?? []), ...readOnly],
       hidden: [options.dataDir, ...(sandbox.hiddenPaths ?? [])],
-      gitConfig: sandbox.gitConfig,
-      claudeCredentials: sandbox.claudeCredentials,
       egressDir: dirs.egressDir,
       insideUser: runUids ? { uid: 65534, gid: 65534 } : undefined,
     });
@@ -778,7 +790,7 @@ function describeCheckFailure(line: string, kind: 'bwrap' | 'none', runAs: { uid
   if (kind === 'bwrap' && line.startsWith('bwrap:')) {
     const hint =
       runAs && /Permission denied/.test(line)
-        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x)`
+        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x; see docs/troubleshooting.md#sandbox-setup)`
         : '';
     return `the bubblewrap sandbox cannot be set up: ${line}${hint}; fix it, or set local.sandbox: none in baton.yaml to run without isolation (not recommended)`;
   }

@@ -74,14 +74,6 @@ export interface SandboxLayout {
   readOnly: readonly string[];
   /** Host paths that must not be visible; covered when they lie inside a read-only path. */
   hidden: readonly string[];
-  /** Bound read-only as ~/.gitconfig (identity, URL rewrites). */
-  gitConfig?: string;
-  /**
-   * A logged-in Claude Code's `.credentials.json`, bound read-only into ~/.claude/. (Claude Code
-   * keeps its login there on Linux: ~/.claude/.credentials.json, as third-party account switchers
-   * such as rsnodgrass/claude-code-auth and mr3od/claude-auth document.)
-   */
-  claudeCredentials?: string;
   /**
    * Host directory holding the run's egress gate socket, bound at /run/baton. Given, the run gets a
    * network namespace of its own (only its loopback); the directory, not the socket, is bound, so
@@ -124,8 +116,6 @@ export function sandboxArguments(layout: SandboxLayout): string[] {
   }
   for (const entry of ETC_ENTRIES) args.push('--ro-bind-try', `/etc/${entry}`, `/etc/${entry}`);
   args.push('--bind', layout.workDir, SANDBOX_WORKDIR, '--bind', layout.homeDir, SANDBOX_HOME);
-  if (layout.gitConfig) args.push('--ro-bind', layout.gitConfig, `${SANDBOX_HOME}/.gitconfig`);
-  if (layout.claudeCredentials) args.push('--ro-bind', layout.claudeCredentials, `${SANDBOX_HOME}/.claude/.credentials.json`);
   const readOnly = [...new Set(layout.readOnly.map((p) => path.resolve(p)))].filter((p) => !isInside(p, '/usr'));
   const hiddenPaths = layout.hidden.map((p) => path.resolve(p));
   for (const source of readOnly) {

@@ -42,7 +42,7 @@ export const localSection = section(
     }),
     gitConfig: text({ doc: "the runs' ~/.gitconfig (identity, URL rewrites)", check: absolute }),
     claudeCredentials: text({
-      doc: "a logged-in claude's .credentials.json, bound read-only into each run's ~/.claude/",
+      doc: "a logged-in claude's .credentials.json, copied into each run's ~/.claude/ (readable by the run only)",
       check: absolute,
     }),
     rootUser: text({

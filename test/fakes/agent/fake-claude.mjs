@@ -45,7 +45,8 @@
 //                       as CLI 2.1.4 printed it (freeideas/vecsum, a public log of its output)
 //   connection-error    no network after the CLI's own retries: `API Error: Connection error.`,
 //                       no api_error_status (the text public tests of CLI wrappers quote)
-//   not-logged-in       what the real CLI prints without credentials (exit 1)
+//   not-logged-in       what the real CLI prints without credentials (exit 1); also whatever
+//                       the mode when ~/.claude/.credentials.json exists but cannot be read
 //   no-is-error         a result without is_error (cannot be told from a failure)
 //   unknown-skill       the zero-cost "success" of reference §4(b): num_turns 2, `Unknown skill: …`
 //   garbage             only non-JSON lines (exit 0)
@@ -167,7 +168,21 @@ if (prompt === undefined) {
   if (prompt.trim() === '') process.exit(0);
 }
 
-const mode = process.env.FAKE_CLAUDE_MODE ?? 'success';
+/**
+ * A login file that is there but cannot be read (a 0600 file of another user) is no login: the
+ * real CLI then answers as it does without credentials. A missing file is left to the mode, so
+ * suites that give no login at all keep their answers.
+ */
+function loginUnreadable() {
+  const file = `${process.env.HOME ?? ''}/.claude/.credentials.json`;
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+    return false;
+  } catch (err) {
+    return err.code !== 'ENOENT';
+  }
+}
+const mode = loginUnreadable() ? 'not-logged-in' : (process.env.FAKE_CLAUDE_MODE ?? 'success');
 const session = 'fake-session-0001';
 const permissionMode = options['dangerously-skip-permissions'] ? 'bypassPermissions' : (options['permission-mode'] ?? 'default');
 const model = options.model ?? 'claude-fake-1';

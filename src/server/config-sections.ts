@@ -21,7 +21,7 @@ import { claudeSection, coderSection, localSection } from '../workspaces/index.j
  * `baton config check`.
  *
  * Order matters: a section is resolved after the sections it depends on (bots after gitea,
- * pipeline after bots). ./types.ts checks at compile time that each gets what it asks for.
+ * pipeline after bots). ./config-types.ts checks at compile time that each gets what it asks for.
  */
 export const SECTIONS = {
   database: databaseSection,

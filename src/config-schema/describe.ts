@@ -1,28 +1,29 @@
 import YAML from 'yaml';
-import { isMapping, maskUrlCredentials, SECRET_MASK, type Node, type Source } from '../config-schema/index.js';
-import { FILE_NODE, type LoadedConfig } from './load.js';
+import type { Node } from './nodes.js';
+import { isMapping, type Source } from './read.js';
+import { maskUrlCredentials, SECRET_MASK } from './show.js';
 
 /**
- * The configuration in baton.yaml's shape, every secret masked and every URL's password too: for
- * the start-up log line. Values worked out at start (the data directory made absolute, the
- * default database in it, an inferred provider) are shown as resolved.
+ * Settings in their file's shape, every secret masked and every URL's password too. A value
+ * worked out at start (`resolved`: a path made absolute, a default built from others) is shown as
+ * resolved.
  */
-export function describeConfig(loaded: LoadedConfig): Record<string, unknown> {
-  return describeNode(FILE_NODE, loaded.values, loaded.config) as Record<string, unknown>;
+export function describeSettings(node: Node, values: unknown, resolved: unknown): Record<string, unknown> {
+  return describeNode(node, values, resolved) as Record<string, unknown>;
 }
 
 /**
- * `baton config check`: the configuration as a baton.yaml document, each setting commented with
- * its environment variable and where its value came from; secrets masked.
+ * Settings as a YAML document, each fixed setting commented with its environment variable and
+ * where its value came from; secrets masked. `header` is the document's opening comment.
  */
-export function formatConfig(loaded: LoadedConfig): string {
-  const doc = new YAML.Document(describeConfig(loaded));
-  annotate(doc.contents, FILE_NODE, '', loaded.sources);
-  const passed = Object.keys(loaded.config.agentEnv);
-  doc.commentBefore = [
-    ` baton configuration: environment over ${loaded.config.configFile ?? '(no baton.yaml)'} over defaults; secrets masked.`,
-    ...(passed.length > 0 ? [` Passed to local workspaces from the environment: ${passed.join(', ')}.`] : []),
-  ].join('\n');
+export function formatSettings(
+  node: Node,
+  loaded: { values: unknown; config: unknown; sources: ReadonlyMap<string, Source> },
+  header: string,
+): string {
+  const doc = new YAML.Document(describeSettings(node, loaded.values, loaded.config));
+  annotate(doc.contents, node, '', loaded.sources);
+  doc.commentBefore = header;
   return doc.toString({ lineWidth: 0 });
 }
 

@@ -1,12 +1,13 @@
 import { httpUrl, int, mapping, number, oneOf, text } from '../config-schema/index.js';
-import type { LogLevel, WorkspaceProviderName } from './types.js';
+import type { LogLevel } from '../log/index.js';
+import type { WorkspaceProviderName } from './config-types.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
 const PROVIDERS: readonly WorkspaceProviderName[] = ['local', 'coder'];
 
 /**
- * The top-level keys of baton.yaml that are not sections: config/ owns them. Sections are
- * declared by their modules and listed in ./sections.ts.
+ * The top-level keys of baton.yaml that are not sections: the composition root owns them. Sections are
+ * declared by their modules and listed in ./config-sections.ts.
  */
 export const rootNode = mapping({
   port: int({ env: 'PORT', min: 0, max: 65535, default: 3000, doc: 'HTTP port' }),
@@ -35,12 +36,12 @@ export const rootNode = mapping({
     env: 'STALE_WORKSPACE_MINUTES',
     min: 1,
     default: 120,
-    doc: 'a running run without a callback for this long ends timed_out',
+    doc: 'the default duration limit of a run; one without a callback ends timed_out 2 minutes after its limit',
   }),
   sweepMinutes: number({
     env: 'SWEEP_MINUTES',
     min: 0.05,
     default: 10,
-    doc: 'how often stale runs are timed out and workspaces reconciled',
+    doc: 'how often overdue runs are timed out and old deliveries, comments and sessions pruned (workspaces: cleanup.workspaceCheckSeconds)',
   }),
 });
