@@ -30,6 +30,12 @@ export const limitsSection = section(
       default: 3,
       doc: 'attempts of the agent per run (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
     }),
+    replyWaitHours: number({
+      env: 'RUN_REPLY_WAIT_HOURS',
+      min: 0.001,
+      default: 72,
+      doc: 'how long a run whose agent asked a question waits for a reply on the issue before it ends expired',
+    }),
     maxDurationMinutes: number({
       env: 'RUN_MAX_DURATION_MINUTES',
       min: 0.01,
@@ -39,6 +45,7 @@ export const limitsSection = section(
   (v): LimitsConfig => ({
     tokenCap: v.tokenCap,
     agentAttempts: v.agentAttempts,
+    replyWaitMs: Math.round(v.replyWaitHours * 3_600_000),
     ...(v.maxDurationMinutes !== undefined ? { maxDurationMs: minutes(v.maxDurationMinutes) } : {}),
   }),
 );

@@ -11,6 +11,8 @@ export interface LimitsConfig {
   maxDurationMs?: number;
   /** Attempts of the agent per run when it fails transiently (runs/retries.ts); 1 = no retries. @default 3 */
   agentAttempts?: number;
+  /** How long a run whose agent asked a question waits for a reply before it ends `expired`. @default 72 h */
+  replyWaitMs?: number;
 }
 
 /** A stage's own limits (`pipeline.stages.<name>.tokenCap`, `.maxDurationMinutes`). */

@@ -287,7 +287,7 @@ async function checkBotOnRepository(client: ForgeClient, config: Config, account
         status: 'FAIL',
         check,
         detail: 'webhooks.requireWritePermission asks Gitea for each sender’s permission, which only a repository admin may',
-        fix: `give ${login} admin access to ${full}, or turn webhooks.requireWritePermission off`,
+        fix: `give ${login} admin access to ${full}, or turn webhooks.requireWritePermission off (docs/troubleshooting.md#permission-failures)`,
       });
     }
     return lines;
@@ -479,7 +479,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
         status: 'warn',
         check: 'agent login',
         detail: 'neither CLAUDE_OAUTH_TOKEN nor local.claudeCredentials is set: claude has no login inside a run',
-        fix: 'set CLAUDE_OAUTH_TOKEN (claude setup-token) or local.claudeCredentials (docs/sandbox.md, "Logging claude in")',
+        fix: 'set CLAUDE_OAUTH_TOKEN (claude setup-token) or local.claudeCredentials (docs/troubleshooting.md#not-logged-in)',
       });
     }
   }
@@ -499,7 +499,14 @@ async function checkLocal(config: Config): Promise<Line[]> {
     lines.push(
       health.ok
         ? { status: 'ok', check: 'local runs', detail: `a runner starts in ${sandbox} and finds the agent command` }
-        : { status: 'FAIL', check: 'local runs', detail: health.reason ?? 'not ready' },
+        : {
+            status: 'FAIL',
+            check: 'local runs',
+            detail: health.reason ?? 'not ready',
+            fix: /credentials|gitConfig/.test(health.reason ?? '')
+              ? 'docs/troubleshooting.md#run-credentials'
+              : 'docs/troubleshooting.md#sandbox-setup',
+          },
     );
     if (config.local.sandbox === 'none')
       lines.push({

@@ -29,7 +29,7 @@ export interface Credentials {
 }
 
 /** Paths under /api that keep their own authentication (the workspace's callback token). */
-const WORKSPACE_CALLBACKS = /^\/api\/runs\/[^/]+\/(complete|progress)$/;
+const WORKSPACE_CALLBACKS = /^\/api\/runs\/[^/]+\/(complete|progress|transcript)$/;
 
 export function isWorkspaceCallback(path: string): boolean {
   return WORKSPACE_CALLBACKS.test(path);

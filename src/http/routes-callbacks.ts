@@ -3,7 +3,9 @@ import { checkClaim, type RefusedClaim } from '../budgets/index.js';
 import { maskUrlCredentials } from '../config-schema/index.js';
 import type { Logger } from '../log/index.js';
 import {
+  addUsage,
   holdsSlot,
+  type Question,
   OUTCOME_STATUSES,
   type FullRunEngine,
   type ProgressBatch,
@@ -16,6 +18,8 @@ import { limitBody, HttpError } from '../web-kit/index.js';
 /** Largest callback or progress body a workspace may send. */
 const MAX_BODY_BYTES = 1024 * 1024;
 const MAX_LINES_PER_BATCH = 1_000;
+/** Largest transcript upload (JSONL, before baton compresses it). */
+const MAX_TRANSCRIPT_UPLOAD = 64 * 1024 * 1024;
 
 type CallbackEnv = { Variables: { run: Run } };
 
@@ -72,6 +76,36 @@ export function callbackRoutes(
     return c.json({ ok: true, accepted: true }, 202);
   });
 
+  // The session transcript of a conversation: uploaded before the runner reports a question,
+  // read back by the runner of the next turn to restore it where the agent CLI looks for it.
+  app.put('/api/runs/:id/transcript', byId, limitBody(MAX_TRANSCRIPT_UPLOAD), async (c) => {
+    const run = c.get('run');
+    if (!holdsSlot(run.status)) throw new HttpError(409, 'conflict', `run ${run.id} is ${run.status}`);
+    const jsonl = Buffer.from(await c.req.arrayBuffer());
+    const stored = await engine.storeTranscript(run.id, jsonl).catch((err: unknown) => {
+      throw new HttpError(413, 'too_large', err instanceof Error ? err.message : String(err));
+    });
+    return c.json({ ok: true, bytes: jsonl.length, storedBytes: stored });
+  });
+  app.get('/api/runs/:id/transcript', byId, async (c) => {
+    const run = c.get('run');
+    const jsonl = await engine.transcript(run.id);
+    if (!jsonl) throw new HttpError(404, 'not_found', `run ${run.id} has no transcript`);
+    return c.body(new Uint8Array(jsonl), 200, { 'content-type': 'application/x-ndjson' });
+  });
+
+  /** A resumed run's last turn reports its own usage: the turns before count too (budgets, the record). */
+  async function withEarlierTurns(run: Run, outcome: RunOutcome): Promise<RunOutcome> {
+    if (run.agentAttempt <= 1) return outcome;
+    const conversation = await engine.conversation(run.id);
+    if (!conversation) return outcome;
+    return {
+      ...outcome,
+      usage: addUsage(conversation.usage, outcome.usage ?? null),
+      costUsd: conversation.costUsd + (outcome.costUsd ?? 0),
+    };
+  }
+
   /** Lines for the run's log naming each refused claim; the server's log gets one warning per batch. */
   function refusalLines(run: Run, refused: RefusedClaim[]): string[] {
     if (refused.length === 0) return [];
@@ -82,7 +116,15 @@ export function callbackRoutes(
   async function complete(c: Context, run: Run) {
     const body = await readJson(c);
     const refused: RefusedClaim[] = [];
-    const claimed = parseOutcome(body, refused);
+    const asked = parseQuestion(body.question);
+    if (asked && holdsSlot(run.status)) {
+      // The agent asked instead of finishing: the run waits for a reply, without its workspace.
+      const outcome = parseOutcome({ ...body, status: body.status ?? 'succeeded' }, refused);
+      const waiting = await engine.park(run.id, asked, outcome);
+      logger.info({ runId: run.id, key: run.key, status: waiting.status }, 'run waits for a reply to its question');
+      return c.json({ ok: true, runId: run.id, status: waiting.status, changed: true });
+    }
+    const claimed = await withEarlierTurns(run, parseOutcome(body, refused));
     if (refused.length > 0 && holdsSlot(run.status)) await engine.appendProgress(run.id, { lines: refusalLines(run, refused) });
     // Only a live run's claim is checked: a repeated completion changes nothing anyway.
     const outcome = checkOutcome && holdsSlot(run.status) ? await checkOutcome(run, claimed) : claimed;
@@ -111,6 +153,18 @@ function callbackToken(engine: FullRunEngine, runIdOf: (c: Context) => Promise<n
     c.set('run', run);
     await next();
   };
+}
+
+/** The completion's `question` (the agent asked): `{ text, sessionId, for? }`, or null when absent. */
+function parseQuestion(value: unknown): Question | null {
+  if (value === undefined || value === null) return null;
+  const q = value as Record<string, unknown>;
+  if (typeof value !== 'object' || typeof q.text !== 'string' || q.text.trim() === '' || typeof q.sessionId !== 'string') {
+    throw new HttpError(400, 'invalid_body', 'question must be { text, sessionId, for? } with a non-empty text');
+  }
+  if (!/^[A-Za-z0-9-]{1,100}$/.test(q.sessionId)) throw new HttpError(400, 'invalid_body', 'question.sessionId must be a session id');
+  const forWhom = typeof q.for === 'string' && /^[\w.@-]{1,80}$/.test(q.for) ? q.for : null;
+  return { text: q.text.trim(), sessionId: q.sessionId, for: forWhom };
 }
 
 function parseRunId(raw: string): number | null {

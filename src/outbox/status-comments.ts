@@ -70,9 +70,10 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
   const defaultAccount = options.defaultAccount ?? 'dev';
   const secrets = (options.secrets ?? []).filter((s): s is string => typeof s === 'string' && s.length >= 4);
 
-  return hookFor(Object.keys(TEMPLATE_FOR_EVENT) as RunEventType[], async (scope, { run, event }) => {
+  return hookFor([...(Object.keys(TEMPLATE_FOR_EVENT) as RunEventType[]), ...CONVERSATION_EVENTS], async (scope, { run, event }) => {
+    const conversational = conversationComment(run, event);
     const name = TEMPLATE_FOR_EVENT[event.type];
-    if (!name || run.number === null) return;
+    if ((!name && conversational === null) || run.number === null) return;
     // A repository declared in baton.yaml is not on the forge: there is no issue to comment on.
     if (run.payload.declared === true) return;
     // Re-queued from a final state is an operator's retry, worth saying on the issue; from
@@ -85,15 +86,17 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     const forge = run.forge;
     const named = forge === 'github' || forge === 'gitlab';
     if (!Object.keys(options.accounts).some((key) => (named ? key.startsWith(`${forge}:`) : !key.includes(':')))) return;
-    const template = templates[name];
-    if (template.trim() === '') return;
+    const template = name ? templates[name] : '';
+    if (name && template.trim() === '') return;
 
     const values = commentValues(run, event);
     for (const key of Object.keys(values) as CommentPlaceholder[]) {
       // A copied delivery marker would make a retry of another entry believe it had posted.
       values[key] = redact(values[key], secrets).replace(/<!--\s*baton:outbox:\d+\s*-->/g, '');
     }
-    let body = renderCommentTemplate(template, values);
+    let body = name
+      ? renderCommentTemplate(template, values)
+      : redact(conversational!, secrets).replace(/<!--\s*baton:outbox:\d+\s*-->/g, '');
     if (body.length > MAX_BODY_LENGTH) body = `${body.slice(0, MAX_BODY_LENGTH)}\n\n… (truncated)`;
 
     const requested = typeof run.payload.account === 'string' ? run.payload.account : defaultAccount;
@@ -109,6 +112,29 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     };
     await options.outbox.enqueue(scope, entry);
   });
+}
+
+/** The comments of a conversation (runs/conversation.ts): the question, and a question that got no reply. */
+const CONVERSATION_EVENTS: readonly RunEventType[] = [RUN_EVENT.waiting, RUN_EVENT.expired];
+
+function conversationComment(run: Run, event: RunEvent): string | null {
+  if (event.type === RUN_EVENT.waiting) {
+    const question = typeof event.data?.question === 'string' ? event.data.question : '';
+    const forWhom = typeof event.data?.for === 'string' ? `@${event.data.for.replace(/^@/, '')} ` : '';
+    const quoted = question
+      .split('\n')
+      .map((line) => `> ${line}`)
+      .join('\n');
+    return (
+      `❓ **${run.stage}** (run ${run.id}) has a question${forWhom ? ` for ${forWhom.trim()}` : ''}:\n\n${quoted}\n\n` +
+      'Reply in a comment to resume it (someone with write access; its session continues where it stopped). ' +
+      '`@baton cancel` ends it.'
+    );
+  }
+  if (event.type === RUN_EVENT.expired) {
+    return `⌛ **${run.stage}** (run ${run.id}) waited for a reply to its question and got none in time: it ended \`expired\`. \`@baton retry\` starts it again.`;
+  }
+  return null;
 }
 
 function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, string> {

@@ -14,6 +14,14 @@ import {
   withTokenHistory,
 } from './callback-tokens.js';
 import { claimInOneTrip, claimInTransaction } from './claim.js';
+import {
+  createConversationOps,
+  readConversation,
+  readTranscript,
+  storeTranscript,
+  type Conversation,
+  type Question,
+} from './conversation.js';
 import { enqueueInTransaction, queuedRunValues } from './enqueue.js';
 import { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
 import { createRunQueries } from './queries.js';
@@ -113,6 +121,18 @@ export interface FullRunEngine extends RunEngine {
   wake(): void;
   /** Queues removal of a workspace that outlived its claim (created after the run was cancelled). */
   requestTeardown(runId: number | null, workspaceName: string): Promise<void>;
+  /** running | provisioning → waiting: the agent asked; the question, its session and the turn's usage are kept (conversation.ts). */
+  park(runId: number, question: Question, outcome: RunOutcome): Promise<Run>;
+  /** waiting → queued: a reply resumes the session in a new workspace, inside the caller's transaction. */
+  resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
+  /** Waiting runs that asked longer than `waitMs` ago end `expired`. Returns them. */
+  expireWaiting(waitMs: number): Promise<Run[]>;
+  /** The run's conversation (its question, reply, turns, earlier usage), or null when its agent never asked. */
+  conversation(runId: number): Promise<Conversation | null>;
+  /** Keeps the session transcript a runner uploaded (JSONL), gzip'd and bounded; returns the stored size. */
+  storeTranscript(runId: number, jsonl: Buffer): Promise<number>;
+  /** The kept transcript (JSONL), or null. */
+  transcript(runId: number): Promise<Buffer | null>;
   /** `cancel` inside the caller's transaction (a ChatOps command and its verdict commit together). */
   cancelIn(scope: TransactionScope, runId: number, reason?: string): Promise<Run>;
   /**
@@ -221,6 +241,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
   };
 
+  const conversations = createConversationOps(ctx, store.dialect);
   const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
   const write = <T>(fn: (scope: TransactionScope) => Promise<T>): Promise<T> => store.transaction((_trx, scope) => fn(scope));
@@ -637,6 +658,17 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
     },
 
     cancelIn: cancelInTransaction,
+
+    park(runId, question, outcome) {
+      return write(async (scope) => conversations.park(scope, await requireRun(scope, runId), question, outcome));
+    },
+    resumeIn: (scope, runId, reply) => conversations.resumeIn(scope, runId, reply),
+    expireWaiting(waitMs) {
+      return write((scope) => conversations.expireIn(scope, now() - waitMs));
+    },
+    conversation: (runId) => readConversation(store.db, runId),
+    storeTranscript: (runId, jsonl) => storeTranscript(store.db, runId, jsonl, now()),
+    transcript: (runId) => readTranscript(store.db, runId),
 
     async retryIn(scope, runId) {
       const run = await requireRun(scope, runId);

@@ -42,3 +42,4 @@ export {
 } from './run-log.js';
 export { isTransientFailure, TRANSIENT_FAILURES, type RetryPolicy, type TransientFailure } from './retries.js';
 export { createBudgetService, type BudgetService, type BudgetsOverview } from './budget-service.js';
+export { addUsage, MAX_QUESTION_CHARS, MAX_TRANSCRIPT_BYTES, type Conversation, type Question } from './conversation.js';

@@ -40,6 +40,12 @@ const ENGINE_MAKES: ReadonlyArray<[RunStatus, RunStatus, string]> = [
   ['queued', 'held', 'claim, when a daily budget of the run is spent'],
   ['held', 'queued', 'claim, when its budgets have room again'],
   ['held', 'cancelled', 'cancel'],
+  ['running', 'waiting', 'park: the agent asked a question'],
+  ['provisioning', 'waiting', 'park, a fast callback with a question'],
+  ['waiting', 'queued', 'resumeIn: a reply'],
+  ['waiting', 'expired', 'expireWaiting: no reply in time'],
+  ['waiting', 'cancelled', 'cancel'],
+  ['expired', 'queued', 'retry'],
 ];
 
 describe('run states', () => {

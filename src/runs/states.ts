@@ -15,6 +15,10 @@
  *     │
  *     └──budget spent (at claim)──► held ──budget reset or raised──► queued
  *
+ *     running | provisioning ──agent asked──► waiting ──reply──► queued (same session, new workspace)
+ *                                               ├──no reply in time──► expired
+ *                                               └──cancel──► cancelled
+ *
  * A queued run can be cancelled too, and so can a held one. `held` is a queued run that a spent
  * daily budget keeps from starting (budgets/): it keeps its dedup key and its place in line
  * (`run_at`), and the claim that finds its budget available again puts it back in `queued`. `provisioning` holds a lease (short, heartbeated);
@@ -33,6 +37,10 @@ export const RUN_STATUS = {
   cancelled: 'cancelled',
   dead: 'dead',
   held: 'held',
+  /** Its agent asked a question and ended: no workspace, no slot, until a reply resumes it. */
+  waiting: 'waiting',
+  /** A waiting run whose question got no reply in time. */
+  expired: 'expired',
 } as const;
 
 export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
@@ -40,12 +48,12 @@ export type RunStatus = (typeof RUN_STATUS)[keyof typeof RUN_STATUS];
 export const ALL_STATUSES: readonly RunStatus[] = Object.values(RUN_STATUS);
 
 /** States in which a run owns its dedup key: at most one such run per key (migration 0066 added `held`). */
-export const LIVE_STATUSES = ['queued', 'provisioning', 'running', 'held'] as const satisfies readonly RunStatus[];
+export const LIVE_STATUSES = ['queued', 'provisioning', 'running', 'held', 'waiting'] as const satisfies readonly RunStatus[];
 
 /** States that hold a concurrency slot (a live workspace or one being made). */
 export const SLOT_STATUSES = ['provisioning', 'running'] as const satisfies readonly RunStatus[];
 
-export const FINAL_STATUSES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'] as const satisfies readonly RunStatus[];
+export const FINAL_STATUSES = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead', 'expired'] as const satisfies readonly RunStatus[];
 
 export type FinalStatus = (typeof FINAL_STATUSES)[number];
 
@@ -65,15 +73,19 @@ export const TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
   queued: ['provisioning', 'cancelled', 'held'],
   // succeeded, failed, timed_out: the workspace's callback can arrive before the dispatcher has
   // seen the workspace up (a fast agent, a slow provider answer).
-  provisioning: ['running', 'queued', 'dead', 'succeeded', 'failed', 'timed_out', 'cancelled'],
+  provisioning: ['running', 'queued', 'dead', 'succeeded', 'failed', 'timed_out', 'cancelled', 'waiting'],
   // queued: a transient failure of the agent (retries.ts), tried again after a backoff.
-  running: ['succeeded', 'failed', 'timed_out', 'cancelled', 'queued'],
+  // waiting: the agent asked a question (conversation.ts); it parks without a workspace.
+  running: ['succeeded', 'failed', 'timed_out', 'cancelled', 'queued', 'waiting'],
   succeeded: [],
   failed: ['queued'],
   timed_out: ['queued'],
   cancelled: ['queued'],
   dead: ['queued'],
   held: ['queued', 'cancelled'],
+  // queued: a reply resumes the same session in a new workspace.
+  waiting: ['queued', 'expired', 'cancelled'],
+  expired: ['queued'],
 };
 
 export function isFinal(status: RunStatus): status is FinalStatus {
@@ -133,6 +145,12 @@ export const RUN_EVENT = {
   held: 'run:held',
   /** held → queued: its budgets have room again (a new day, a raised limit). */
   released: 'run:released',
+  /** running → waiting: the agent asked (data: question, for). */
+  waiting: 'run:waiting',
+  /** waiting → queued: a reply came (data: by, turn). */
+  resumed: 'run:resumed',
+  /** waiting → expired: no reply in time. */
+  expired: 'run:expired',
   workspaceDeleted: 'workspace:deleted',
 } as const;
 
@@ -145,6 +163,7 @@ export const FINAL_EVENT: Readonly<Record<FinalStatus, RunEventType>> = {
   timed_out: RUN_EVENT.timedOut,
   cancelled: RUN_EVENT.cancelled,
   dead: RUN_EVENT.dead,
+  expired: RUN_EVENT.expired,
 };
 
 /**

@@ -298,6 +298,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     checkWorkspaces: () => reconcileWorkspaces(engine, provider, logger),
     workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
+      // A question nobody answered ends its run (a comment says so).
+      await engine.expireWaiting(config.limits.replyWaitMs ?? 72 * 3_600_000);
       await pruneProcessedDeliveries(store, config.webhooks.deliveryRetentionDays, now);
       await outbox.prune(config.queue.retentionDays * 24 * 60 * 60_000);
       await sessions.prune();

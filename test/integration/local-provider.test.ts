@@ -56,6 +56,31 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
   const provider = (options: Partial<Parameters<typeof createLocalProvider>[0]> = {}) =>
     makeProvider({ ...(kind === 'none' ? { sandbox: { kind } } : {}), ...options });
 
+  it('starts runs below baton in CPU and I/O priority (local.runnerNice), or at it with 0', async () => {
+    // Field 19 of /proc/self/stat is the niceness; `ionice` (util-linux) prints the I/O class.
+    const REPORT =
+      `fs=require("fs"); fs.writeFileSync("nice.txt", fs.readFileSync("/proc/self/stat","utf8").split(") ")[1].split(" ")[16]);` +
+      `fs.writeFileSync("io.txt", require("child_process").execFileSync("ionice", ["-p", String(process.pid)], { encoding: "utf8" }))`;
+    const mine = Number(fs.readFileSync('/proc/self/stat', 'utf8').split(') ')[1]!.split(' ')[16]);
+    for (const [runnerNice, name] of [
+      [undefined, 'nice-default'],
+      [0, 'nice-off'],
+    ] as const) {
+      const p = provider({ command: [process.execPath, '-e', REPORT], ...(runnerNice === undefined ? {} : { runnerNice }) });
+      await p.create(defaultSpec(name));
+      await until(async () => (await p.get(name))?.status === 'stopped', `${name} to be stopped`);
+      const work = path.join(dataDir, 'workspaces', name, 'work');
+      const nice = Number(fs.readFileSync(path.join(work, 'nice.txt'), 'utf8'));
+      const io = fs.readFileSync(path.join(work, 'io.txt'), 'utf8').trim();
+      if (runnerNice === 0) {
+        expect(nice).toBe(mine);
+      } else {
+        expect(nice).toBe(Math.min(19, mine + 10));
+        expect(io).toBe('best-effort: prio 7');
+      }
+    }
+  });
+
   it('passes the run as env and the secrets on a descriptor, logs the output, and leaves no secret in a file or the env', async () => {
     const p = provider({
       command: [process.execPath, '-e', REPORTING_RUNNER],

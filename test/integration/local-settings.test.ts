@@ -32,13 +32,16 @@ describe('local: settings', () => {
     fs.writeFileSync(gitConfig, '');
     fs.writeFileSync(credentials, '{}');
     expect(
-      check({ sandbox: 'none', readOnlyPaths: [dir], gitConfig, claudeCredentials: credentials, rootUser: '1500:1501' }).value,
+      check({ sandbox: 'none', readOnlyPaths: [dir], gitConfig, claudeCredentials: credentials, rootUser: '1500:1501', runnerNice: 5 })
+        .value,
     ).toEqual({
       sandbox: 'none',
       readOnlyPaths: [dir],
       gitConfig,
       claudeCredentials: credentials,
       rootUser: { uid: 1500, gid: 1501 },
+      runnerNice: 5,
+      runUids: { first: 200000, last: 265535 },
     });
   });
 

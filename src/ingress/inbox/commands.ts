@@ -19,7 +19,7 @@ export const TAKEN_REACTION = 'eyes';
 
 /** Runs `retry` may start again, newest first; and runs `cancel` ends. */
 const RETRYABLE: readonly RunStatus[] = ['failed', 'dead', 'timed_out', 'cancelled'];
-const CANCELLABLE: readonly RunStatus[] = ['queued', 'held', 'provisioning', 'running'];
+const CANCELLABLE: readonly RunStatus[] = ['queued', 'held', 'provisioning', 'running', 'waiting'];
 
 /** Longest reply; the forge takes more, but a status of a long-lived issue must stay readable. */
 const MAX_REPLY = 12_000;
@@ -28,6 +28,7 @@ export interface CommandEngine {
   enqueueIn(scope: TransactionScope, request: TaskRequest): Promise<EnqueueResult>;
   retryIn(scope: TransactionScope, runId: number): Promise<Run>;
   cancelIn(scope: TransactionScope, runId: number, reason?: string): Promise<Run>;
+  resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
   list(filter?: RunFilter): Promise<Run[]>;
   issue(issue: { owner: string; repo: string; number: number }, now: number): Promise<IssueView | null>;
 }
@@ -242,4 +243,10 @@ function isConflict(err: unknown): boolean {
 
 function messageOf(err: unknown): string {
   return (err instanceof Error ? err.message : String(err)).slice(0, 300);
+}
+
+/** The issue's run that waits for a reply to its question, if any (read before the transaction). */
+export async function waitingRunOf(deps: CommandDeps, event: ForgeEvent & { number: number }): Promise<Run | undefined> {
+  const [run] = await deps.engine.list({ owner: event.owner, repo: event.repo, number: event.number, status: 'waiting', limit: 1 });
+  return run;
 }

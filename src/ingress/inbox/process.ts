@@ -1,8 +1,8 @@
 import { RetryLaterError } from '../../background/index.js';
 import type { ChatCommand, Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
 import { commandOf, LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
-import { readCommandContext, refuseCommand, runCommand, type CommandDeps } from './commands.js';
-import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
+import { readCommandContext, refuseCommand, runCommand, waitingRunOf, type CommandDeps } from './commands.js';
+import type { EnqueueResult, Run, TaskRequest } from '../../runs/index.js';
 import type { Store, TransactionScope } from '../../store/index.js';
 import {
   allowsStage,
@@ -164,6 +164,16 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
     if (command && deps.commands) {
       return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0);
+    }
+    // A plain new comment on an issue whose run asked a question is the reply that resumes it.
+    const waiting =
+      deps.commands && event.number !== undefined && isNewComment(event) && copies.length === 0
+        ? await waitingRunOf(deps.commands, { ...event, number: event.number }).catch((err: unknown) => {
+            throw new RetryLaterError(`could not read the issue's runs: ${messageOf(err)}`, { cause: err });
+          })
+        : undefined;
+    if (waiting && deps.commands && !isFromBot(event)) {
+      return processReply(deps.commands, claimed, event, waiting);
     }
 
     const issue: IssueRef | undefined =
@@ -344,6 +354,50 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     });
   }
 
+  function isFromBot(event: ForgeEvent): boolean {
+    const sender = event.sender.toLowerCase();
+    return deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender);
+  }
+
+  /**
+   * A reply to a waiting run's question, from someone with write access, resumes its session;
+   * anyone else's comment does not (and starts nothing either: the issue waits for its answer).
+   */
+  async function processReply(
+    commands: NonNullable<DeliveryProcessorDeps['commands']>,
+    claimed: ClaimedDelivery,
+    event: ForgeEvent,
+    run: Run,
+  ) {
+    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) => record(claimed, verdict, write);
+    let permitted = false;
+    try {
+      permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+    } catch (err) {
+      const failure = readPermissionFailure(err);
+      if (failure.kind === 'transient') {
+        throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
+      }
+    }
+    if (!permitted) {
+      return finish({
+        outcome: DELIVERY_OUTCOME.notPermitted,
+        verdict: `not permitted: ${event.sender} may not answer run ${run.id}'s question`,
+      });
+    }
+    return finish({ outcome: DELIVERY_OUTCOME.started, verdict: `reply resumes run ${run.id}` }, async (scope) => {
+      const resumed = await commands.engine.resumeIn(scope, run.id, { text: event.comment?.body ?? '', by: event.sender });
+      return [
+        {
+          stage: resumed.stage,
+          runId: resumed.id,
+          outcome: 'queued' as const,
+          reason: `reply by ${event.sender} resumes run ${resumed.id}`,
+        },
+      ];
+    });
+  }
+
   async function enqueue(scope: TransactionScope, request: TaskRequest, event: ForgeEvent, deliveryId?: string): Promise<RunAnswer> {
     const payload = { ...request.payload, forge: event.forge, ...(deliveryId !== undefined ? { delivery: deliveryId } : {}) };
     const result = await deps.engine.enqueueIn(scope, { ...request, payload });
@@ -395,4 +449,8 @@ function sameLabels(previous: readonly string[] | null, current: readonly string
   if (previous.length !== current.length) return false;
   const set = new Set(previous.map((l) => l.toLowerCase()));
   return current.every((l) => set.has(l.toLowerCase()));
+}
+
+function isNewComment(event: ForgeEvent): boolean {
+  return (event.kind === 'issue_comment' || event.kind === 'pr_comment') && event.action === 'created' && event.comment !== undefined;
 }

@@ -20,6 +20,7 @@ import { claimByIds } from './0086-claim-by-ids.js';
 import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
+import { conversations } from './0125-conversations.js';
 
 export type { Migration } from './types.js';
 
@@ -30,7 +31,8 @@ export type { Migration } from './types.js';
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
- * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs.
+ * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs,
+ * 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -54,4 +56,5 @@ export const migrations: readonly Migration[] = [
   claimByIds,
   knownRepositories,
   runForge,
+  conversations,
 ].sort((a, b) => a.name.localeCompare(b.name));

@@ -63,6 +63,7 @@ export function createLocalProviderFromConfig(
             deny: unreachableServices(config),
             onRefused: deps.onEgressRefused,
           },
+    runnerNice: settings.runnerNice,
     onError: deps.onError,
     spawn: deps.spawn,
   });

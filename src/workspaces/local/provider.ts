@@ -54,6 +54,13 @@ export interface LocalProviderOptions {
    */
   sandbox?: LocalSandboxOptions | { kind: 'none' };
   /**
+   * The niceness runs start at (`nice`), with best-effort I/O priority 7 (`ionice`) when above 0:
+   * a busy agent, its build and its tests must not take the CPU and the disk from baton's accept
+   * path (the forge gives a webhook 5 s). Set before the runner starts, so everything it starts
+   * inherits it; a missing `nice` or `ionice` is skipped. @default 10
+   */
+  runnerNice?: number;
+  /**
    * The network of sandboxed runs: each has a namespace of its own and reaches only its egress
    * gate (see src/egress/), or, with `false`, the host's network as it is.
    * @default {} (a gate that lets a run reach only its own callbacks)
@@ -342,6 +349,15 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
 
   const bwrapPath = () => (sandbox.kind === 'bwrap' ? findCommand(sandbox.bwrap ?? 'bwrap', process.env.PATH) : null);
 
+  /** `nice -n N [ionice -c 2 -n 7]`: each execs the next, so the runner keeps the pid spawned. */
+  const priority = (): string[] => {
+    const nice = options.runnerNice ?? 10;
+    if (nice <= 0) return [];
+    const niceBin = findCommand('nice', process.env.PATH);
+    const ioniceBin = findCommand('ionice', process.env.PATH);
+    return [...(niceBin ? [niceBin, '-n', String(nice)] : []), ...(ioniceBin ? [ioniceBin, '-c', '2', '-n', '7'] : [])];
+  };
+
   /**
    * Starts `command` as a run would be started: in its sandbox (or not), detached, as its user.
    * `readOnly` adds host paths this run (only) may read: a declared local repository.
@@ -354,7 +370,9 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     readOnly: readonly string[] = [],
   ) => {
     if (sandbox.kind === 'none') {
-      const [file, ...args] = command as [string, ...string[]];
+      // A runner that cannot be started must fail its spawn, as without the prefix, not exit 127 under nice.
+      const startable = findCommand(command[0]!, env.PATH ?? process.env.PATH, dirs.workDir) !== null;
+      const [file, ...args] = [...(startable ? priority() : []), ...command] as [string, ...string[]];
       return spawn(file, args, { cwd: dirs.workDir, env, detached: true, stdio });
     }
     const bwrap = bwrapPath();
@@ -367,7 +385,8 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       egressDir: dirs.egressDir,
       insideUser: runUids ? { uid: 65534, gid: 65534 } : undefined,
     });
-    return spawn(bwrap, [...args, '--info-fd', String(INFO_FD), '--', ...command], {
+    const [file, ...prefix] = [...priority(), bwrap] as unknown as [string, ...string[]];
+    return spawn(file, [...prefix, ...args, '--info-fd', String(INFO_FD), '--', ...command], {
       cwd: dirs.workDir,
       env,
       detached: true,

@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { invalid, list, mapping, oneOf, section, text, type ResolveContext } from '../../config-schema/index.js';
+import { int, invalid, list, mapping, oneOf, section, text, type ResolveContext } from '../../config-schema/index.js';
 import { hiddenPaths, type HiddenPathsInput } from './hidden-paths.js';
 import { parseUidRange, type UidRange } from './run-users.js';
 import { isInside } from './sandbox.js';
@@ -15,6 +15,7 @@ import { isInside } from './sandbox.js';
  *   gitConfig: /etc/baton/gitconfig     # the runs' ~/.gitconfig (identity, URL rewrites)
  *   claudeCredentials: /var/lib/baton/.claude/.credentials.json   # a logged-in claude's credentials
  *   rootUser: "65534:65534"             # the user runs are when baton runs as root
+ *   runnerNice: 10                      # runs' CPU priority below baton serve's (and I/O best-effort 7)
  *   runUids: 200000-265535              # as root, a uid of its own for each run (off: all are rootUser)
  * ```
  */
@@ -26,6 +27,8 @@ export interface LocalSettings {
   claudeCredentials?: string;
   /** @default { uid: 65534, gid: 65534 } */
   rootUser: { uid: number; gid: number };
+  /** Niceness runs start at (0 = baton's own priority); above 0 their I/O is best-effort 7 too. @default 10 */
+  runnerNice: number;
   runUids?: UidRange;
 }
 
@@ -54,6 +57,13 @@ export const localSection = section(
           ? undefined
           : invalid('must be "uid:gid" of a user other than root, e.g. "65534:65534"');
       },
+    }),
+    runnerNice: int({
+      env: 'LOCAL_RUNNER_NICE',
+      min: 0,
+      max: 19,
+      default: 10,
+      doc: "the niceness local runs start at, so baton serve's accept path keeps the CPU under load; above 0 their I/O is best-effort priority 7 too (ionice); 0 = the same priority as baton",
     }),
     runUids: text({
       default: '200000-265535',
@@ -92,6 +102,7 @@ export const localSection = section(
       gitConfig: usable('local.gitConfig', v.gitConfig, 'file'),
       claudeCredentials: usable('local.claudeCredentials', v.claudeCredentials, 'file'),
       rootUser: { uid, gid },
+      runnerNice: v.runnerNice,
       ...(v.runUids !== 'off' ? { runUids: parseUidRange(v.runUids)! } : {}),
     };
   },
