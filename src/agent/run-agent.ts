@@ -6,7 +6,7 @@ import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type 
 import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
 import { startLogServer, type LogServer } from './log-server.js';
 import { runAgentProcess } from './agent-process.js';
-import { agentAdapter, sessionFromFrontMatter, type AgentName, type AgentSession } from '../agents/index.js';
+import { agentAdapter, priceUsage, sessionFromFrontMatter, type AgentName, type AgentSession, type ModelPrice } from '../agents/index.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
 import type { SetupToken } from '../runner-contract/index.js';
@@ -77,6 +77,11 @@ export interface RunAgentOptions {
    * `claudeOauthToken`.
    */
   agentSecret?: string;
+  /**
+   * What the agent's tokens cost (USD per million), for a CLI that reports no cost
+   * (`BATON_AGENT_PRICE`); the completion then carries the computed cost, `costSource: computed`.
+   */
+  agentPrice?: ModelPrice;
   /**
    * Forge token of the stage's bot: git credentials for http(s) clone URLs (git steps and the
    * agent) and `GITEA_TOKEN` of the agent; masked in logs.
@@ -389,6 +394,15 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     options.signal?.removeEventListener('abort', onAbort);
   }
 
+  // A CLI that reports no cost (Codex, Gemini) is priced from its tokens, so budgets and charts
+  // treat every agent alike; the body says which it is.
+  if (body.costUsd !== null) body.costSource = 'reported';
+  else if (body.usage && options.agentPrice) {
+    body.costUsd = priceUsage(body.usage, options.agentPrice);
+    body.costSource = 'computed';
+    costUsd = body.costUsd;
+    log.write(`[baton] cost computed from the tokens at the run's price: $${body.costUsd.toFixed(4)}`);
+  }
   body.durationMs = now() - started;
   body.summary = truncate(log.mask(body.summary), 32_000);
   log.write(`[baton] outcome: ${body.status}: ${firstLine(body.summary)}`);

@@ -9,7 +9,7 @@ export {
   type AgentCredential,
   type AgentExit,
 } from './types.js';
-export { AGENT_ADAPTERS, AGENT_SECRET_NAMES, DEFAULT_AGENT, agentAdapter, isAgentName } from './registry.js';
+export { AGENT_ADAPTERS, AGENT_SECRET_NAMES, DEFAULT_AGENT, agentAdapter, agentsInUse, isAgentName } from './registry.js';
 export { AGENT_STATUS, FAILURE_KIND, emptyUsage, addUsage, type AgentStatus, type AgentUsage } from './outcome.js';
 export { RunFailure, CommandFileError } from './errors.js';
 export {
@@ -31,3 +31,5 @@ export {
 } from './claude-stream.js';
 export { failureKindFromText } from './common.js';
 export { GEMINI_EXIT } from './gemini.js';
+export { agentsSection, MODEL_NAME, type AgentsConfig, type AgentSettings } from './config-section.js';
+export { DEFAULT_PRICES, findPrice, priceUsage, type ModelPrice, type PriceTable } from './pricing.js';

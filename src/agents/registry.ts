@@ -24,6 +24,11 @@ export function agentAdapter(name: AgentName): AgentAdapter {
   return AGENT_ADAPTERS[name];
 }
 
+/** Every agent the pipeline may start: the default agent and each stage's. */
+export function agentsInUse(defaultAgent: AgentName, stages: ReadonlyArray<{ agent?: AgentName }>): AgentName[] {
+  return [...new Set([defaultAgent, ...stages.map((s) => s.agent ?? defaultAgent)])];
+}
+
 /** The runner secrets of every agent's credential (lines of BATON_SECRETS_FILE). */
 export const AGENT_SECRET_NAMES: readonly string[] = Object.values(AGENT_ADAPTERS).flatMap((a) =>
   a.credential ? [a.credential.secret] : [],

@@ -9,7 +9,7 @@ import {
   startEgressBridge,
   type RunAgentOptions,
 } from '../agent/index.js';
-import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
+import { AGENT_NAMES, agentAdapter, isAgentName, type AgentName, type ModelPrice } from '../agents/index.js';
 // The same checks the configuration pass applies to what baton passes on (config check, doctor).
 import { DEPLOY_ENV_PATTERN } from '../pipeline/index.js';
 import {
@@ -323,7 +323,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
   const tokenCap = int('token-cap', RUNNER_ENV.tokenCap, 0, 0);
   const callbackMaxRetryMs = int('', RUNNER_ENV.callbackMaxRetryMs, 15 * 60_000, 0);
   const killGraceMs = int('', RUNNER_ENV.killGraceMs, 10_000, 0);
-  const { agentCommand, outputFormat, agent, model } = readAgentCommand(opt, problems);
+  const { agentCommand, outputFormat, agent, model, agentPrice } = readAgentCommand(opt, problems);
   const deployEnv = opt('deploy-env', RUNNER_ENV.deployEnv);
   if (deployEnv !== undefined && !DEPLOY_ENV_PATTERN.test(deployEnv)) {
     problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
@@ -344,6 +344,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
       outputFormat,
       agent,
       model,
+      agentPrice,
       installCommand: opt('install', RUNNER_ENV.installCommand),
       buildCommand: opt('build', RUNNER_ENV.buildCommand),
       maxDurationMs,
@@ -359,7 +360,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
 function readAgentCommand(
   opt: Lookup,
   problems: string[],
-): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string } {
+): { agentCommand?: string[]; outputFormat: 'stream-json' | 'text'; agent: AgentName; model?: string; agentPrice?: ModelPrice } {
   let agentCommand: string[] | undefined;
   const rawCommand = opt('agent-command', RUNNER_ENV.agentCommand);
   if (rawCommand !== undefined) {
@@ -371,6 +372,7 @@ function readAgentCommand(
   if (isAgentName(rawAgent)) agent = rawAgent;
   else problems.push(agentNameProblem(rawAgent));
   const model = opt('model', RUNNER_ENV.agentModel);
+  const agentPrice = readPrice(opt('', RUNNER_ENV.agentPrice), problems);
   if (model !== undefined && !MODEL_NAME.test(model)) {
     problems.push(
       `BATON_AGENT_MODEL must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5, got ${JSON.stringify(model)}`,
@@ -395,7 +397,28 @@ function readAgentCommand(
     outputFormat: outputFormat as 'stream-json' | 'text',
     agent: outputFormat === 'text' ? 'text' : agent,
     ...(model !== undefined ? { model } : {}),
+    ...(agentPrice ? { agentPrice } : {}),
   };
+}
+
+/** BATON_AGENT_PRICE: `{"input":1.25,"cachedInput":0.125,"output":10}`, USD per million tokens. */
+function readPrice(raw: string | undefined, problems: string[]): ModelPrice | undefined {
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    const ok = (x: unknown) => typeof x === 'number' && Number.isFinite(x) && x >= 0;
+    if (v && typeof v === 'object') {
+      const p = v as Record<string, unknown>;
+      const optional = (k: string) => p[k] === undefined || ok(p[k]);
+      if (ok(p.input) && ok(p.output) && optional('cachedInput') && optional('cacheWrite')) return p as unknown as ModelPrice;
+    }
+  } catch {
+    // Reported below.
+  }
+  problems.push(
+    `BATON_AGENT_PRICE must be JSON such as {"input":1.25,"cachedInput":0.125,"output":10} (USD per million tokens), got ${JSON.stringify(raw.slice(0, 200))}`,
+  );
+  return undefined;
 }
 
 function agentNameProblem(raw: string): string {

@@ -1,3 +1,4 @@
+import { agentAdapter, agentsInUse } from '../agents/index.js';
 import fs from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -483,6 +484,7 @@ async function checkLocal(config: Config): Promise<Line[]> {
       });
     }
   }
+  lines.push(...otherAgents(config));
   // The check /ready uses: `baton agent --check` started exactly as a run is, sandbox and all.
   // It needs a throw-away workspace in the data directory; what it leaves of that goes again.
   const made = ['sandbox-checks', ''].map((sub) => path.join(config.dataDir, sub)).filter((dir) => !fs.existsSync(dir));
@@ -524,6 +526,38 @@ async function checkLocal(config: Config): Promise<Line[]> {
       } catch {
         // Not empty, or gone: left as it is.
       }
+    }
+  }
+  return lines;
+}
+
+/** Each agent besides Claude Code that a stage runs: its CLI on the PATH, and its key. */
+function otherAgents(config: Config): Line[] {
+  const lines: Line[] = [];
+  for (const name of agentsInUse(config.agents.default, config.pipeline.stages)) {
+    if (name === 'claude' || name === 'text') continue;
+    const adapter = agentAdapter(name);
+    const settings = config.agents.settings[name];
+    const executable = settings.command?.[0] ?? adapter.executable;
+    const found = findCommand(executable, process.env.PATH);
+    const stages = config.pipeline.stages.filter((s) => (s.agent ?? config.agents.default) === name).map((s) => s.name);
+    lines.push(
+      found
+        ? { status: 'ok', check: `agent ${name}`, detail: `${adapter.title} (${stages.join(', ') || 'default'}) is ${found}` }
+        : {
+            status: 'FAIL',
+            check: `agent ${name}`,
+            detail: `${executable} (${adapter.title}, for ${stages.join(', ') || 'the default agent'}) is not on baton's PATH`,
+            fix: `npm install -g ${adapter.npmPackage}, or set agents.${name}.command to its path`,
+          },
+    );
+    if (!settings.apiKey && adapter.credential) {
+      lines.push({
+        status: 'warn',
+        check: `agent ${name} login`,
+        detail: `${adapter.credential.serverEnv} is not set: ${adapter.title} has no key inside a run`,
+        fix: `set ${adapter.credential.serverEnv} (${adapter.credential.doc})`,
+      });
     }
   }
   return lines;

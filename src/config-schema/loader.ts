@@ -28,7 +28,8 @@ export interface ConfigLoaderOptions<C> {
   /** Every section by its key, in dependency order: each resolves after the sections its deps name. */
   sections: Readonly<Record<string, AnySection>>;
   /** What the configuration holds besides the sections (read from the environment), with its warnings. */
-  extra?(report: LoadReport): object;
+  /** What the configuration holds besides the sections; `resolved` holds the sections, for checks across them. */
+  extra?(report: LoadReport, resolved: Readonly<Record<string, unknown>>): object;
   /** Types the result; the loader itself knows no section. */
   readonly config?: C;
 }
@@ -82,7 +83,7 @@ export function createConfigLoader<C>(options: ConfigLoaderOptions<C>): ConfigLo
         const ctx = contextFor({ node: s.node, key, deps: resolved, problems, warnings, sources });
         resolved[key] = resolve(values[key], ctx);
       }
-      const extra = options.extra?.(report) ?? {};
+      const extra = options.extra?.(report, resolved) ?? {};
       if (problems.length > 0) throw new ConfigError(problems);
       const config = { ...resolved, ...extra, configFile } as C;
       return { config: deepFreeze(config), warnings, notices: report.notices, values: deepFreeze(values), sources };

@@ -208,6 +208,8 @@ function parseOutcome(body: Record<string, unknown>, refused: RefusedClaim[]): R
     summary: str('summary', 65_536),
     usage: optionalUsage(body.usage, refused, 'completion usage'),
     costUsd: checkClaim(body.costUsd, 'costUsd', 'completion costUsd', refused),
+    // Only the two words: anything else (or none) leaves the engine's default for a cost, `reported`.
+    costSource: body.costSource === 'computed' || body.costSource === 'reported' ? body.costSource : null,
     durationMs: num('durationMs'),
     error: str('error', 8_192),
   };

@@ -17,6 +17,7 @@ import {
   text,
   type ResolveContext,
 } from '../config-schema/index.js';
+import { AGENT_NAMES, MODEL_NAME } from '../agents/index.js';
 import { DEFAULT_MENTION } from './chatops.js';
 import { DEFAULT_DEPLOY, DEFAULT_LABELS, DEPLOY_ENV_PATTERN, defaultStages } from './stages.js';
 import { SETUP_TOKENS } from '../runner-contract/index.js';
@@ -72,6 +73,11 @@ const stage = orFalse(
     success: oneOf(SUCCESS_KINDS, {
       doc: 'what success means, checked on the forge after the agent ends: pushed (commits or a pull request), review (a review submitted), result (the agent’s own)',
     }),
+    agent: oneOf(AGENT_NAMES, { doc: 'the agent that runs the stage: claude, codex, gemini, opencode or text (default: agents.default)' }),
+    model: text({
+      doc: "the agent's model for this stage (default: agents.<agent>.model, else the CLI's own)",
+      check: (v) => (MODEL_NAME.test(v) ? undefined : invalid('must be a model name such as gpt-5-codex or anthropic/claude-sonnet-4-5')),
+    }),
     tokenCap: int({ min: 0, doc: 'the stage’s own token cap per run (overrides limits.tokenCap); 0 = no cap' }),
     agentAttempts: int({
       min: 1,
@@ -95,6 +101,7 @@ const stage = orFalse(
  *     analyse: { skipPermissions: false }            # without allowed-tools: the CLI's default permissions
  *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
  *     review-code: { tokenCap: 800000, maxDurationMinutes: 90 }   # its own limits per run
+ *     analyse: { agent: gemini, model: gemini-2.5-flash }         # another agent and model
  *     analyse: false                                 # remove a stage
  *     docs:                                          # add a stage
  *       account: dev
@@ -158,6 +165,8 @@ export const pipelineSection = section(
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
       if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
       if (raw.success !== undefined) next.success = raw.success;
+      if (raw.agent !== undefined) next.agent = raw.agent;
+      if (raw.model !== undefined) next.model = raw.model;
       if (raw.tokenCap !== undefined) next.tokenCap = raw.tokenCap;
       if (raw.agentAttempts !== undefined) next.agentAttempts = raw.agentAttempts;
       if (raw.maxDurationMinutes !== undefined) next.maxDurationMs = Math.round(raw.maxDurationMinutes * 60_000);

@@ -1,3 +1,4 @@
+import type { AgentName } from '../agents/index.js';
 import type { SetupToken } from '../runner-contract/index.js';
 import type { ForgeName, TaskRequest } from '../runs/index.js';
 
@@ -142,6 +143,10 @@ export interface StageDefinition {
   skipPermissions?: boolean;
   /** What success means for its runs. @default DEFAULT_SUCCESS by name, else 'result' */
   success?: SuccessKind;
+  /** The agent that runs it (`claude`, `codex`, `gemini`, `opencode`, `text`). @default agents.default */
+  agent?: AgentName;
+  /** Its agent's model. @default agents.<agent>.model, else the CLI's own */
+  model?: string;
   /** The stage's own token cap per run (over `limits.tokenCap`); 0 = none. */
   tokenCap?: number;
   /** The stage's own attempts of the agent per run (over `limits.agentAttempts`). */

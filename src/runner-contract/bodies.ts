@@ -61,6 +61,11 @@ export interface CompletionBody {
   summary: string;
   usage: AgentUsage | null;
   costUsd: number | null;
+  /**
+   * Where `costUsd` came from: `reported` by the agent's CLI, or `computed` by the runner from the
+   * tokens and the run's price (`BATON_AGENT_PRICE`) for a CLI that reports none. Absent: no cost.
+   */
+  costSource?: 'reported' | 'computed';
   durationMs: number;
   error?: string;
 }

@@ -29,6 +29,7 @@ export const RUNNER_ENV = {
   logHost: 'BATON_AGENT_LOG_HOST',
   agent: 'BATON_AGENT',
   agentModel: 'BATON_AGENT_MODEL',
+  agentPrice: 'BATON_AGENT_PRICE',
   agentCommand: 'BATON_AGENT_COMMAND',
   agentOutput: 'BATON_AGENT_OUTPUT',
   installCommand: 'BATON_INSTALL_COMMAND',
@@ -65,6 +66,8 @@ export interface RunnerRun {
   agentModel?: string;
   /** The argv prefix of the stage's agent, when the configuration names one. */
   agentCommand?: readonly string[];
+  /** USD per million tokens for an agent whose CLI reports no cost. */
+  agentPrice?: { input: number; cachedInput?: number; output: number; cacheWrite?: number };
 }
 
 /** The variables of a run, as `baton agent` reads them; absent and empty values are left out. */
@@ -89,6 +92,7 @@ export function formatRunnerEnv(run: RunnerRun): Record<string, string> {
     [RUNNER_ENV.agent]: run.agent,
     [RUNNER_ENV.agentModel]: run.agentModel,
     [RUNNER_ENV.agentCommand]: run.agentCommand ? JSON.stringify(run.agentCommand) : undefined,
+    [RUNNER_ENV.agentPrice]: run.agentPrice ? JSON.stringify(run.agentPrice) : undefined,
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }

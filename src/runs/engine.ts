@@ -372,6 +372,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         summary: outcome.summary ?? null,
         usage: null,
         cost_usd: null,
+        cost_source: null,
         duration_ms: null,
         lease_token: null,
         lease_expires_at: null,
@@ -476,6 +477,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       summary: outcome.summary ?? null,
       usage: outcome.usage ? JSON.stringify(outcome.usage) : null,
       cost_usd: outcome.costUsd ?? null,
+      cost_source: outcome.costUsd !== null && outcome.costUsd !== undefined ? (outcome.costSource ?? 'reported') : null,
       duration_ms: outcome.durationMs ?? null,
       last_error: lastError,
     };
@@ -637,6 +639,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
         now(),
         FINAL_EVENT[outcome.status],
         lastError === null ? null : JSON.stringify({ error: lastError }),
+        outcome.costUsd !== null && outcome.costUsd !== undefined ? (outcome.costSource ?? 'reported') : null,
       ];
       return writeStatement(
         FINAL_EVENT[outcome.status],

@@ -128,7 +128,7 @@ SELECT row_to_json(started) AS run, row_to_json(event) AS event FROM started JOI
 
 /**
  * $1 run id, $2 final status, $3 exit code, $4 summary, $5 usage, $6 cost, $7 duration, $8 last
- * error (null keeps the run's), $9 now, $10 event type, $11 event data.
+ * error (null keeps the run's), $9 now, $10 event type, $11 event data, $12 cost source.
  *
  * The run is locked first (`prev`), so a concurrent cancel or callback waits and then sees this
  * one's result; a locked row is returned as last committed, and the UPDATE of the same row
@@ -139,7 +139,7 @@ const complete = (to: RunStatus) => `WITH prev AS (
   SELECT id, status, followup FROM runs WHERE id = $1 FOR UPDATE
 ), done AS (
   UPDATE runs SET status = $2, exit_code = $3::integer, summary = $4, usage = $5, cost_usd = $6::double precision,
-    duration_ms = $7::bigint, last_error = COALESCE($8, runs.last_error), lease_token = NULL, lease_expires_at = NULL,
+    cost_source = $12::text, duration_ms = $7::bigint, last_error = COALESCE($8, runs.last_error), lease_token = NULL, lease_expires_at = NULL,
     finished_at = $9, updated_at = $9
   FROM prev WHERE runs.id = prev.id AND prev.status IN (${list(sourcesOf(to))}) AND prev.followup = 0
   RETURNING runs.*

@@ -39,6 +39,7 @@ export function toRun(row: RunRow): Run {
     summary: row.summary,
     usage: parseJson(row.usage),
     costUsd: row.cost_usd,
+    costSource: row.cost_source === 'reported' || row.cost_source === 'computed' ? row.cost_source : null,
     durationMs: row.duration_ms,
     createdAt: row.created_at,
     updatedAt: row.updated_at,

@@ -96,6 +96,7 @@ export function queuedRunRow(id: number, v: QueuedRunValues): Run {
     summary: null,
     usage: null,
     cost_usd: null,
+    cost_source: null,
     duration_ms: null,
     created_at: v.now,
     updated_at: v.now,

@@ -80,6 +80,8 @@ export interface Run {
   summary: string | null;
   usage: Usage | null;
   costUsd: number | null;
+  /** Whether `costUsd` was reported by the agent's CLI or computed by baton from its tokens; null: no cost. */
+  costSource?: 'reported' | 'computed' | null;
   durationMs: number | null;
   createdAt: number;
   updatedAt: number;
@@ -121,6 +123,7 @@ export interface RunOutcome {
   summary?: string | null;
   usage?: Usage | null;
   costUsd?: number | null;
+  costSource?: 'reported' | 'computed' | null;
   durationMs?: number | null;
   /** Why it failed: a runner's machine-readable kind (`agent_overloaded`, …) or words a person can act on. */
   error?: string | null;

@@ -1,3 +1,4 @@
+import { agentsSection } from '../agents/index.js';
 import { botsSection, giteaSection, githubSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { egressSection } from '../egress/index.js';
@@ -36,6 +37,7 @@ export const SECTIONS = {
   github: githubSection,
   coder: coderSection,
   claude: claudeSection,
+  agents: agentsSection,
   local: localSection,
   repositories: repositoriesSection,
   api: apiSection,

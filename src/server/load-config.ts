@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { createConfigLoader, sensitiveVariables, type Env, type LoadedSettings, type LoadReport } from '../config-schema/index.js';
-import { agentEnvProblems } from '../runner-contract/index.js';
+import { agentAdapter, type AgentName, type AgentsConfig } from '../agents/index.js';
+import { agentEnvProblems, findCommand } from '../runner-contract/index.js';
 import { SECTIONS } from './config-sections.js';
 import type { Config, RootSettings } from './config-types.js';
 import { rootNode } from './root-section.js';
@@ -53,8 +54,9 @@ export function loadConfig(env: Env = process.env, cwd = process.cwd()): LoadedC
 }
 
 /** What the configuration holds besides the sections: the runner settings local workspaces inherit. */
-function fromEnvironment(report: LoadReport): Pick<Config, 'agentEnv'> {
+function fromEnvironment(report: LoadReport, resolved: Record<string, unknown>): Pick<Config, 'agentEnv'> {
   const { env } = report;
+  report.problems.push(...missingAgentProblems(resolved as never, env, report.cwd));
   if (env.REDIS_URL) {
     report.warnings.push(
       'REDIS_URL is set but baton no longer uses Redis: the queue lives in the database. ' +
@@ -124,4 +126,38 @@ function resolveRoot(
     staleWorkspaceMinutes: v.staleWorkspaceMinutes,
     sweepMinutes: v.sweepMinutes,
   };
+}
+
+/**
+ * Each agent the configuration names (a stage's `agent`, or `agents.default`) whose CLI local
+ * runs would not find: refused now, naming the agent and its stage, rather than failing each run.
+ * Coder workspaces bring their own CLIs (the template installs them), so only local runs are
+ * checked. Claude Code as the unnamed default is left to `/ready` and `baton doctor`, as before.
+ */
+function missingAgentProblems(
+  resolved: {
+    workspaceProvider: string;
+    agents: AgentsConfig;
+    pipeline: { stages: ReadonlyArray<{ name: string; agent?: AgentName }> };
+  },
+  env: Env,
+  cwd: string,
+): string[] {
+  if (resolved.workspaceProvider !== 'local') return [];
+  const named: Array<{ agent: AgentName; where: string }> = resolved.pipeline.stages
+    .filter((s) => s.agent !== undefined)
+    .map((s) => ({ agent: s.agent!, where: `pipeline.stages.${s.name}.agent` }));
+  if (resolved.agents.default !== 'claude') named.push({ agent: resolved.agents.default, where: 'agents.default' });
+  const problems: string[] = [];
+  for (const { agent, where } of named) {
+    if (agent === 'text') continue;
+    const adapter = agentAdapter(agent);
+    const executable = resolved.agents.settings[agent].command?.[0] ?? adapter.executable;
+    if (findCommand(executable, env.PATH, cwd) === null) {
+      problems.push(
+        `${where} is ${agent}, but its CLI "${executable}" is not on PATH (${env.PATH ?? 'unset'}): install ${adapter.title} (npm install -g ${adapter.npmPackage}), or set agents.${agent}.command to its path`,
+      );
+    }
+  }
+  return [...new Set(problems)];
 }

@@ -1,3 +1,4 @@
+import { agentAdapter, findPrice } from '../agents/index.js';
 import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
@@ -91,7 +92,24 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     config.gitea.url !== undefined &&
     (cloneThroughGateway || cloneHost === null);
   const gatewayBase = `${config.callbackUrl}${GATEWAY_PREFIX}`;
+  const stage = config.pipeline.stages.find((s) => s.name === run.stage);
+  const agent = stage?.agent ?? config.agents.default;
+  const agentSettings = config.agents.settings[agent];
+  const model = stage?.model ?? agentSettings.model;
+  const adapter = agentAdapter(agent);
+  const credential = adapter.credential;
+  // Claude Code's token comes from claude.oauthToken through the provider, as before.
+  const agentSecret =
+    credential && credential.secret !== 'CLAUDE_CODE_OAUTH_TOKEN' && agentSettings.apiKey
+      ? { name: credential.secret, value: agentSettings.apiKey }
+      : undefined;
+  const price = adapter.reportsCost ? null : findPrice(config.agents.prices, agent, model);
   return {
+    ...(agent !== 'claude' ? { agent } : {}),
+    ...(model ? { agentModel: model } : {}),
+    ...(agentSettings.command ? { agentCommand: agentSettings.command } : {}),
+    ...(agentSecret ? { agentSecret } : {}),
+    ...(price ? { agentPrice: price } : {}),
     name,
     runId: run.id,
     stage: run.stage,

@@ -33,6 +33,8 @@ export interface RunsTable {
   summary: string | null;
   usage: string | null;
   cost_usd: number | null;
+  /** `reported` by the agent's CLI or `computed` from its tokens and the price table; null: no cost. */
+  cost_source: string | null;
   duration_ms: number | null;
   created_at: number;
   updated_at: number;

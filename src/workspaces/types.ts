@@ -54,6 +54,15 @@ export interface WorkspaceSpec {
   setupTokens?: readonly ('forge' | 'agent')[];
   /** The stage's `skipPermissions` from the pipeline's stage table; absent = the runner's default (true). */
   skipPermissions?: boolean;
+  /** The stage's agent (`BATON_AGENT`) and model (`BATON_AGENT_MODEL`); absent = the runner's default (claude, the CLI's model). */
+  agent?: string;
+  agentModel?: string;
+  /** The agent's argv prefix from `agents.<agent>.command`. */
+  agentCommand?: readonly string[];
+  /** The agent's own credential as the runner secret its adapter names; only this run's agent's. */
+  agentSecret?: { name: string; value: string };
+  /** What its tokens cost when its CLI reports no cost (`BATON_AGENT_PRICE`, USD per million tokens). */
+  agentPrice?: { input: number; cachedInput?: number; output: number; cacheWrite?: number };
   /** Forge token of the stage's bot account: the only forge credential the workspace gets. */
   forgeToken?: string;
   /** The forge the repository is on: `gitea`, `forgejo`, `github`, `gitlab`. @default 'gitea' */

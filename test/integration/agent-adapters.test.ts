@@ -123,6 +123,21 @@ describe.each(Object.keys(FAKES) as Agent[])('runAgent with %s', (agent) => {
   });
 });
 
+describe('cost for every agent', () => {
+  it('prices the tokens of a CLI that reports no cost, and says the cost was computed', async () => {
+    const body = await runAgent(optionsFor('codex', 'success', { agentPrice: { input: 1.25, cachedInput: 0.125, output: 10 } }));
+    // 315 fresh at 1.25, 24,448 cached at 0.125, 1,220 output at 10 (USD per million)
+    expect(body).toMatchObject({ status: 'succeeded', costSource: 'computed' });
+    expect(body.costUsd).toBeCloseTo((315 * 1.25 + 24_448 * 0.125 + 1_220 * 10) / 1e6, 6);
+  });
+  it('keeps the cost a CLI reports, and says so', async () => {
+    expect(await runAgent(optionsFor('opencode', 'success', { agentPrice: { input: 100, output: 100 } }))).toMatchObject({
+      costSource: 'reported',
+      costUsd: expect.closeTo(0.0165, 6),
+    });
+  });
+});
+
 describe('failures only some CLIs have', () => {
   it('codex: a refused key is agent_auth_failed with its words; no connection is agent_unreachable', async () => {
     const auth = await runAgent(optionsFor('codex', 'auth'));

@@ -17,6 +17,7 @@ import { issueIndex } from './0075-issue-index.js';
 import { dropWebhookDeliveries } from './0080-drop-webhook-deliveries.js';
 import { claimFunction } from './0085-claim-function.js';
 import { claimByIds } from './0086-claim-by-ids.js';
+import { costSource } from './0105-cost-source.js';
 import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
@@ -32,7 +33,7 @@ export type { Migration } from './types.js';
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
  * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs,
- * 0125–0134 conversations.
+ * 0105–0109 agents (cost source), 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -56,5 +57,6 @@ export const migrations: readonly Migration[] = [
   claimByIds,
   knownRepositories,
   runForge,
+  costSource,
   conversations,
 ].sort((a, b) => a.name.localeCompare(b.name));

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { agentAdapter, agentsInUse, isAgentName, type AgentName, type AgentsConfig } from '../../agents/index.js';
 import { findCommand } from '../../runner-contract/index.js';
 import type { ResolvedOf } from '../../config-schema/index.js';
 import { runAllowList, type EgressRefusal, type EgressSettings } from '../../egress/index.js';
@@ -16,6 +17,8 @@ type LocalConfig = HiddenPathsInput & {
   agentEnv: Readonly<Record<string, string>>;
   claude: ResolvedOf<typeof claudeSection>;
   egress: EgressSettings;
+  agents: Pick<AgentsConfig, 'default' | 'settings'>;
+  pipeline: { stages: ReadonlyArray<{ agent?: AgentName }> };
 };
 
 /**
@@ -36,7 +39,18 @@ export function createLocalProviderFromConfig(
   const execPath = deps.execPath ?? process.execPath;
   const runner = [execPath, deps.batonBin, 'agent'];
   const readOnlyPaths = [...runtimePaths(execPath, deps.batonBin), ...settings.readOnlyPaths];
-  const agent = agentExecutable(config.agentEnv.BATON_AGENT_COMMAND, readOnlyPaths, hiddenPaths(config));
+  // Every agent a stage may start: each one's executable must be visible inside the sandbox.
+  const agents = agentsInUse(config.agents.default, config.pipeline.stages).flatMap((name) => {
+    if (name === 'text') return [];
+    const configured = config.agents.settings[name].command;
+    const raw = configured
+      ? JSON.stringify(configured)
+      : name === 'claude'
+        ? config.agentEnv.BATON_AGENT_COMMAND
+        : JSON.stringify([agentAdapter(name).executable]);
+    const found = agentExecutable(raw, readOnlyPaths, hiddenPaths(config));
+    return found ? [found] : [];
+  });
   return createLocalProvider({
     dataDir: config.dataDir,
     command: runner,
@@ -48,7 +62,7 @@ export function createLocalProviderFromConfig(
         ? { kind: 'none' }
         : {
             kind: 'bwrap',
-            readOnlyPaths: agent ? [...readOnlyPaths, agent] : readOnlyPaths,
+            readOnlyPaths: [...readOnlyPaths, ...new Set(agents)],
             hiddenPaths: hiddenPaths(config),
             gitConfig: settings.gitConfig,
             claudeCredentials: settings.claudeCredentials,
@@ -59,7 +73,14 @@ export function createLocalProviderFromConfig(
       config.egress.gate === 'off'
         ? false
         : {
-            rules: (spec) => runAllowList({ stage: spec.stage, forgeUrl: spec.forgeUrl, cloneUrl: spec.cloneUrl, settings: config.egress }),
+            rules: (spec) =>
+              runAllowList({
+                stage: spec.stage,
+                forgeUrl: spec.forgeUrl,
+                cloneUrl: spec.cloneUrl,
+                // The run's own agent's API and login hosts, on top of the configured agent hosts.
+                settings: { ...config.egress, agentHosts: [...config.egress.agentHosts, ...agentHostsOf(spec.agent)] },
+              }),
             deny: unreachableServices(config),
             onRefused: deps.onEgressRefused,
           },
@@ -96,6 +117,10 @@ function agentExecutable(agentCommand: string | undefined, visible: readonly str
   const seen = (p: string) => ['/usr', ...visible].some((dir) => isInside(path.resolve(p), path.resolve(dir)));
   if (seen(found) || hidden.some((h) => isInside(path.resolve(found), path.resolve(h)))) return undefined;
   return found;
+}
+
+function agentHostsOf(agent: string | undefined): readonly string[] {
+  return agent && isAgentName(agent) && agent !== 'claude' ? agentAdapter(agent).egressHosts : [];
 }
 
 /** Said at every start while it is true. */

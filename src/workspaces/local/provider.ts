@@ -172,12 +172,23 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     stageBuild: spec.build,
     setupTokens: spec.setupTokens,
     skipPermissions: spec.skipPermissions,
+    agent: spec.agent,
+    agentModel: spec.agentModel,
+    agentCommand: spec.agentCommand,
+    agentPrice: spec.agentPrice,
   });
 }
 
 /** The run's secrets, as `baton agent` reads them from `BATON_SECRETS_FILE` or `BATON_SECRETS_FD`. */
 export function runnerSecrets(spec: WorkspaceSpec): RunnerSecrets {
-  return { CALLBACK_TOKEN: spec.callbackToken, ...(spec.forgeToken ? { GITEA_TOKEN: spec.forgeToken } : {}) };
+  return {
+    CALLBACK_TOKEN: spec.callbackToken,
+    ...(spec.forgeToken ? { GITEA_TOKEN: spec.forgeToken } : {}),
+    // Only this run's agent's key: a Codex run never holds the Gemini key, and so on.
+    ...(spec.agentSecret && (RUNNER_SECRETS as readonly string[]).includes(spec.agentSecret.name)
+      ? { [spec.agentSecret.name]: spec.agentSecret.value }
+      : {}),
+  };
 }
 
 interface Health {
