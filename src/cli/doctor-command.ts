@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { findCommand, parseAgentCommand } from '../runner-contract/index.js';
 import { loadConfig, type Config } from '../server/index.js';
 import { ConfigError } from '../config-schema/index.js';
-import { createGiteaClient, ForgeError, type ForgeClient } from '../forge/index.js';
+import { createGiteaClient, createGitHubClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import { createLogger } from '../log/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
 import { createConfiguredProvider } from '../server/index.js';
@@ -99,7 +99,7 @@ export async function doctorCommand(argv: string[], rawIo: CommandIo, cwd = proc
     return 1;
   }
 
-  for (const group of [checkDatabase, checkDataDir, checkForge, checkPublicUrl, checkWorkspaces, checkCallbackUrl]) {
+  for (const group of [checkDatabase, checkDataDir, checkForge, checkGitHub, checkPublicUrl, checkWorkspaces, checkCallbackUrl]) {
     for (const line of await group(config, io, extraRepos)) print(line);
   }
   io.out(failed ? `${failed} check${failed === 1 ? '' : 's'} failed` : 'everything checked is fine');
@@ -192,6 +192,10 @@ function configuredRepositories(config: Config, extra: readonly string[]): strin
 async function checkForge(config: Config, io: CommandIo, extra: readonly string[]): Promise<Line[]> {
   const lines: Line[] = [];
   const url = config.gitea.url;
+  if (!url && config.github.url) {
+    lines.push({ status: 'info', check: 'forge', detail: 'GITEA_URL is not set: Gitea and Forgejo are off (GitHub is configured)' });
+    return lines;
+  }
   if (!url) {
     lines.push({
       status: 'warn',
@@ -241,6 +245,43 @@ async function checkForge(config: Config, io: CommandIo, extra: readonly string[
       detail: 'no repository named in the configuration: the bots’ rights were not checked',
       fix: 'run baton doctor --repo OWNER/REPO',
     });
+  }
+  return lines;
+}
+
+/**
+ * GitHub's bot tokens, when GITHUB_URL is set: each must be valid and belong to the bot login the
+ * pipeline knows (BOT_*_USERNAME), or the bot's own comments would start stages again.
+ */
+async function checkGitHub(config: Config, io: CommandIo): Promise<Line[]> {
+  const { apiUrl, tokens, webhookSecret } = config.github;
+  if (!apiUrl) return [];
+  const lines: Line[] = [
+    webhookSecret
+      ? { status: 'ok', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is set: unsigned GitHub deliveries get 401' }
+      : { status: 'FAIL', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is not set', fix: 'set it (docs/github.md)' },
+  ];
+  for (const [account, bot] of Object.entries(config.bots)) {
+    const variable = `GITHUB_${account.toUpperCase()}_TOKEN`;
+    const check = `github bot ${account}`;
+    const token = tokens[account as 'dev' | 'review'];
+    if (!token) {
+      lines.push({ status: 'FAIL', check, detail: `${variable} is not set`, fix: 'give the machine user’s token (docs/github.md)' });
+      continue;
+    }
+    try {
+      const me = await createGitHubClient({ apiUrl, token, fetch: io.fetch, timeoutMs: PROBE_MS }).getCurrentUser();
+      if (me.login.toLowerCase() !== bot.username.toLowerCase()) {
+        lines.push({
+          status: 'FAIL',
+          check,
+          detail: `${variable} belongs to ${me.login}, not to ${bot.username}`,
+          fix: `use ${bot.username}'s token, or set BOT_${account.toUpperCase()}_USERNAME=${me.login}`,
+        });
+      } else lines.push({ status: 'ok', check, detail: `${variable} is ${me.login}'s and valid` });
+    } catch (err) {
+      lines.push({ status: 'FAIL', check, ...forgeFailure(err, variable, bot.username) });
+    }
   }
   return lines;
 }

@@ -34,7 +34,7 @@ describe('baton doctor', { timeout: 120_000 }, () => {
       review: gitea.addUser('claude-review', { scopes: ['read:user', 'read:repository', 'read:issue'] }).token,
       someoneElse: gitea.addUser('ops').token,
     };
-    gitea.addCollaborator('acme', 'app', 'claude-dev', 'write');
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'claude-review', 'read');
   });
   afterEach(async () => {
