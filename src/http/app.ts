@@ -57,6 +57,8 @@ export interface HttpDeps {
   now: () => number;
   /** Checks a run's claimed success against the forge before it is recorded. */
   checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>;
+  /** The forge gateway (`/gateway/…`): runs reach the forge through it; it bounds its own bodies. */
+  gateway?: Hono;
   /** Daily budgets (`/api/budgets`); absent in tests that build the app without them. */
   budgets?: BudgetService;
 }
@@ -91,6 +93,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
     healthRoutes(deps.readiness, async (c) => (await identify(c, credentials)) !== null),
   );
   app.route('/', queueRoutes(deps.runs, deps.now));
+  if (deps.gateway) app.route('/', deps.gateway);
   app.route('/', callbackRoutes(deps.engine, deps.logger, deps.checkOutcome));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
@@ -109,7 +112,7 @@ function boundBodies(maxBytes: number): MiddlewareHandler {
   const limit = limitBody(maxBytes);
   return async (c, next) => {
     const path = c.req.path;
-    if (path.startsWith('/webhook/') || isWorkspaceCallback(path) || path === '/login') return next();
+    if (path.startsWith('/webhook/') || path.startsWith('/gateway/') || isWorkspaceCallback(path) || path === '/login') return next();
     return limit(c, next);
   };
 }

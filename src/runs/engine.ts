@@ -110,6 +110,11 @@ export interface FullRunEngine extends RunEngine {
   /** The run whose callback token this is, or null (constant-time comparison of hashes). */
   verifyCallbackToken(runId: number, token: string): Promise<Run | null>;
   /**
+   * The run when `matches` accepts one of its callback token hashes (the current attempt's or an
+   * adopted earlier one's): the forge gateway's capabilities are derived from them.
+   */
+  verifyByTokenHash(runId: number, matches: (hash: string) => boolean): Promise<Run | null>;
+  /**
    * Tells this process's dispatchers to look again without a database change (a test that moved
    * its clock past a run's due time).
    */
@@ -819,6 +824,16 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
       // The current attempt's token, or one an earlier attempt gave a workspace this run adopted.
       const hashes = [row.callback_token_hash, ...(await earlierTokenHashes(store.db, runId))];
       return matchesAnyHash(token, hashes) ? toRun(row) : null;
+    },
+
+    async verifyByTokenHash(runId, matches) {
+      const row = await store.db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
+      if (!row?.callback_token_hash) return null;
+      const hashes = [row.callback_token_hash, ...(await earlierTokenHashes(store.db, runId))];
+      // Every hash is tried (no early exit): the time taken says nothing about which matched.
+      let found = false;
+      for (const hash of hashes) found = matches(hash) || found;
+      return found ? toRun(row) : null;
     },
 
     on: signals.on,

@@ -43,6 +43,7 @@ import { createOutcomeCheck } from './outcome-check.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
+import { forgeGatewayRoutes } from '../forge-gateway/index.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -381,6 +382,14 @@ export function createApp(config: Config, deps: AppDeps): App {
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
+    gateway: config.gitea.url
+      ? forgeGatewayRoutes({
+          forgeUrl: config.gitea.url,
+          tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
+          engine,
+          logger,
+        })
+      : undefined,
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger, store),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),

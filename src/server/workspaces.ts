@@ -4,9 +4,10 @@ import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
 import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
+import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
-import { isLive, RUN_STATUS, type ForgeName, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
+import { hashCallbackToken, isLive, RUN_STATUS, type ForgeName, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
@@ -76,6 +77,21 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
+  // A Gitea run reaches the forge only through baton's forge gateway, with a capability worth
+  // nothing outside this run; the bot's token stays in baton.
+  // A separate clone host over HTTP(S) (GITEA_CLONE_URL on another origin) would get the
+  // capability, which it cannot take: such runs keep the bot's token (docs/security.md).
+  const direct = declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge));
+  const cloneHost = config.gitea.cloneUrl ? originOf(config.gitea.cloneUrl) : undefined;
+  const cloneThroughGateway = !config.gitea.cloneUrl || cloneHost === originOf(config.gitea.url ?? '');
+  const gateway =
+    !declared &&
+    !maintained &&
+    forge === 'gitea' &&
+    token !== undefined &&
+    config.gitea.url !== undefined &&
+    (cloneThroughGateway || cloneHost === null);
+  const gatewayBase = `${config.callbackUrl}${GATEWAY_PREFIX}`;
   const stage = config.pipeline.stages.find((s) => s.name === run.stage);
   const agent = stage?.agent ?? config.agents.default;
   const agentSettings = config.agents.settings[agent];
@@ -100,7 +116,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge)),
+    cloneUrl: gateway && cloneThroughGateway && direct ? `${gatewayBase}/${run.owner}/${run.repo}.git` : direct,
     repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
     arguments: typeof args === 'string' && args !== '' ? args : undefined,
     ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
@@ -111,8 +127,8 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forge,
-    forgeUrl: forge === 'github' ? config.github.url : config.gitea.url,
-    forgeToken: declared ? undefined : token,
+    forgeUrl: gateway ? gatewayBase : forge === 'github' ? config.github.url : config.gitea.url,
+    forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
     ...runLimits(
@@ -167,4 +183,14 @@ export async function reconcileWorkspaces(engine: FullRunEngine, provider: Works
       },
     },
   });
+}
+
+/** The origin of an http(s) URL; null for anything else (a path, a file: URL). */
+function originOf(url: string): string | null {
+  try {
+    const parsed = new URL(url);
+    return parsed.protocol === 'http:' || parsed.protocol === 'https:' ? parsed.origin : null;
+  } catch {
+    return null;
+  }
 }

@@ -120,6 +120,9 @@ export async function createWorld(options: WorldOptions): Promise<World> {
   gitea.addUser('claude-review', { token: REVIEW_TOKEN });
   gitea.addUser('alice');
   gitea.addRepo(OWNER, REPO);
+  // Senders need write access (checked by default), which the dev bot asks as repository admin.
+  gitea.addCollaborator(OWNER, REPO, 'claude-dev', 'admin');
+  gitea.addCollaborator(OWNER, REPO, 'alice', 'write');
 
   // Clone URLs (the payload's, or one made from GITEA_URL) lead to the bare repository.
   const home = path.join(root, 'home');

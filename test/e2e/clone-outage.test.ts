@@ -49,6 +49,9 @@ describe('baton serve: a forge outage during the clones', () => {
     gitea.addUser('claude-review', { token: REVIEW_TOKEN });
     gitea.addUser('alice');
     gitea.addRepo('acme', 'app');
+    // Senders need write access (checked by default), which the dev bot asks as repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    gitea.addCollaborator('acme', 'app', 'alice', 'write');
     for (const n of ISSUES) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });
     // GITEA_URL as one Gitea serves it: the API, and the repositories over git's HTTP protocol.
     forge = http.createServer((req, res) => {

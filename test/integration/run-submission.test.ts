@@ -92,8 +92,9 @@ describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
     expect(spec).toMatchObject({
       stage: 'develop',
       number: 7,
-      cloneUrl: 'https://git.example.com/acme/app.git',
-      forgeToken: 'dev-token-secret',
+      // Through baton's forge gateway, with a capability for this run instead of the bot's token.
+      cloneUrl: expect.stringMatching(/\/gateway\/acme\/app\.git$/),
+      forgeToken: expect.stringMatching(/^bgw_\d+_/),
       arguments: 'only the parser',
       ref: 'feature/parser',
     });

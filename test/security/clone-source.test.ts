@@ -90,6 +90,9 @@ describe('baton serve: a payload cannot choose where a run clones from', () => {
     gitea.addUser('alice');
     for (const { owner, repo } of REPOSITORIES) {
       gitea.addRepo(owner, repo);
+      // Senders need write access (checked by default), which the dev bot asks as repository admin.
+      gitea.addCollaborator(owner, repo, 'claude-dev', 'admin');
+      gitea.addCollaborator(owner, repo, 'alice', 'write');
       for (let n = 1; n <= 6; n++) gitea.addIssue(owner, repo, { title: `${owner}/${repo} issue ${n}`, author: 'alice' });
     }
     // GITEA_URL, as one Gitea serves it: the API and the repositories over git's HTTP protocol.

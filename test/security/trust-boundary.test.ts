@@ -189,7 +189,8 @@ describe('where a Coder workspace clones from', () => {
     });
     expect(res.status).toBe(202);
     const workspace = await until(() => coder!.workspaces()[0], 'the Coder workspace of the run');
-    expect(workspace.richParameters).toMatchObject({ repo_clone_url: `${gitea.url}/acme/app.git` });
+    // Through baton's forge gateway (CALLBACK_URL's /gateway), never where the payload says.
+    expect(workspace.richParameters).toMatchObject({ repo_clone_url: 'http://127.0.0.1:1/gateway/acme/app.git' });
     expect(JSON.stringify(workspace.richParameters)).not.toContain('evil.example');
   });
 });

@@ -106,6 +106,8 @@ export function createRunGates(options: { egress: LocalEgressOptions; onError: (
         NO_PROXY: noProxy(record.rules),
         no_proxy: noProxy(record.rules),
         ...(suffix ? { CALLBACK_URL: `http://${BATON_HOST}${suffix}` } : {}),
+        // The forge gateway is on baton's listener too: the run reaches it as baton.internal.
+        ...gatewayEnv(record.baton, spec?.forgeUrl, spec?.cloneUrl),
       };
     },
     async reopen(root, alive) {
@@ -142,4 +144,14 @@ export function createRunGates(options: { egress: LocalEgressOptions; onError: (
  */
 function noProxy(rules: readonly AllowRule[]): string {
   return ['localhost', '127.0.0.1', '::1'].filter((host) => !rules.some((rule) => !rule.wildcard && rule.host === host)).join(',');
+}
+
+/** GITEA_URL and REPO_CLONE_URL that point at baton's forge gateway, rewritten to baton.internal. */
+function gatewayEnv(baton: string | null, forgeUrl: string | undefined, cloneUrl: string | undefined): Record<string, string> {
+  if (!baton) return {};
+  const base = `${baton}/gateway`;
+  const env: Record<string, string> = {};
+  if (forgeUrl === base) env.GITEA_URL = `http://${BATON_HOST}/gateway`;
+  if (cloneUrl?.startsWith(`${base}/`)) env.REPO_CLONE_URL = `http://${BATON_HOST}${cloneUrl.slice(baton.length)}`;
+  return env;
 }
