@@ -4,6 +4,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import type { Duplex } from 'node:stream';
+import { listenUnix } from './listen-unix.js';
 import { findRule, nonPublicRange, normalizeHost, type AllowRule } from './allow-list.js';
 
 /**
@@ -206,13 +207,7 @@ export async function createEgressGate(options: EgressGateOptions): Promise<Egre
   server.on('clientError', (_err, socket) => socket.destroy());
 
   fs.rmSync(options.socketPath, { force: true });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.socketPath, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
+  await listenUnix(server, options.socketPath);
   if (options.owner) {
     fs.chownSync(options.socketPath, options.owner.uid, options.owner.gid);
     fs.chmodSync(options.socketPath, 0o600);

@@ -190,3 +190,28 @@ describe("a run's allow-list", () => {
     for (const bad of ['http://x', 'a b', '*.1.2.3.4', 'host:0', 'host:70000', '*']) expect(parseAllowRule(bad, true), bad).toBeNull();
   });
 });
+
+describe('an egress gate deep in a data directory', () => {
+  it('listens at a socket path longer than a unix address holds, and tunnels through it', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-egress-long-'));
+    const deep = path.join(dir, 'data', 'sandbox-checks', 'd25c3799-4048-4aaa-8f44-f30927742a69', 'x'.repeat(40), 'egress');
+    fs.mkdirSync(deep, { recursive: true });
+    const socketPath = path.join(deep, 'egress.sock');
+    expect(Buffer.byteLength(socketPath)).toBeGreaterThan(107);
+    const echo = net.createServer((s) => s.on('data', () => s.write('pong')));
+    await new Promise<void>((r) => echo.listen(0, '127.0.0.1', r));
+    const echoPort = (echo.address() as AddressInfo).port;
+    const gate = await createEgressGate({ socketPath, rules: [parseAllowRule(`127.0.0.1:${echoPort}`, true)!] });
+    try {
+      // The socket is where the run's sandbox binds it from; a run reaches it by a short path.
+      expect(fs.statSync(socketPath).isSocket()).toBe(true);
+      const short = path.join(dir, 'gate');
+      fs.symlinkSync(deep, short);
+      expect(await tunnel(path.join(short, 'egress.sock'), `127.0.0.1:${echoPort}`)).toMatchObject({ status: 200, echoed: 'pong' });
+    } finally {
+      await gate.close();
+      await new Promise((r) => echo.close(r));
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
