@@ -62,7 +62,7 @@ describe('chaos: agent faults', () => {
             'the hanging run to run',
           );
           await until(
-            () => runProcesses(world!.gitea.url).some((p) => p.runId === String(run.id)),
+            () => runProcesses(world!.dataDir).some((p) => p.runId === String(run.id)),
             `the processes of run ${run.id} in /proc`,
           );
         }

@@ -114,12 +114,12 @@ export async function expectSettled(
     return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
   };
   await until(
-    () => runProcesses(world.gitea.url).length === 0 && workspaces().length === 0,
+    () => runProcesses(world.dataDir).length === 0 && workspaces().length === 0,
     'no process and no workspace of a run left',
     timeoutMs,
     200,
   ).catch((err: Error) => {
-    const processes = runProcesses(world.gitea.url).map((p) => `pid ${p.pid} run ${p.runId}: ${p.command.slice(0, 120)}`);
+    const processes = runProcesses(world.dataDir).map((p) => `pid ${p.pid} run ${p.runId}: ${p.command.slice(0, 120)}`);
     throw new Error(
       `${err.message}\nprocesses: ${processes.join('\n  ') || 'none'}\nworkspaces: ${workspaces().join(', ') || 'none'}\n${world.output()}`,
     );

@@ -41,18 +41,18 @@ describe('chaos: a killed runner', () => {
       );
       // Its agent is up (hanging), so the kill leaves an agent without its runner.
       await until(
-        () => runProcesses(world!.gitea.url).some((p) => p.runId === String(run.id) && p.command.includes('chaos-agent.mjs')),
+        () => runProcesses(world!.dataDir).some((p) => p.runId === String(run.id) && p.command.includes('chaos-agent.mjs')),
         `the agent of run ${run.id}`,
       );
       const runner = await until(
         () =>
-          runProcesses(world!.gitea.url).find(
+          runProcesses(world!.dataDir).find(
             (p) => p.runId === String(run.id) && p.command.endsWith('baton.js agent') && !p.command.split(' ')[0]!.endsWith('bwrap'),
           ),
         `the runner of run ${run.id}`,
       );
       console.log(
-        `[chaos] killed runner: run ${run.id}'s processes: ${runProcesses(world.gitea.url)
+        `[chaos] killed runner: run ${run.id}'s processes: ${runProcesses(world.dataDir)
           .filter((p) => p.runId === String(run.id))
           .map((p) => `${p.pid} ${p.command.slice(0, 100)}`)
           .join(' | ')}; killing ${runner.pid}`,

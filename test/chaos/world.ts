@@ -124,7 +124,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
   gitea.addCollaborator(OWNER, REPO, 'claude-dev', 'admin');
   gitea.addCollaborator(OWNER, REPO, 'alice', 'write');
 
-  // Clone URLs (the payload's, or one made from GITEA_URL) lead to the bare repository.
+  // Clone URLs (the payload's, one made from GITEA_URL, or the forge gateway's) lead to the bare repository.
   const home = path.join(root, 'home');
   fs.mkdirSync(home);
   const gitConfig = path.join(home, '.gitconfig');
@@ -137,6 +137,8 @@ export async function createWorld(options: WorldOptions): Promise<World> {
       `[url "file://${repos}/"]`,
       '\tinsteadOf = http://gitea.test/',
       `\tinsteadOf = ${gitea.url}/`,
+      // A run clones through baton's forge gateway; the fake Gitea serves no git, the files do.
+      '\tinsteadOf = http://baton.internal/gateway/',
       '[safe]',
       '\tdirectory = *',
       '',
@@ -306,7 +308,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
       try {
         await Promise.all(servers.map((s) => s?.stop('SIGKILL')));
         // Whatever a failed scenario left running must not outlive it (the assertions said so).
-        for (const p of runProcesses(gitea.url)) {
+        for (const p of runProcesses(dataDir)) {
           try {
             process.kill(p.pid, 'SIGKILL');
           } catch {
