@@ -97,6 +97,14 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     gitea.addIssue('acme', 'app', { title: 'Editor crashes on draft', author: 'alice' });
     gitea.addPullRequest('acme', 'app', { title: 'Fix the draft crash', author: 'bob', head: 'fix/7-draft-crash', base: 'develop' });
     for (const n of [9, 10, 11]) gitea.addIssue('acme', 'app', { title: `label stage ${n}`, author: 'alice' });
+    // Senders need write access (checked by default), which the dev bot reads as repository admin.
+    for (const [owner, repo] of [
+      ['example', 'example'],
+      ['acme', 'app'],
+    ] as const) {
+      gitea.addCollaborator(owner, repo, 'claude-dev', 'admin');
+      for (const login of ['example', 'alice', 'bob', 'carol']) gitea.addCollaborator(owner, repo, login, 'write');
+    }
 
     server = await startServe(
       {

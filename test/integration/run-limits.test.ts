@@ -20,6 +20,9 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 const LIMITS_YAML = `
 webhooks:
   allow: ["acme/*"]
+# Manual submissions are for repositories baton knows.
+catchup:
+  repositories: [acme/app]
 limits:
   tokenCap: 100000
   maxDurationMinutes: 30
@@ -128,7 +131,7 @@ describe('per-run limits reach every workspace provider', () => {
 
   it('reads the global cap from BATON_TOKEN_CAP, as before, now for every provider', () => {
     const { config } = loadConfig({ BATON_DATA_DIR: dir, BATON_TOKEN_CAP: '7000', RUN_MAX_DURATION_MINUTES: '45' }, path.join(dir, 'none'));
-    expect(config.limits).toEqual({ tokenCap: 7000, agentAttempts: 3, maxDurationMs: 45 * 60_000 });
+    expect(config.limits).toEqual({ tokenCap: 7000, agentAttempts: 3, maxDurationMs: 45 * 60_000, replyWaitMs: 72 * 3_600_000 });
     // No longer passed through as the runner's own environment: the spec carries it.
     expect(config.agentEnv.BATON_TOKEN_CAP).toBeUndefined();
   });
