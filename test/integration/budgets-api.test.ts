@@ -9,6 +9,9 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 const BATON_YAML = `
 webhooks:
   allow: ["acme/*"]
+# Manual submissions are for repositories baton knows.
+catchup:
+  repositories: [acme/app]
 budgets:
   timezone: Europe/Berlin
   tokensPerDay: 1000

@@ -38,6 +38,8 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
       gitea.addUser(login, { token: `${login}-token` });
       gitea.addCollaborator('acme', 'app', login, 'write');
     }
+    // Senders need write access (checked by default), which the dev bot reads as repository admin.
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addLabel('acme', 'app', { name: 'ready-for-development' });
     gitea.addLabel('acme', 'app', { name: 'enhancement' });
   });
