@@ -1,4 +1,4 @@
-import type { ForgeIssue, ForgePullRequest, ForgeTimelineEvent } from '../forge/index.js';
+import type { ForgeIssue, ForgePullRequest, ForgeRepoComment, ForgeReview, ForgeTimelineEvent } from '../forge/index.js';
 
 /**
  * What catch-up decides for one issue or pull request, from its state on the forge now, baton's
@@ -9,7 +9,18 @@ import type { ForgeIssue, ForgePullRequest, ForgeTimelineEvent } from '../forge/
  *   in the order they were added, each sent by whoever added it (the timeline says who): a label a
  *   bot account added starts nothing, as its webhook would not have;
  * - a pull request opened while baton was not listening (`opened`, sent by its author);
- * - a pull request head baton has not acted on (`synchronized`, sent by whoever pushed it).
+ * - a pull request head baton has not acted on (`synchronized`, sent by whoever pushed it);
+ * - an issue opened that baton has not acted on (`issues` `opened`, sent by its author, with the
+ *   labels its author gave it; labels others added follow as their own events);
+ * - a comment created (`issue_comment` `created`, sent by its author: a ChatOps command is a
+ *   comment, so a lost `@baton retry` is rebuilt too, and taken once: see commands.ts);
+ * - a review submitted (`pull_request_review_{approved,rejected,comment}` `reviewed`, sent by
+ *   the reviewer). A review comment is part of its review: Gitea sends one webhook per submitted
+ *   review, carrying its body only (reference/gitea/WEBHOOKS.md §4), and a single code comment
+ *   is a submitted `COMMENT` review.
+ *
+ * Openings, comments and reviews are known by their fact (src/ingress/facts.ts), recorded when a
+ * delivery of them is processed: one already recorded is not rebuilt.
  *
  * "Newly present" on an issue baton has never seen (no label memory) means added inside the
  * catch-up window: labels added before it were there before baton looked, and start nothing.
@@ -36,16 +47,25 @@ export interface ItemMemory {
   labels: readonly string[] | null;
   /** The pull request head baton last acted on; null when none. */
   head: string | null;
+  /**
+   * An issue opened inside the window (and since facts are recorded) whose opening baton has not
+   * acted on: catch-up delivers it. @default false
+   */
+  openingUnseen?: boolean;
 }
 
 /** One event to put in the inbox, shaped as the Gitea webhook that would have said it. */
 export interface PlannedEvent {
-  kind: 'labels' | 'opened' | 'synchronized';
+  kind: 'labels' | 'opened' | 'synchronized' | 'comment' | 'review';
   sender: string;
   /** The labels the event carries (the item's labels as they were after this change). */
   labels: string[];
-  /** The timeline entry the fact comes from, when there is one (it makes the event unique). */
+  /** The timeline entry, comment or review the fact comes from, when there is one (it makes the event unique). */
   entryId?: number;
+  /** `comment`: the comment created. */
+  comment?: ForgeRepoComment;
+  /** `review`: the verdict, its body and the head it was given on. */
+  review?: { state: 'approved' | 'rejected' | 'comment'; body: string; commitId: string; submittedAt: string };
 }
 
 export interface ItemPlan {
@@ -98,6 +118,7 @@ const lower = (labels: readonly string[]) => new Set(labels.map((l) => l.toLower
  */
 export function mayHaveNews(item: CatchupItem, memory: ItemMemory): boolean {
   if (item.state === 'closed') return false;
+  if (memory.openingUnseen === true && !item.isPull) return true;
   const seen = memory.labels === null ? new Set<string>() : lower(memory.labels);
   if (item.labels.some((l) => !seen.has(l.toLowerCase()))) return true;
   return item.head !== undefined && item.head.sha !== memory.head;
@@ -125,10 +146,22 @@ export function planItem(item: CatchupItem, memory: ItemMemory, timeline: readon
     // No memory and no push inside the window: the head was there before baton looked.
   }
 
-  // Labels: newly present against memory; with no memory, added inside the window.
-  const seen = memory.labels === null ? null : lower(memory.labels);
+  // An issue opened while baton was not listening: its opening, with the labels its author gave
+  // it (Gitea writes a `label` entry by the poster for each label set at creation); labels anyone
+  // else added are their own events below, sent by whoever added them.
   const lastAdd = (label: string) =>
     entries.filter((e) => e.kind === 'label_added' && e.label?.toLowerCase() === label.toLowerCase()).at(-1);
+  const issueOpened = !item.isPull && memory.openingUnseen === true;
+  const authorLabels = issueOpened
+    ? item.labels.filter((label) => {
+        const entry = lastAdd(label);
+        return !entry?.user || entry.user.toLowerCase() === item.author.toLowerCase();
+      })
+    : [];
+  if (issueOpened) plan.events.push({ kind: 'opened', sender: item.author, labels: authorLabels });
+
+  // Labels: newly present against memory; with no memory, added inside the window.
+  const seen = issueOpened ? lower([...authorLabels, ...(memory.labels ?? [])]) : memory.labels === null ? null : lower(memory.labels);
   const fresh: { label: string; entry: ForgeTimelineEvent }[] = [];
   const kept: string[] = [];
   for (const label of item.labels) {
@@ -161,6 +194,58 @@ export function planItem(item: CatchupItem, memory: ItemMemory, timeline: readon
       entryId: entry.id,
     });
   }
-  if (seen === null && fresh.length > 0 && kept.length > 0) plan.seedLabels = kept;
+  if (memory.labels === null && !issueOpened && fresh.length > 0 && kept.length > 0) plan.seedLabels = kept;
   return plan;
+}
+
+/**
+ * The comments to deliver: created at or after `windowStart` (ms, forge time), not recorded as
+ * acted on (`seen` holds their facts), on an item catch-up knows. Oldest first. Each is sent by
+ * its author, as its webhook was.
+ */
+export function planComments(
+  comments: readonly ForgeRepoComment[],
+  seen: ReadonlySet<string>,
+  windowStart: number,
+): { comment: ForgeRepoComment; event: PlannedEvent }[] {
+  return [...comments]
+    .filter((c) => Date.parse(c.createdAt) >= windowStart && !seen.has(`comment:${c.id}`) && c.user.login !== '')
+    .sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || a.id - b.id)
+    .map((comment) => ({ comment, event: { kind: 'comment', sender: comment.user.login, labels: [], entryId: comment.id, comment } }));
+}
+
+/** The forge's review states that were submitted (and so sent a webhook), as the pipeline names them. */
+const SUBMITTED: Partial<Record<ForgeReview['state'], 'approved' | 'rejected' | 'comment'>> = {
+  APPROVED: 'approved',
+  REQUEST_CHANGES: 'rejected',
+  COMMENT: 'comment',
+};
+
+/**
+ * The reviews of an open pull request to deliver: submitted (not pending, not a review request)
+ * at or after `windowStart`, by an account the forge still knows, whose fact `factOf` (the same
+ * key the webhook's delivery records) is not in `seen`. Oldest first.
+ */
+export function planReviews(
+  item: CatchupItem,
+  reviews: readonly ForgeReview[],
+  factOf: (review: ForgeReview, state: 'approved' | 'rejected' | 'comment') => string,
+  seen: ReadonlySet<string>,
+  windowStart: number,
+): PlannedEvent[] {
+  if (item.state === 'closed' || !item.isPull) return [];
+  const events: PlannedEvent[] = [];
+  for (const review of [...reviews].sort((a, b) => a.id - b.id)) {
+    const state = SUBMITTED[review.state];
+    if (!state || !review.user || !review.submittedAt || Date.parse(review.submittedAt) < windowStart) continue;
+    if (seen.has(factOf(review, state))) continue;
+    events.push({
+      kind: 'review',
+      sender: review.user.login,
+      labels: item.labels,
+      entryId: review.id,
+      review: { state, body: review.body, commitId: review.commitId, submittedAt: review.submittedAt },
+    });
+  }
+  return events;
 }

@@ -1,11 +1,29 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
 import type { ForgeClient } from '../forge/index.js';
-import { createIngressState, isAllowed, labelMemoryScope, pullRequestHeads, type InboxStore } from '../ingress/index.js';
+import {
+  createIngressState,
+  forgeFacts,
+  isAllowed,
+  labelMemoryScope,
+  pullRequestHeads,
+  reviewFact,
+  type InboxStore,
+} from '../ingress/index.js';
 import type { ForgeName } from '../runs/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
 import type { Store } from '../store/index.js';
-import { issueItem, mayHaveNews, planItem, pullItem, type CatchupItem, type ItemMemory } from './plan.js';
+import {
+  issueItem,
+  mayHaveNews,
+  planComments,
+  planItem,
+  planReviews,
+  pullItem,
+  type CatchupItem,
+  type ItemMemory,
+  type PlannedEvent,
+} from './plan.js';
 import { CURSOR_ORIGIN, type SyncCursor, type SyncStore } from './store.js';
 import { syntheticDelivery } from './synthesize.js';
 
@@ -99,22 +117,26 @@ export function createCatchupPass(deps: CatchupDeps) {
       ...(await client.listPullRequestsUpdatedSince(owner, repo, since)).map(pullItem),
     ];
     result.read = items.length;
-    let newest = cursor.since;
-    for (const item of items) {
-      if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
+    // Openings, comments and reviews are rebuilt from when facts are recorded (src/ingress/facts.ts),
+    // on Gitea and Forgejo (whose webhooks' shapes the synthetic deliveries are).
+    const rebuild = forge === 'gitea' || forge === 'forgejo';
+    // The forge keeps whole seconds: an item of the second recording began in counts.
+    const recordingSince = rebuild ? Math.floor((await forgeFacts.recordingSince(store.db, now())) / 1000) * 1000 : Infinity;
+    const factWindow = Math.max(windowStart, recordingSince);
+    const openings = items.filter((i) => !i.isPull && i.state === 'open' && Date.parse(i.createdAt) >= factWindow);
+    const openingsSeen = await forgeFacts.seen(
+      store.db,
+      owner,
+      repo,
+      openings.map((i) => `opened:${i.number}`),
+      forge,
+    );
+    const queue = async (item: CatchupItem, events: readonly PlannedEvent[], seedLabels?: string[]) => {
       const issue = { owner, repo, number: item.number };
-      const memory: ItemMemory = {
-        labels: await labelMemory(store.db).labelsSeen(memoryScope, issue),
-        head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number, forge) : null,
-      };
-      if (!mayHaveNews(item, memory)) continue;
-      const plan = planItem(item, memory, await client.listTimeline(owner, repo, item.number), windowStart);
-      result.skipped.push(...plan.skipped);
-      if (plan.events.length === 0) continue;
       await store.transaction(async (trx, scope) => {
         // The labels there before the window, as seen: a delivery processed meanwhile has the last word.
-        if (plan.seedLabels) await labelMemory(trx).seedLabels(memoryScope, issue, plan.seedLabels);
-        for (const event of plan.events) {
+        if (seedLabels) await labelMemory(trx).seedLabels(memoryScope, issue, seedLabels);
+        for (const event of events) {
           const delivery = syntheticDelivery(owner, repo, item, event, forge);
           // The same fact makes the same body: one already in the inbox (waiting, or processed
           // without moving the memory) is not stored again by every pass.
@@ -125,6 +147,57 @@ export function createCatchupPass(deps: CatchupDeps) {
           result.queued += 1;
         }
       });
+    };
+    let newest = cursor.since;
+    for (const item of items) {
+      if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
+      const issue = { owner, repo, number: item.number };
+      const memory: ItemMemory = {
+        labels: await labelMemory(store.db).labelsSeen(memoryScope, issue),
+        head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number, forge) : null,
+        openingUnseen: openings.includes(item) && !openingsSeen.has(`opened:${item.number}`),
+      };
+      if (!mayHaveNews(item, memory)) continue;
+      const plan = planItem(item, memory, await client.listTimeline(owner, repo, item.number), windowStart);
+      result.skipped.push(...plan.skipped);
+      if (plan.events.length > 0) await queue(item, plan.events, plan.seedLabels);
+    }
+    if (rebuild) {
+      // Comments and reviews, after the items' own events (an issue's opening before a comment on it).
+      const byNumber = new Map(items.map((i) => [i.number, i]));
+      const later: { at: number; item: CatchupItem; event: PlannedEvent }[] = [];
+      const comments = (await client.listCommentsUpdatedSince?.(owner, repo, since)) ?? [];
+      const commentsSeen = await forgeFacts.seen(
+        store.db,
+        owner,
+        repo,
+        comments.map((c) => `comment:${c.id}`),
+        forge,
+      );
+      for (const { comment, event } of planComments(comments, commentsSeen, factWindow)) {
+        // A new comment bumps its issue's updated_at, so its issue is listed; read it when it is not.
+        let item = byNumber.get(comment.number);
+        if (!item) {
+          item = issueItem(await client.getIssue(owner, repo, comment.number));
+          byNumber.set(item.number, item);
+        }
+        later.push({ at: Date.parse(comment.createdAt), item, event: { ...event, labels: item.labels } });
+      }
+      for (const item of items) {
+        if (!item.isPull || item.state !== 'open' || Date.parse(item.updatedAt) < factWindow) continue;
+        const reviews = await client.listPullReviews(owner, repo, item.number);
+        const factOfReview = (r: (typeof reviews)[number], state: 'approved' | 'rejected' | 'comment') =>
+          reviewFact(item.number, r.user?.login ?? '', state, r.commitId, r.body);
+        const keys = reviews.flatMap((r) =>
+          r.user ? (['approved', 'rejected', 'comment'] as const).map((st) => factOfReview(r, st)) : [],
+        );
+        const seen = await forgeFacts.seen(store.db, owner, repo, keys, forge);
+        for (const event of planReviews(item, reviews, factOfReview, seen, factWindow)) {
+          later.push({ at: Date.parse(event.review!.submittedAt), item, event });
+        }
+      }
+      later.sort((a, b) => a.at - b.at);
+      for (const { item, event } of later) await queue(item, [event]);
     }
     await sync.advance(cursor.repository, newest);
     return result;

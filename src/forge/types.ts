@@ -90,6 +90,12 @@ export interface ForgeComment {
   updatedAt: string;
 }
 
+/** A comment as a repository-wide list names it: with the issue or pull request it is on. */
+export interface ForgeRepoComment extends ForgeComment {
+  /** The issue's or pull request's number. */
+  number: number;
+}
+
 /**
  * One entry of an issue's timeline that catch-up reads: who added or removed a label, who pushed
  * to a pull request. Other kinds of entries (comments, reviews, renames, …) are `other`.
@@ -187,6 +193,12 @@ export interface ForgeClient {
   listIssuesUpdatedSince(owner: string, repo: string, since: string): Promise<ForgeIssue[]>;
   /** Pull requests, open and closed, updated at or after `since`, most recently updated first. */
   listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
+  /**
+   * Plain comments on every issue and pull request of the repository whose `updatedAt` is at or
+   * after `since` (the forge's clock), oldest created first, every page. Absent on a forge whose
+   * client cannot list them: catch-up then rebuilds no comments there.
+   */
+  listCommentsUpdatedSince?(owner: string, repo: string, since: string): Promise<ForgeRepoComment[]>;
   /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
   listTimeline(owner: string, repo: string, number: number, since?: string): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */

@@ -35,6 +35,7 @@ export {
   type NewDelivery,
 } from './inbox/index.js';
 export { pullRequestHeads } from './heads.js';
+export { factOf, forgeFacts, reviewFact } from './facts.js';
 export {
   createDeliveryInspector,
   DELIVERY_SOURCES,

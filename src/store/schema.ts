@@ -206,6 +206,14 @@ export interface PullRequestHeadsTable {
   updated_at: number;
 }
 
+/** Forge facts acted on: an issue opened, a comment, a review (migration 0090-forge-facts; owned by ingress/). */
+export interface ForgeFactsTable {
+  repository: string;
+  fact: string;
+  delivery_id: number | null;
+  created_at: number;
+}
+
 /** Repositories seen in a signed forge delivery (migration 0095-known-repositories; owned by ingress/). */
 export interface KnownRepositoriesTable {
   /** `owner/repo`, lower-cased. */
@@ -228,4 +236,5 @@ export interface Database {
   budget_limits: BudgetLimitsTable;
   forge_sync_cursors: ForgeSyncCursorsTable;
   pull_request_heads: PullRequestHeadsTable;
+  forge_facts: ForgeFactsTable;
 }

@@ -8,6 +8,7 @@ import {
   toLabel,
   toPermission,
   toPullRequest,
+  toRepoComment,
   toRepository,
   toReview,
   toTimelineEvent,
@@ -178,6 +179,17 @@ export function createGiteaClient(options: GiteaClientOptions): ForgeClient {
         if (done || (Number.isFinite(total) && number * PAGE_SIZE >= total)) break;
       }
       return unique(pulls.map(toPullRequest));
+    },
+    async listCommentsUpdatedSince(owner, repo, since) {
+      // routers/api/v1/repo/issue_comment.go ListRepoIssueComments (test/fakes/gitea/SOURCES.md):
+      // plain comments only (CommentTypeComment: no label, push or review entries, no code
+      // comments), `since` inclusive on the comment's updated_unix (whole seconds), oldest created
+      // first, X-Total-Count the filtered total. Without `page` Gitea sends everything at once;
+      // listAll always pages. A comment created while paging shifts nothing already read (the
+      // order is by creation, ascending), so the walk misses none.
+      const path = `${repoPath(owner, repo)}/issues/comments?since=${encodeURIComponent(since)}`;
+      const comments = await listAll<GiteaComment>(path);
+      return unique(comments.flatMap((c) => toRepoComment(c) ?? []));
     },
     async listTimeline(owner, repo, number, since) {
       // routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline: `since` filters on the

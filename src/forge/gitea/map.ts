@@ -1,5 +1,6 @@
 import type {
   ForgeComment,
+  ForgeRepoComment,
   ForgeHook,
   ForgeIssue,
   ForgeRepository,
@@ -97,6 +98,19 @@ export function toComment(comment: GiteaComment): ForgeComment {
     createdAt: comment.created_at,
     updatedAt: comment.updated_at,
   };
+}
+
+/**
+ * A comment of the repository-wide list, with the number of its issue or pull request, read from
+ * `issue_url` or `pull_request_url` (web URLs ending in `/issues/<n>` or `/pulls/<n>`; the one
+ * that does not apply is ''). null when neither names a number.
+ */
+export function toRepoComment(comment: GiteaComment): ForgeRepoComment | null {
+  const url = comment.pull_request_url || comment.issue_url || '';
+  const match = /\/(?:issues|pulls)\/(\d+)\/?$/.exec(url);
+  const number = match ? Number(match[1]) : NaN;
+  if (!Number.isSafeInteger(number) || number < 1) return null;
+  return { ...toComment(comment), number };
 }
 
 /** Gitea before 1.24 reports a repository owner as `owner`; anything unknown grants nothing. */

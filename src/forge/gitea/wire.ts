@@ -61,6 +61,10 @@ export interface GiteaComment {
   body: string;
   user: GiteaUser;
   html_url: string;
+  /** The issue's web URL; '' on a pull request's comment (models/issues/comment.go `IssueURL`). */
+  issue_url?: string;
+  /** The pull request's web URL; '' on an issue's comment (`PRURL`). */
+  pull_request_url?: string;
   created_at: string;
   updated_at: string;
 }

@@ -16,6 +16,7 @@ import {
 import { classifyGitHub, gitHubForgeEvent, GITHUB_WEBHOOK_PATH } from '../github/index.js';
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
+import { factOf, forgeFacts } from '../facts.js';
 import { createIngressState, type IssueRef } from '../state.js';
 import { DeliveryLeaseLostError } from './errors.js';
 import { readPermissionFailure } from './permission-answer.js';
@@ -121,8 +122,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
 
   return async function processDelivery(claimed, options = {}) {
     const { delivery } = claimed;
+    // The forge fact this delivery carries (an issue opened, a comment, a review), once known.
+    let fact: FactToRecord | undefined;
     const finish = (verdict: DeliveryVerdict & { runs?: RunAnswer[] }, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
-      record(claimed, verdict, write);
+      record(claimed, verdict, write, fact);
 
     const headers = readDeliveryHeaders((name) => delivery.headers[name.toLowerCase()]);
     let payload: Record<string, unknown>;
@@ -158,12 +161,24 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     }
     const actedOn = new Set(copies.flatMap((c) => c.stages));
 
+    // One effect per forge fact, however baton learnt of it: its webhook, or catch-up reading the
+    // forge API after that webhook was lost (source `sync`), whichever came second finds it acted
+    // on. Only the first copy of a body counts (later copies are the copies logic's above).
+    const key = copies.length === 0 ? factOf(event) : undefined;
+    if (key !== undefined) {
+      fact = { owner: event.owner, repo: event.repo, forge: event.forge, key, force: options.force === true };
+      if (!options.force && (await forgeFacts.seen(deps.store.db, event.owner, event.repo, [key], event.forge)).has(key)) {
+        fact = undefined;
+        return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: ${describeFact(key)} already acted on` });
+      }
+    }
+
     // ChatOps replies through Gitea's accounts and reads runs by repository name: on GitHub and
     // GitLab a comment is a comment, never a command, until commands know the forge.
     const commandForge = event.forge !== 'github' && event.forge !== 'gitlab';
     const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
     if (command && deps.commands) {
-      return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0);
+      return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0, fact);
     }
     // A plain new comment on an issue whose run asked a question is the reply that resumes it.
     const waiting =
@@ -173,7 +188,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
           })
         : undefined;
     if (waiting && deps.commands && !isFromBot(event)) {
-      return processReply(deps.commands, claimed, event, waiting);
+      return processReply(deps.commands, claimed, event, waiting, fact);
     }
 
     const issue: IssueRef | undefined =
@@ -302,8 +317,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     event: ForgeEvent & { number: number },
     command: ChatCommand,
     copied: boolean,
+    fact: FactToRecord | undefined,
   ) {
-    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) => record(claimed, verdict, write);
+    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
+      record(claimed, verdict, write, fact);
     const sender = event.sender.toLowerCase();
     if (deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender)) {
       return finish({
@@ -368,8 +385,10 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     claimed: ClaimedDelivery,
     event: ForgeEvent,
     run: Run,
+    fact: FactToRecord | undefined,
   ) {
-    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) => record(claimed, verdict, write);
+    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
+      record(claimed, verdict, write, fact);
     let permitted = false;
     try {
       permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
@@ -411,14 +430,27 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     return { stage: request.stage, runId: id, outcome: result.outcome, reason: reasons[result.outcome] };
   }
 
-  /** Writes (runs, label memory) and the verdict in one transaction; a lost lease rolls it all back. */
+  /**
+   * Writes (runs, label memory), the fact and the verdict in one transaction; a lost lease rolls it
+   * all back. The fact is written first: a second delivery of it processed at the same moment (a
+   * webhook and catch-up's copy on two replicas) waits on its row and, finding it, writes nothing
+   * but its verdict, `duplicate`. A misconfigured verdict records no fact: it is owed a replay.
+   */
   async function record(
     claimed: ClaimedDelivery,
     verdict: DeliveryVerdict & { runs?: RunAnswer[] },
     write?: (scope: TransactionScope) => Promise<RunAnswer[]>,
+    fact?: FactToRecord,
   ): Promise<DeliveryVerdict & { runs: RunAnswer[] }> {
     try {
       return await deps.store.transaction(async (_trx, scope) => {
+        if (fact && verdict.outcome !== DELIVERY_OUTCOME.misconfigured) {
+          const first = await forgeFacts.record(scope.trx, fact.owner, fact.repo, fact.key, claimed.delivery.id, now(), fact.forge);
+          if (!first && !fact.force) {
+            verdict = { outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: ${describeFact(fact.key)} already acted on` };
+            write = undefined;
+          }
+        }
         const runs = write ? await write(scope) : [];
         const final: DeliveryVerdict & { runs: RunAnswer[] } = {
           ...verdict,
@@ -433,6 +465,23 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
       throw new RetryLaterError(`could not record the verdict: ${messageOf(err)}`, { cause: err });
     }
   }
+}
+
+/** A fact to record with the verdict; `force`: a replay, which acts whether or not it is recorded. */
+interface FactToRecord {
+  owner: string;
+  repo: string;
+  forge: ForgeEvent['forge'];
+  key: string;
+  force: boolean;
+}
+
+/** `comment:12` → "comment 12", for the verdict. */
+function describeFact(key: string): string {
+  const [kind, id] = key.split(':');
+  if (kind === 'opened') return `the opening of #${id}`;
+  if (kind === 'review') return `the review of #${id} by ${key.split(':')[2]}`;
+  return `${kind} ${id}`;
 }
 
 function summarise(answers: readonly RunAnswer[]): string {

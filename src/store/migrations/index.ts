@@ -22,6 +22,7 @@ import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
 import { conversations } from './0125-conversations.js';
+import { forgeFacts } from './0090-forge-facts.js';
 
 export type { Migration } from './types.js';
 
@@ -32,7 +33,7 @@ export type { Migration } from './types.js';
  * 0052–0054 catch-up,
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
- * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs,
+ * 0085–0089 the PostgreSQL hot path, 0090–0094 nothing lost (forge facts), 0095–0099 the forge gateway and who may steer runs,
  * 0105–0109 agents (cost source), 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
@@ -59,4 +60,5 @@ export const migrations: readonly Migration[] = [
   runForge,
   costSource,
   conversations,
+  forgeFacts,
 ].sort((a, b) => a.name.localeCompare(b.name));

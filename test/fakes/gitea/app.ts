@@ -236,6 +236,29 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     return Number.isSafeInteger(index) && index > 0 ? state.issue(c.get('repo').id, index) : undefined;
   };
 
+  // routers/api/v1/repo/issue_comment.go ListRepoIssueComments (SOURCES.md): plain comments of
+  // every issue and pull request, `since`/`before` inclusive on the comment's updated_at (422 when
+  // not RFC 3339), oldest created first (created_unix, id), X-Total-Count the filtered total. Only
+  // with `page` is the list paged (FindComments paginates when opts.Page > 0): without it every
+  // comment comes at once, whatever `limit` says.
+  app.get('/api/v1/repos/:owner/:repo/issues/comments', (c) => {
+    const repo = c.get('repo');
+    const since = timeQuery(c.req.query('since'));
+    const before = timeQuery(c.req.query('before'));
+    if (since === null || before === null) return apiError(c, 422, 'parsing time "since" or "before": not RFC 3339');
+    const all = [...state.comments.values()]
+      .filter((comment) => comment.repoId === repo.id)
+      .filter(
+        (comment) =>
+          (since === undefined || wholeSeconds(comment.updatedAt) >= since) &&
+          (before === undefined || wholeSeconds(comment.updatedAt) <= before),
+      )
+      .sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id - b.id);
+    const listed = Number(c.req.query('page')) > 0 ? paginate(c, all) : all;
+    c.header('X-Total-Count', String(all.length));
+    return c.json(listed.map((comment) => renderComment(base(), state, repo, comment)));
+  });
+
   app.get('/api/v1/repos/:owner/:repo/issues/comments/:id', (c) => {
     const comment = state.comments.get(Number(c.req.param('id')));
     if (!comment || comment.repoId !== c.get('repo').id) return notFound(c);
@@ -500,8 +523,16 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     const issue = issueOf(c);
     if (!issue?.pull) return notFound(c);
     const repo = c.get('repo');
-    const all = [...state.reviews.values()].filter((r) => r.repoId === repo.id && r.number === issue.number).sort((a, b) => a.id - b.id);
-    return c.json(paginate(c, all).map((r) => renderReview(base(), state, repo, r)));
+    // routers/api/v1/repo/pull_review.go ListPullReviews (SOURCES.md): every review of the pull
+    // request in created_unix, id order, requested reviews (REQUEST_REVIEW) included; a PENDING
+    // review is shown only to its author and site admins (convert.ToPullReviewList), yet
+    // X-Total-Count counts it (CountReviews runs before that filter).
+    const doer = c.get('user');
+    const all = [...state.reviews.values()]
+      .filter((r) => r.repoId === repo.id && r.number === issue.number)
+      .sort((a, b) => a.submittedAt.localeCompare(b.submittedAt) || a.id - b.id);
+    const shown = paginate(c, all).filter((r) => r.state !== 'PENDING' || doer.isAdmin || doer.id === r.authorId);
+    return c.json(shown.map((r) => renderReview(base(), state, repo, r)));
   });
 
   app.get('/api/v1/repos/:owner/:repo/collaborators/:collaborator/permission', (c) => {
@@ -535,6 +566,11 @@ function timeQuery(value: string | undefined): number | undefined | null {
   if (!/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(value)) return null;
   const ms = Date.parse(value);
   return Number.isNaN(ms) ? null : ms;
+}
+
+/** A stored time as Gitea compares it: whole seconds (timeutil.TimeStamp), in epoch milliseconds. */
+function wholeSeconds(at: string): number {
+  return Math.floor(Date.parse(at) / 1000) * 1000;
 }
 
 /** `rrggbb`, `#rrggbb`, `rgb` or `#rgb` (any case, trimmed) → `rrggbb`; anything else is refused. */

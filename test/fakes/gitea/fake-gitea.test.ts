@@ -151,6 +151,50 @@ describe('fake Gitea HTTP contract', () => {
     expect(reviews).toMatchObject([{ state: 'REQUEST_CHANGES', body: 'no', user: { login: 'reader' } }]);
   });
 
+  it("lists the repository's comments like ListRepoIssueComments: since on updated_at, oldest first, paged only with page", async () => {
+    let clock = Date.parse('2026-05-01T10:00:00.900Z');
+    const timed = await createFakeGitea({ now: () => new Date(clock) });
+    try {
+      const own = timed.addUser('claude-dev').token;
+      timed.addUser('reader');
+      timed.addRepo('acme', 'app');
+      const issue = timed.addIssue('acme', 'app', { title: 'One', author: 'reader' });
+      const pr = timed.addPullRequest('acme', 'app', { title: 'Two', author: 'reader' });
+      const old = timed.addComment('acme', 'app', issue.number, { author: 'reader', body: 'old' });
+      clock += 60_000;
+      const onPull = timed.addComment('acme', 'app', pr.number, { author: 'reader', body: 'on the pull request' });
+      const newer = timed.addComment('acme', 'app', issue.number, { author: 'reader', body: 'newer' });
+      const list = async (query: string) => {
+        const res = await fetch(`${timed.url}/api/v1/repos/acme/app/issues/comments?${query}`, {
+          headers: { authorization: `token ${own}` },
+        });
+        return { status: res.status, total: res.headers.get('x-total-count'), body: (await res.json()) as Array<Record<string, unknown>> };
+      };
+      // Inclusive, whole seconds: 10:01:00Z finds what was written at 10:01:00.900.
+      const since = await list('since=2026-05-01T10:01:00Z');
+      expect(since.body.map((c) => c.id)).toEqual([onPull.id, newer.id]);
+      expect(since.total).toBe('2');
+      expect(since.body[0]).toMatchObject({ issue_url: '', pull_request_url: expect.stringMatching(/\/pulls\/2$/) });
+      expect(since.body[1]).toMatchObject({ pull_request_url: '', issue_url: expect.stringMatching(/\/issues\/1$/) });
+      // Without `page` everything comes at once, whatever `limit` says; with it, pages of `limit`.
+      expect((await list('limit=1')).body).toHaveLength(3);
+      expect((await list('page=2&limit=1')).body.map((c) => c.id)).toEqual([onPull.id]);
+      expect((await list('page=1&limit=1')).body.map((c) => c.id)).toEqual([old.id]);
+      expect((await list('since=yesterday')).status).toBe(422);
+    } finally {
+      await timed.close();
+    }
+  });
+
+  it('lists reviews like ListPullReviews: pending ones only to their author, counted in X-Total-Count all the same', async () => {
+    const pr = gitea.addPullRequest('acme', 'app', { title: 'Feature', author: 'reader' });
+    gitea.addReview('acme', 'app', pr.number, { author: 'reader', state: 'PENDING', body: 'draft' });
+    const approved = gitea.addReview('acme', 'app', pr.number, { author: 'reader', state: 'APPROVED', body: 'ok' });
+    const res = await api(`/repos/acme/app/pulls/${pr.number}/reviews`);
+    expect(res.headers.get('x-total-count')).toBe('2');
+    expect(((await res.json()) as Array<{ id: number }>).map((r) => r.id)).toEqual([approved.id]);
+  });
+
   it('answers the collaborator permission endpoint like GetRepoPermissions', async () => {
     const res = await api('/repos/acme/app/collaborators/claude-dev/permission');
     expect(await res.json()).toMatchObject({ permission: 'write', role_name: 'write', user: { login: 'claude-dev' } });

@@ -387,6 +387,9 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
         submittedAt: state.timestamp(),
       };
       state.reviews.set(record.id, record);
+      // A submitted review writes a `review` comment (issues_model.SubmitReview → CreateComment),
+      // which bumps the pull request's updated_at: catch-up finds it among the updated ones.
+      if (review.state !== 'PENDING') issue.updatedAt = record.submittedAt;
       return record;
     },
     labelIssue(owner, name, number, label, by) {
