@@ -27,12 +27,22 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   agent_unreachable: 'The agent could not reach its API.',
   agent_auth_failed: 'The agent’s API refused its credentials (a missing, wrong or expired key or login).',
   agent_turn_limit: 'The agent reached its own limit of turns.',
+  agent_bad_input: 'The agent refused its input (the prompt was too long for the model, or the request was invalid).',
 };
 
 /** Reasons baton itself records (not a runner): the workspace's reconcile. */
 const BATON_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   workspace_lost: 'The workspace was lost before the run finished.',
 };
+
+/** The general sentence for a machine-readable failure (`agent_error`, `workspace_lost`, …); undefined for any other text. */
+export function failureSentence(code: string): string | undefined {
+  return Object.hasOwn(RUNNER_FAILURE_SENTENCES, code)
+    ? RUNNER_FAILURE_SENTENCES[code]
+    : Object.hasOwn(BATON_FAILURE_SENTENCES, code)
+      ? BATON_FAILURE_SENTENCES[code]
+      : undefined;
+}
 
 /** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
 export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {

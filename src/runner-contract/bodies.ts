@@ -36,8 +36,13 @@ export const FAILURE_KIND = {
   noResult: 'no_result',
   /** The agent's CLI was refused by its API: no or a wrong key, an expired login. Not retried. */
   agentAuth: 'agent_auth_failed',
-  /** The CLI stopped at its own turn limit (Gemini CLI exit 53). */
+  /** The CLI stopped at its own turn limit (Claude Code `error_max_turns`, Gemini CLI exit 53). */
   agentTurnLimit: 'agent_turn_limit',
+  /**
+   * The CLI or its API refused the input itself: a bad option or value, a prompt too long for
+   * the model, an invalid request (HTTP 400, Gemini CLI exit 42). Not retried: it would fail again.
+   */
+  agentBadInput: 'agent_bad_input',
   tokenCap: 'token_cap',
   maxDuration: 'max_duration',
   runnerTerminated: 'runner_terminated',
@@ -70,9 +75,31 @@ export interface CompletionBody {
   error?: string;
 }
 
+/**
+ * The prompt a run's agent was given, reported once the runner has resolved it (the run page
+ * shows it). Masked by the runner like every log line: no secret of the run's goes in it.
+ */
+export interface PromptReport {
+  /** The prompt as the agent got it, `$ARGUMENTS` replaced; the server keeps the first `MAX_PROMPT_CHARS`. */
+  text: string;
+  /** What `$ARGUMENTS` stood for. */
+  arguments: string;
+  /** `repository`: the repository's `.claude/commands/<stage>.md`; `built-in`: baton's template for the stage. */
+  source: 'repository' | 'built-in';
+  /** Where it was read: `.claude/commands/develop.md`, or the built-in template's name. */
+  file: string;
+  /** The model the agent was asked to use; null: the CLI's default. */
+  model: string | null;
+}
+
+/** Characters of a prompt the server stores; a longer prompt is cut, and says so. */
+export const MAX_PROMPT_CHARS = 64 * 1024;
+
 /** Body of `POST PROGRESS_URL`. */
 export interface ProgressBody {
   lines: string[];
   usage?: AgentUsage;
   costUsd?: number;
+  /** Sent once, in the first batch after the prompt is resolved. */
+  prompt?: PromptReport;
 }

@@ -58,6 +58,17 @@ describe('runAgent with the fake Claude Code CLI', () => {
     expect(progressLines).toContain('[assistant] All done.');
     expect(progressLines.some((l) => l.startsWith('[tool] Bash'))).toBe(true);
     expect(receiver.progress.every((p) => p.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    // The prompt the agent got is reported once, for the run page.
+    const prompts = receiver.progress.map((p) => p.body.prompt).filter(Boolean);
+    expect(prompts).toEqual([
+      {
+        text: record.prompt,
+        arguments: '42',
+        source: 'repository',
+        file: '.claude/commands/develop.md',
+        model: null,
+      },
+    ]);
     const log = fs.readFileSync(outcome.logFile, 'utf8');
     expect(log).toContain('[result] subtype success');
     expect(outcome.logFile).toBe(path.join(opts.workdir, '.baton', 'agent.log'));
@@ -105,7 +116,7 @@ describe('runAgent with the fake Claude Code CLI', () => {
         exitCode: 1,
         summary: `agent stopped with ${subtype} after 10 turns: fake failure: ${subtype}`,
         costUsd: 0.2,
-        error: 'agent_error',
+        error: subtype === 'error_max_turns' ? 'agent_turn_limit' : 'agent_error',
       });
       expect(body.usage).toMatchObject({ inputTokens: 305 });
     },
@@ -126,7 +137,7 @@ describe('runAgent with the fake Claude Code CLI', () => {
     ['rate-limited', 'agent_rate_limited'],
     ['legacy-overloaded', 'agent_overloaded'],
     ['connection-error', 'agent_unreachable'],
-    ['not-logged-in', 'agent_error'],
+    ['not-logged-in', 'agent_auth_failed'],
   ])('reports the API failure of %s as the kind baton retries by (%s)', async (mode, kind) => {
     await runAgent(options(mode));
     expect(await receiver.accepted()).toMatchObject({ status: 'failed', exitCode: 1, error: kind });

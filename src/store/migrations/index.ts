@@ -23,6 +23,7 @@ import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
 import { conversations } from './0125-conversations.js';
 import { forgeFacts } from './0090-forge-facts.js';
+import { runsListIndexes } from './0120-runs-list-indexes.js';
 
 export type { Migration } from './types.js';
 
@@ -34,7 +35,7 @@ export type { Migration } from './types.js';
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
  * 0085–0089 the PostgreSQL hot path, 0090–0094 nothing lost (forge facts), 0095–0099 the forge gateway and who may steer runs,
- * 0105–0109 agents (cost source), 0125–0134 conversations.
+ * 0105–0109 agents (cost source), 0120–0124 the runs list (filters, search, keyset pages), 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -61,4 +62,5 @@ export const migrations: readonly Migration[] = [
   costSource,
   conversations,
   forgeFacts,
+  runsListIndexes,
 ].sort((a, b) => a.name.localeCompare(b.name));
