@@ -73,7 +73,9 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const forge = run.forge ?? 'gitea';
   // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round.
   const token =
-    forge === 'github' ? config.github.tokens[review ? 'review' : 'dev'] : (review ? config.bots.review : config.bots.dev).token;
+    forge === 'github' || forge === 'gitlab'
+      ? config[forge].tokens[review ? 'review' : 'dev']
+      : (review ? config.bots.review : config.bots.dev).token;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
@@ -127,7 +129,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forge,
-    forgeUrl: gateway ? gatewayBase : forge === 'github' ? config.github.url : config.gitea.url,
+    forgeUrl: gateway ? gatewayBase : forge === 'github' || forge === 'gitlab' ? config[forge].url : config.gitea.url,
     forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
@@ -140,18 +142,20 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
 }
 
 /**
- * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`).
+ * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`;
+ * GitLab: `GITLAB_CLONE_URL` or `GITLAB_URL`).
  * The names are checked again here, at the last step before a URL is made of them, whatever path
  * the run came in by (webhook, API, an older row): a name the forge could not have made is
  * refused for good rather than cloned.
  */
 export function forgeCloneUrl(
-  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github'>>,
+  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github' | 'gitlab'>>,
   owner: string,
   repo: string,
   forge: ForgeName = 'gitea',
 ): string | undefined {
-  const base = forge === 'github' ? (config.github?.cloneUrl ?? config.github?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
+  const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
+  const base = forge === 'github' || forge === 'gitlab' ? (named?.cloneUrl ?? named?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   if (!base) return undefined;
   for (const [what, name] of [
     ['owner', owner],
