@@ -17,5 +17,14 @@ export {
 export { findCommand } from './find-command.js';
 export { agentCommandProblem, agentEnvProblems, parseAgentCommand } from './agent-env.js';
 export { formatRunnerEnv, RUNNER_ENV, type RunnerRun } from './env.js';
-export { AGENT_STATUS, FAILURE_KIND, type AgentStatus, type AgentUsage, type CompletionBody, type ProgressBody } from './bodies.js';
+export {
+  AGENT_STATUS,
+  FAILURE_KIND,
+  MAX_PROMPT_CHARS,
+  type AgentStatus,
+  type AgentUsage,
+  type CompletionBody,
+  type ProgressBody,
+  type PromptReport,
+} from './bodies.js';
 export { SETUP_TOKENS, STAGE, type SetupToken } from './stages.js';
