@@ -406,6 +406,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     gateway: config.gitea.url
       ? forgeGatewayRoutes({
           forgeUrl: config.gitea.url,
+          // Runs clone the forge's copy at GITEA_CLONE_URL when it is set (over http(s)).
+          gitUrl: config.gitea.cloneUrl && /^https?:\/\//i.test(config.gitea.cloneUrl) ? config.gitea.cloneUrl : undefined,
           tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
           engine,
           logger,
