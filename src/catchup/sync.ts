@@ -78,7 +78,6 @@ export function createCatchupPass(deps: CatchupDeps) {
   // The inbox worker's label memory (one for every endpoint), read and seeded as it keeps it.
   const labelMemory = (db: Store['db']) => createIngressState({ db }, now);
   const forge = deps.forge ?? 'gitea';
-  const memoryScope = labelMemoryScope(forge);
   const prefix = forge === 'github' || forge === 'gitlab' ? `${forge}:` : '';
 
   async function enrol(): Promise<void> {
@@ -133,6 +132,7 @@ export function createCatchupPass(deps: CatchupDeps) {
     );
     const queue = async (item: CatchupItem, events: readonly PlannedEvent[], seedLabels?: string[]) => {
       const issue = { owner, repo, number: item.number };
+      const memoryScope = labelMemoryScope(forge, item.isPull);
       await store.transaction(async (trx, scope) => {
         // The labels there before the window, as seen: a delivery processed meanwhile has the last word.
         if (seedLabels) await labelMemory(trx).seedLabels(memoryScope, issue, seedLabels);
@@ -153,12 +153,17 @@ export function createCatchupPass(deps: CatchupDeps) {
       if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
       const issue = { owner, repo, number: item.number };
       const memory: ItemMemory = {
-        labels: await labelMemory(store.db).labelsSeen(memoryScope, issue),
+        labels: await labelMemory(store.db).labelsSeen(labelMemoryScope(forge, item.isPull), issue),
         head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number, forge) : null,
         openingUnseen: openings.includes(item) && !openingsSeen.has(`opened:${item.number}`),
       };
       if (!mayHaveNews(item, memory)) continue;
-      const plan = planItem(item, memory, await client.listTimeline(owner, repo, item.number), windowStart);
+      const plan = planItem(
+        item,
+        memory,
+        await client.listTimeline(owner, repo, item.number, undefined, item.isPull ? 'pull' : 'issue'),
+        windowStart,
+      );
       result.skipped.push(...plan.skipped);
       if (plan.events.length > 0) await queue(item, plan.events, plan.seedLabels);
     }
