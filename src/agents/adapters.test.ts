@@ -88,6 +88,17 @@ describe('codex stream', () => {
     expect(kind('unexpected status 401 Unauthorized: Incorrect API key provided')).toBe(FAILURE_KIND.agentAuth);
     expect(kind('stream disconnected before completion: error sending request')).toBe(FAILURE_KIND.agentUnreachable);
     expect(kind('unexpected status 503 Service Unavailable')).toBe(FAILURE_KIND.agentOverloaded);
+    expect(kind('unexpected status 400 Bad Request: {"error":{"type":"invalid_request_error"}}')).toBe(FAILURE_KIND.agentBadInput);
+  });
+  it('says which argument clap refused (exit 2 before any event) as bad input', () => {
+    const s = agentAdapter('codex').createStream();
+    expect(
+      s.outcome({ code: 2, signal: null, stderr: ["error: unexpected argument '--bogus' found", '', 'Usage: codex exec'] }),
+    ).toMatchObject({
+      status: 'failed',
+      kind: FAILURE_KIND.agentBadInput,
+      summary: "Codex CLI refused its arguments (exit code 2): error: unexpected argument '--bogus' found",
+    });
   });
   it('a run with no turn at all has no result', () => {
     const s = agentAdapter('codex').createStream();
@@ -142,6 +153,11 @@ describe('gemini stream', () => {
       { type: 'result', status: 'error', error: { type: 'Error', message: '[API Error: quota (Status: 429 RESOURCE_EXHAUSTED)]' }, stats },
     ]);
     expect(quota.outcome({ code: 1, signal: null, stderr: [] })?.kind).toBe(FAILURE_KIND.agentRateLimited);
+    const input = agentAdapter('gemini').createStream();
+    expect(input.outcome({ code: 42, signal: null, stderr: ['Unknown command: /x'] })).toMatchObject({
+      kind: FAILURE_KIND.agentBadInput,
+      summary: 'Gemini CLI refused its input (exit code 42): Unknown command: /x',
+    });
   });
 });
 

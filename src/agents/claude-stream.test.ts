@@ -155,6 +155,7 @@ describe('judgeResult', () => {
     expect(judgeResult(result({ isError: null }))).toMatchObject({ status: 'failed', kind: 'agent_error' });
     expect(judgeResult(result({ subtype: 'error_max_turns', isError: true, text: undefined, errors: ['x'] }))).toMatchObject({
       status: 'failed',
+      kind: 'agent_turn_limit',
       summary: 'agent stopped with error_max_turns after 3 turns: x',
     });
   });
@@ -175,10 +176,17 @@ describe('judgeResult', () => {
     expect(kind({ text: 'API Error: Connection to the API was lost (ECONNRESET). This is usually temporary — try again.' })).toBe(
       'agent_unreachable',
     );
-    // Not passing: no credentials, a bad request, the agent's own failure.
-    expect(kind({ text: 'Not logged in · Please run /login' })).toBe('agent_error');
-    expect(kind({ apiErrorStatus: 400, text: 'API Error: 400 prompt is too long' })).toBe('agent_error');
-    expect(kind({ apiErrorStatus: 401, text: 'API Error: Connection error.' })).toBe('agent_error');
+    // Not passing: no credentials or a refused key, a bad request, the agent's own failure.
+    expect(kind({ text: 'Not logged in · Please run /login' })).toBe('agent_auth_failed');
+    expect(kind({ text: 'Invalid API key · Please run /login' })).toBe('agent_auth_failed');
+    expect(kind({ apiErrorStatus: 401, text: 'API Error: Connection error.' })).toBe('agent_auth_failed');
+    expect(kind({ apiErrorStatus: 400, text: 'API Error: 400 prompt is too long' })).toBe('agent_bad_input');
+    expect(
+      kind({
+        text: 'API Error: 400 {"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 212000 tokens > 200000 maximum"}}',
+      }),
+    ).toBe('agent_bad_input');
+    expect(kind({ apiErrorStatus: 418, text: 'something else' })).toBe('agent_error');
   });
 
   it('fails the zero-turn "success" of an unknown slash command or skill', () => {

@@ -175,7 +175,7 @@ export function judgeResult(result: ResultSummary): ResultOutcome {
   const turns = result.numTurns !== undefined ? ` after ${result.numTurns} turns` : '';
   return {
     status: 'failed',
-    kind: FAILURE_KIND.agentError,
+    kind: result.subtype === 'error_max_turns' ? FAILURE_KIND.agentTurnLimit : FAILURE_KIND.agentError,
     summary: `agent stopped with ${result.subtype}${turns}${result.errors.length > 0 ? `: ${result.errors.join('; ')}` : ''}`,
   };
 }
@@ -190,6 +190,18 @@ export function judgeResult(result: ResultSummary): ResultOutcome {
  * the CLI); reference/claude-code/STREAM-JSON.md §5 says API failures are `is_error: true` results.
  */
 export function apiFailureKind(status: number | undefined, text: string): string {
+  // Without credentials the CLI answers `Not logged in · Please run /login`; a refused key is a 401
+  // (`authentication_error`, `Invalid API key · Please run /login`), a revoked OAuth token a 403.
+  if (
+    status === 401 ||
+    status === 403 ||
+    /^Not logged in\b|Invalid API key|Missing API key|authentication_error|OAuth token (has expired|revoked)/i.test(text)
+  ) {
+    return FAILURE_KIND.agentAuth;
+  }
+  // A request the API refused as such: too long a prompt, a bad parameter (`invalid_request_error`).
+  if (status === 400 || status === 413 || /API Error: 400\b|invalid_request_error|prompt is too long/i.test(text))
+    return FAILURE_KIND.agentBadInput;
   if (status === 429 || /API Error: 429\b|rate_limit_error/i.test(text)) return FAILURE_KIND.agentRateLimited;
   if ((status !== undefined && status >= 500 && status <= 599) || /API Error: 5\d\d\b|overloaded_error/i.test(text)) {
     return FAILURE_KIND.agentOverloaded;

@@ -24,6 +24,9 @@ import type { AgentAdapter, AgentSession, AgentStream } from './types.js';
  * The final answer is the last `agent_message` item. No cost: baton prices the tokens.
  */
 
+/** clap's exit code for a usage error (an unknown option, a bad value). */
+const CLAP_USAGE_EXIT = 2;
+
 function baseArgs(prefix: string[], session: AgentSession): string[] {
   const args = [...prefix, 'exec', '--json', '--skip-git-repo-check', '--color=never'];
   // Codex's own sandbox (Landlock/seccomp) cannot nest inside baton's; the workspace is the sandbox.
@@ -115,6 +118,17 @@ function createCodexStream(): AgentStream {
           kind: failureKindFromText(failure),
           summary: `Codex CLI: the turn failed: ${failure}`,
           usage: used,
+          costUsd: null,
+        };
+      }
+      if (exit.code === CLAP_USAGE_EXIT && sessionId === null) {
+        // clap refused the argv before any event (`error: unexpected argument …`, exit 2).
+        const why = exit.stderr.find((l) => l.startsWith('error:'))?.trim() ?? exit.stderr.at(-1)?.trim() ?? '';
+        return {
+          status: 'failed',
+          kind: FAILURE_KIND.agentBadInput,
+          summary: `Codex CLI refused its arguments (exit code 2)${why ? `: ${why}` : ''}`,
+          usage: null,
           costUsd: null,
         };
       }

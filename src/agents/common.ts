@@ -80,8 +80,9 @@ export function checkSessionId(sessionId: string): string {
 }
 
 /**
- * An API failure told by its text, for CLIs that give no status field: rate limits and quotas,
- * overload and 5xx, no connection, and authentication. Transient kinds are retried by the server
+ * An API failure told by its text, for CLIs that give no status field: authentication, a request
+ * the API refused as such (400, a prompt over the context window), rate limits and quotas,
+ * overload and 5xx, and no connection. Transient kinds are retried by the server
  * (runs/retries.ts); authentication is not.
  */
 export function failureKindFromText(text: string): string {
@@ -91,6 +92,13 @@ export function failureKindFromText(text: string): string {
     )
   ) {
     return FAILURE_KIND.agentAuth;
+  }
+  if (
+    /\b400\b|bad request|invalid[ _]request|context[ _](window|length)|prompt is too long|input exceeds|maximum context|too many tokens in/i.test(
+      text,
+    )
+  ) {
+    return FAILURE_KIND.agentBadInput;
   }
   if (/\b429\b|rate[ _-]?limit|too many requests|quota|resource_exhausted|usage limit/i.test(text)) return FAILURE_KIND.agentRateLimited;
   if (/\b5\d\d\b|overloaded|internal server error|service unavailable|bad gateway|server_error/i.test(text))

@@ -153,7 +153,7 @@ function geminiFailure(code: number | null, type: string | undefined, message: s
     return { kind: FAILURE_KIND.agentAuth, why: 'could not authenticate' };
   if (code === GEMINI_EXIT.turnLimit || type === 'FatalTurnLimitedError')
     return { kind: FAILURE_KIND.agentTurnLimit, why: 'reached its turn limit' };
-  if (code === GEMINI_EXIT.input) return { kind: FAILURE_KIND.agentError, why: 'refused its input' };
+  if (code === GEMINI_EXIT.input) return { kind: FAILURE_KIND.agentBadInput, why: 'refused its input' };
   if (code === GEMINI_EXIT.config) return { kind: FAILURE_KIND.agentError, why: 'has a configuration error' };
   if (code === GEMINI_EXIT.sandbox) return { kind: FAILURE_KIND.agentError, why: 'could not start its sandbox' };
   if (code === GEMINI_EXIT.untrusted) return { kind: FAILURE_KIND.agentError, why: 'does not trust the workspace' };

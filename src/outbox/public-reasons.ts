@@ -27,6 +27,7 @@ export const RUNNER_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   agent_unreachable: 'The agent could not reach its API.',
   agent_auth_failed: 'The agent’s API refused its credentials (a missing, wrong or expired key or login).',
   agent_turn_limit: 'The agent reached its own limit of turns.',
+  agent_bad_input: 'The agent refused its input (the prompt was too long for the model, or the request was invalid).',
 };
 
 /** Reasons baton itself records (not a runner): the workspace's reconcile. */

@@ -36,8 +36,13 @@ export const FAILURE_KIND = {
   noResult: 'no_result',
   /** The agent's CLI was refused by its API: no or a wrong key, an expired login. Not retried. */
   agentAuth: 'agent_auth_failed',
-  /** The CLI stopped at its own turn limit (Gemini CLI exit 53). */
+  /** The CLI stopped at its own turn limit (Claude Code `error_max_turns`, Gemini CLI exit 53). */
   agentTurnLimit: 'agent_turn_limit',
+  /**
+   * The CLI or its API refused the input itself: a bad option or value, a prompt too long for
+   * the model, an invalid request (HTTP 400, Gemini CLI exit 42). Not retried: it would fail again.
+   */
+  agentBadInput: 'agent_bad_input',
   tokenCap: 'token_cap',
   maxDuration: 'max_duration',
   runnerTerminated: 'runner_terminated',

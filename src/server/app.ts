@@ -353,7 +353,17 @@ export function createApp(config: Config, deps: AppDeps): App {
   if (config.github.url) {
     webhookRoutes.route(
       '/',
-      createGitHubIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.github.webhookSecret, logger, now }),
+      // The same spool as Gitea's endpoints: one per replica, whatever forge delivered.
+      createGitHubIngress({
+        inbox: inbox.inbox,
+        webhooks: config.webhooks,
+        secret: config.github.webhookSecret,
+        logger,
+        now,
+        spool,
+        acceptBudgetMs: config.webhooks.acceptBudgetMs,
+        onRefused: () => ingressRefused.inc({}),
+      }),
     );
   }
   let forgeDeliverySeen = false;

@@ -253,7 +253,19 @@ function createSqliteStore(file: string, synchronous: SqliteSynchronous, effects
   };
 }
 
-const NOTIFY = 'SELECT pg_notify($1, $2)';
+/**
+ * The channel a name stands for in the connection's schema: the name itself in `public`, and
+ * suffixed with a digest of the schema in any other (a channel is database-wide, and two batons
+ * may share a database in schemas of their own; 63 bytes at most, as an identifier).
+ */
+const SCHEMA_CHANNEL = `CASE WHEN coalesce(current_schema(), 'public') = 'public' THEN $1::text ELSE $1::text || '.' || left(md5(current_schema()), 16) END`;
+const NOTIFY = `SELECT pg_notify(${SCHEMA_CHANNEL}, $2)`;
+
+/** The channel `LISTEN` must name to hear `notify(…, channel)` of stores in the client's schema. */
+export async function schemaChannel(client: Pick<pg.Client, 'query'>, channel: string): Promise<string> {
+  const { rows } = await client.query<{ channel: string }>(`SELECT ${SCHEMA_CHANNEL} AS channel`, [channel]);
+  return rows[0]!.channel;
+}
 
 /** `?` → `$1`, `$2`… (see `Store.prepare`). */
 function numberPlaceholders(text: string): string {
@@ -336,7 +348,6 @@ async function listenWithReconnect(
   let client: pg.Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let failures = 0;
-  const quoted = `"${channel.replace(/"/g, '""')}"`;
 
   const connect = async (): Promise<void> => {
     const next = createPgClient(options);
@@ -351,7 +362,8 @@ async function listenWithReconnect(
       await next.end().catch(() => {});
       throw err;
     }
-    await next.query(`LISTEN ${quoted}`);
+    const scoped = await schemaChannel(next, channel);
+    await next.query(`LISTEN "${scoped.replace(/"/g, '""')}"`);
     client = next;
     failures = 0;
   };

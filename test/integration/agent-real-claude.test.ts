@@ -64,7 +64,7 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
     });
 
     const body = await receiver.accepted();
-    expect(body).toMatchObject({ status: 'failed', exitCode: 1, error: 'agent_error', costUsd: 0 });
+    expect(body).toMatchObject({ status: 'failed', exitCode: 1, error: 'agent_auth_failed', costUsd: 0 });
     expect(body.summary).toMatch(/^agent reported an error: Not logged in/);
     expect(outcome.callbackDelivered).toBe(true);
     const log = fs.readFileSync(outcome.logFile, 'utf8');
@@ -99,7 +99,7 @@ describe.skipIf(missing && !required)('runner with the real Claude Code CLI (@an
       });
       // Accepted as a prompt and sent on to the API, which it cannot reach without credentials:
       // not an unknown option (exit 1, no stream) and not an unknown command (zero turns).
-      expect(outcome, command).toMatchObject({ status: 'failed', error: 'agent_error', exitCode: 1 });
+      expect(outcome, command).toMatchObject({ status: 'failed', error: 'agent_auth_failed', exitCode: 1 });
       expect(outcome.summary).toBe('agent reported an error: Not logged in · Please run /login');
     }
   }, 150_000);

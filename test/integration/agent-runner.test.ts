@@ -105,7 +105,7 @@ describe('runAgent with the fake Claude Code CLI', () => {
         exitCode: 1,
         summary: `agent stopped with ${subtype} after 10 turns: fake failure: ${subtype}`,
         costUsd: 0.2,
-        error: 'agent_error',
+        error: subtype === 'error_max_turns' ? 'agent_turn_limit' : 'agent_error',
       });
       expect(body.usage).toMatchObject({ inputTokens: 305 });
     },
@@ -126,7 +126,7 @@ describe('runAgent with the fake Claude Code CLI', () => {
     ['rate-limited', 'agent_rate_limited'],
     ['legacy-overloaded', 'agent_overloaded'],
     ['connection-error', 'agent_unreachable'],
-    ['not-logged-in', 'agent_error'],
+    ['not-logged-in', 'agent_auth_failed'],
   ])('reports the API failure of %s as the kind baton retries by (%s)', async (mode, kind) => {
     await runAgent(options(mode));
     expect(await receiver.accepted()).toMatchObject({ status: 'failed', exitCode: 1, error: kind });

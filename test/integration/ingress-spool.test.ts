@@ -9,6 +9,7 @@ import { createStore } from '../../src/store/index.js';
 import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { ADMIN_TOKEN, bearer } from '../helpers/app.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
+import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { silentLogger } from '../helpers/logger.js';
 import { PG_URL, postgresAvailable } from '../helpers/stores.js';
 import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -16,6 +17,7 @@ import { until } from '../helpers/until.js';
 
 const available = await postgresAvailable();
 const SECRET = 'spool-webhook-secret';
+const GITHUB_SECRET = 'spool-github-secret';
 
 /**
  * The accept path never depends on the database: a delivery the database cannot store within the
@@ -54,6 +56,9 @@ describe.skipIf(!available)('the webhook spool, with PostgreSQL away', () => {
         WEBHOOK_SECRET: SECRET,
         BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
         WEBHOOK_ACCEPT_BUDGET_SECONDS: '0.3',
+        GITHUB_URL: 'https://github.example',
+        GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
+        GITHUB_DEV_TOKEN: 'github-dev-token',
         LOG_LEVEL: 'silent',
       },
       dir,
@@ -173,5 +178,35 @@ describe.skipIf(!available)('the webhook spool, with PostgreSQL away', () => {
     await until(async () => (await inboxRows()).filter((r) => r.status === 'processed').length === 2, 'both spooled deliveries processed');
     expect((await inboxRows()).map((r) => r.delivery_id)).toEqual([first.delivery, second.delivery]);
     await killed.stop();
+  });
+
+  it("keeps GitHub's deliveries in the same spool while the database is away", async () => {
+    app = await appBehindProxy();
+    await app.start();
+    proxy!.cut();
+    const gitea = await deliver();
+    const body = JSON.stringify(githubExample('issues', 'opened'));
+    const guid = '5d1c5f5e-0000-4000-8000-000000000025';
+    const response = await app.hono.request('/webhook/github', {
+      method: 'POST',
+      headers: githubHeaders(body, { event: 'issues', secret: GITHUB_SECRET, delivery: guid }),
+      body,
+    });
+    expect(response.status).toBe(202);
+    expect(await response.json()).toEqual({ ok: true, spooled: true });
+    expect(gitea.answer).toEqual({ ok: true, spooled: true });
+    proxy!.restore();
+    await until(
+      async () => {
+        // In the inbox is what the spool promises (their effect is the worker's: no forge answers here).
+        const ids = new Set((await inboxRows()).map((r) => r.delivery_id));
+        return ids.size >= 2;
+      },
+      'both spooled deliveries in the inbox',
+      60_000,
+      200,
+    );
+    // One spool, in arrival order, each forge's delivery under its own id.
+    expect((await inboxRows()).map((r) => r.delivery_id)).toEqual([gitea.delivery, `123456789:${guid}`]);
   });
 });

@@ -225,6 +225,47 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     expect(ofTheRun()).toEqual([]);
   });
 
+  it('ends the runner of a start whose baton died before recording it, when the workspace is made again or deleted', async () => {
+    const runnersOf = (claim: string) =>
+      fs.readdirSync('/proc').filter((pid) => {
+        try {
+          return (
+            /^\d+$/.test(pid) && fs.readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`BATON_WORKSPACE_CLAIM=${claim}`)
+          );
+        } catch {
+          return false;
+        }
+      });
+    const recordFile = (name: string) => path.join(dataDir, 'workspaces', name, 'runner.json');
+    /** A started runner, and its record as a baton killed -9 between spawning it and recording its pid left it. */
+    const orphan = async (name: string) => {
+      const first = provider();
+      await first.create(defaultSpec(name));
+      await until(async () => (await first.get(name))?.status === 'running', `${name} to be running`);
+      const record = JSON.parse(fs.readFileSync(recordFile(name), 'utf8')) as { claim: string };
+      fs.writeFileSync(recordFile(name), JSON.stringify({ ...record, pid: null, pgid: null, startTicks: null, runner: null }));
+      expect(runnersOf(record.claim).length).toBeGreaterThan(0);
+      return record.claim;
+    };
+
+    // The next baton sees a start it does not own that never recorded a runner: failed.
+    const again = await orphan('orphan-again');
+    const next = provider();
+    expect((await next.get('orphan-again'))?.status).toBe('failed');
+    // The run's retry makes the workspace again: the old runner does not live on beside the new one.
+    await next.create(defaultSpec('orphan-again'));
+    await until(() => runnersOf(again).length === 0, 'the orphaned runner to be ended');
+    const fresh = JSON.parse(fs.readFileSync(recordFile('orphan-again'), 'utf8')) as { claim: string };
+    expect(fresh.claim).not.toBe(again);
+    expect(runnersOf(fresh.claim).length).toBeGreaterThan(0);
+
+    // Teardown of such a workspace ends its runner too.
+    const deleted = await orphan('orphan-deleted');
+    await provider().delete('orphan-deleted');
+    await until(() => !fs.existsSync(path.dirname(recordFile('orphan-deleted'))), 'the workspace to be deleted');
+    expect(runnersOf(deleted)).toEqual([]);
+  });
+
   it('rejects names that are not safe directory names', async () => {
     const p = provider();
     await expect(p.create(defaultSpec('../escape'))).rejects.toBeInstanceOf(PermanentError);

@@ -3,6 +3,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import { createRunEngine, NOTIFY_CHANNEL, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
 import { createPostgresTestStore, PG_URL, postgresAvailable, type TestStore } from '../helpers/stores.js';
+import { schemaChannel } from '../../src/store/index.js';
 import { until } from '../helpers/until.js';
 
 const available = await postgresAvailable();
@@ -71,7 +72,8 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
   it('hints other replicas "wake" for new work and "events" for a freed slot, which this replica fills', async () => {
     const hints: string[] = [];
     other!.on('notification', (message) => hints.push(message.payload ?? ''));
-    await other!.query(`LISTEN "${NOTIFY_CHANNEL}"`);
+    // The channel is the schema's own: other batons' hints, in other schemas of the database, are not heard.
+    await other!.query(`LISTEN "${await schemaChannel(other!, NOTIFY_CHANNEL)}"`);
     // One step at a time, each waiting for its hint, so no two steps share one.
     const step = async (action: () => Promise<unknown>): Promise<string> => {
       const before = hints.length;

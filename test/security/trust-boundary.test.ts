@@ -244,8 +244,9 @@ describe('baton serve without WEBHOOK_SECRET', { timeout: 120_000 }, () => {
     const secret = fs.readFileSync(file, 'utf8').trim();
     expect(secret).toMatch(/^[0-9a-f]{64}$/);
     expect(fs.statSync(file).mode & 0o777).toBe(0o600);
+    // The log line may reach the pipe after the server already listens.
+    await until(() => server!.output().includes(`baton generated one in ${file} (mode 0600)`), 'the log line naming the file');
     const first = server.output();
-    expect(first).toContain(`baton generated one in ${file} (mode 0600)`);
     expect(first).toContain('https://baton.example.com/webhook/gitea');
     expect(first).not.toContain(secret);
 

@@ -1,8 +1,8 @@
 import { Hono, type Context, type MiddlewareHandler } from 'hono';
 import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
-import { DELIVERY_SOURCE, type InboxStore, type NewDelivery } from '../inbox/index.js';
-import type { Spool } from '../spool/index.js';
+import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
+import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
 import { verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { readDeliveryHeaders, type DeliveryHeaders } from './headers.js';
@@ -40,12 +40,7 @@ export interface GiteaIngressDeps {
   onRefused?: () => void;
 }
 
-/**
- * The 202 body: the stored delivery's id (its verdict comes later, see the inbox), or, for a
- * delivery kept in the replica's spool while the database is away, `spooled` (it gets its id once
- * the spool drains into the inbox).
- */
-export type WebhookAnswer = { ok: true; id: number } | { ok: true; spooled: true };
+export type { WebhookAnswer };
 
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
 const FORM_TYPE = 'application/x-www-form-urlencoded';
@@ -71,7 +66,14 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
   const logger = deps.logger ?? silent;
   const webhooks = deps.webhooks ?? parseWebhooksConfig(undefined).webhooks;
   const secrets = secretTable(deps.secret, webhooks);
-  const acceptBudgetMs = deps.acceptBudgetMs ?? 2_000;
+  // Into the inbox, or the replica's spool when the database has not committed it in time.
+  const store = createDeliveryAcceptor({
+    inbox: deps.inbox,
+    ...(deps.spool ? { spool: deps.spool } : {}),
+    ...(deps.acceptBudgetMs !== undefined ? { acceptBudgetMs: deps.acceptBudgetMs } : {}),
+    ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
+    logger,
+  });
 
   const app = new Hono();
   // The size limit comes first: a body over it is refused before anything reads it whole.
@@ -189,75 +191,6 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       receivedAt: now(),
       signed: signedForRepository,
     });
-  }
-
-  /**
-   * Into the inbox, or into the spool when the inbox has not committed it within the budget (the
-   * forge gives up after 5 s and never resends). An insert that commits after all leaves a second
-   * copy once the spool drains, which the inbox's dedup makes a `duplicate`. While the spool holds
-   * anything, new deliveries join it behind what it holds instead of overtaking it: the label
-   * memory depends on the order deliveries arrive in.
-   */
-  async function store(delivery: NewDelivery): Promise<WebhookAnswer> {
-    const spool = deps.spool;
-    if (spool && spool.pending > 0) {
-      try {
-        await spool.append(delivery);
-        return { ok: true, spooled: true };
-      } catch {
-        // The spool cannot take it (a full disk): the database may, and keeping the delivery
-        // matters more than its place in the order.
-      }
-    }
-    const inserted = deps.inbox.insert(delivery);
-    let outcome: { id: number } | { err: unknown };
-    if (!spool) {
-      outcome = await inserted.then(
-        (d) => ({ id: d.id }),
-        (err: unknown) => ({ err }),
-      );
-    } else {
-      let timer: NodeJS.Timeout | undefined;
-      outcome = await Promise.race([
-        inserted.then(
-          (d) => ({ id: d.id }),
-          (err: unknown) => ({ err }),
-        ),
-        new Promise<{ err: unknown }>((resolve) => {
-          timer = setTimeout(() => resolve({ err: new Error(`the inbox did not commit within ${acceptBudgetMs} ms`) }), acceptBudgetMs);
-        }),
-      ]);
-      clearTimeout(timer);
-      // A late failure of an insert already given up on is harmless: the spool has the delivery.
-      inserted.catch(() => {});
-    }
-    if ('id' in outcome) return { ok: true, id: outcome.id };
-    if (spool) return spooled(spool, delivery, outcome.err);
-    throw refuse(delivery, outcome.err);
-  }
-
-  async function spooled(spool: NonNullable<GiteaIngressDeps['spool']>, delivery: NewDelivery, dbError: unknown): Promise<WebhookAnswer> {
-    try {
-      await spool.append(delivery);
-    } catch (err) {
-      spool.refused(`spool: ${errorMessage(err)}; database: ${errorMessage(dbError)}`);
-      throw refuse(delivery, err, dbError);
-    }
-    logger.warn(
-      { delivery: delivery.deliveryId, err: errorMessage(dbError) },
-      'webhook delivery spooled: the database could not store it in time',
-    );
-    return { ok: true, spooled: true };
-  }
-
-  function refuse(delivery: NewDelivery, err: unknown, dbError?: unknown): HttpError {
-    deps.onRefused?.();
-    logger.error(
-      { delivery: delivery.deliveryId, err: errorMessage(err), ...(dbError === undefined ? {} : { database: errorMessage(dbError) }) },
-      deps.spool ? 'webhook delivery refused: stored neither in the database nor in the spool' : 'webhook delivery could not be stored',
-    );
-    // The cause stays in the log: database and disk error text is not for the sender.
-    return new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
   }
 
   return app;

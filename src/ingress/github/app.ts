@@ -2,7 +2,8 @@ import { Hono, type Context } from 'hono';
 import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
 import { forgeRepository } from '../../runs/index.js';
-import type { IngressLogger, WebhookAnswer } from '../gitea/index.js';
+import type { IngressLogger } from '../gitea/index.js';
+import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
 import { verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
@@ -19,6 +20,15 @@ export interface GitHubIngressDeps {
   secret?: string;
   logger?: IngressLogger;
   now?: () => number;
+  /**
+   * The replica's spool, the same one Gitea's endpoints use: a delivery the inbox cannot store
+   * within `acceptBudgetMs` is kept there and answered 202. Without one it is refused with 503.
+   */
+  spool?: Pick<Spool, 'append' | 'pending' | 'refused'>;
+  /** @default 2_000 */
+  acceptBudgetMs?: number;
+  /** Called for every delivery refused with 503 (stored neither in the database nor in the spool). */
+  onRefused?: () => void;
 }
 
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
@@ -41,6 +51,13 @@ export function createGitHubIngress(deps: GitHubIngressDeps): Hono {
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silent;
   const webhooks = deps.webhooks ?? parseWebhooksConfig(undefined).webhooks;
+  const store = createDeliveryAcceptor({
+    inbox: deps.inbox,
+    ...(deps.spool ? { spool: deps.spool } : {}),
+    ...(deps.acceptBudgetMs !== undefined ? { acceptBudgetMs: deps.acceptBudgetMs } : {}),
+    ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
+    logger,
+  });
   const app = new Hono();
   app.post(
     GITHUB_WEBHOOK_PATH,
@@ -93,25 +110,19 @@ export function createGitHubIngress(deps: GitHubIngressDeps): Hono {
     if (repository && !isAllowed(webhooks.allow, repository.owner, repository.repo)) {
       throw new HttpError(403, 'forbidden', `repository ${repository.owner}/${repository.repo} is not in webhooks.allow`);
     }
-    try {
-      const stored = await deps.inbox.insert({
-        source: DELIVERY_SOURCE.webhook,
-        endpoint: GITHUB_WEBHOOK_PATH,
-        deliveryId: guid === undefined ? null : `${hookId ?? '-'}:${guid}`,
-        event,
-        eventType: typeof payload.action === 'string' ? `${event}.${payload.action}`.slice(0, 100) : null,
-        headers: keptHeaders(all),
-        body: decode(raw),
-        // Named with its forge: a Gitea repository of the same name is another repository.
-        repository: repository ? forgeRepository('github', repository.owner, repository.repo) : null,
-        number: gitHubNumberOf(payload),
-        receivedAt: now(),
-      });
-      return { ok: true, id: stored.id };
-    } catch (err) {
-      logger.error({ delivery: guid, err: errorMessage(err) }, 'webhook delivery could not be stored');
-      throw new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
-    }
+    return store({
+      source: DELIVERY_SOURCE.webhook,
+      endpoint: GITHUB_WEBHOOK_PATH,
+      deliveryId: guid === undefined ? null : `${hookId ?? '-'}:${guid}`,
+      event,
+      eventType: typeof payload.action === 'string' ? `${event}.${payload.action}`.slice(0, 100) : null,
+      headers: keptHeaders(all),
+      body: decode(raw),
+      // Named with its forge: a Gitea repository of the same name is another repository.
+      repository: repository ? forgeRepository('github', repository.owner, repository.repo) : null,
+      number: gitHubNumberOf(payload),
+      receivedAt: now(),
+    });
   }
   return app;
 }

@@ -1,2 +1,3 @@
 export { createSpool, type Spool, type SpoolHealth, type SpoolOptions } from './spool.js';
 export { createSpoolDrainer, type SpoolDrainer } from './drainer.js';
+export { createDeliveryAcceptor, type DeliveryAcceptorDeps, type WebhookAnswer } from './accept.js';

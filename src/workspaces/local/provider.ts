@@ -136,6 +136,9 @@ const RECORD = 'runner.json';
 const LOG = 'runner.log';
 const EXIT = 'exit.json';
 const STOP_MARKER = 'stop-requested';
+/** Environment names that find a run's processes when no recorded pid does (see killLeftovers). */
+const CLAIM_VARIABLE = 'BATON_WORKSPACE_CLAIM';
+const WORKDIR_VARIABLE = 'BATON_WORKDIR';
 const DELETE_MARKER = 'deleting';
 /** What the runner sees of a workspace; the records above stay outside, out of its reach. */
 const WORK = 'work';
@@ -276,17 +279,24 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   };
 
   /**
-   * Without a sandbox, the agent and what it started live in groups of their own and outlive a
-   * runner that dies: they are found by the run's BATON_WORKDIR in their environment. (In a
-   * sandbox, the init's death ends them.)
+   * Ends what is left of a run that no recorded pid leads to. Without a sandbox, the agent and
+   * what it started live in groups of their own and outlive a runner that dies: they are found by
+   * the run's BATON_WORKDIR in their environment (in a sandbox, the init's death ends them). And a
+   * start whose baton was killed before it recorded the pid left a runner nobody knows: it carries
+   * its start's claim in its environment.
    */
-  const killLeftovers = (dir: string) => {
-    if (sandbox.kind !== 'none') return;
-    for (const pid of processesWithEnv(`BATON_WORKDIR=${path.join(dir, WORK)}`)) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // Gone meanwhile.
+  const killLeftovers = (dir: string, record: RunnerRecord | null) => {
+    const markers = [
+      ...(sandbox.kind === 'none' ? [`${WORKDIR_VARIABLE}=${path.join(dir, WORK)}`] : []),
+      ...(record?.claim ? [`${CLAIM_VARIABLE}=${record.claim}`] : []),
+    ];
+    for (const marker of markers) {
+      for (const pid of processesWithEnv(marker)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone meanwhile.
+        }
       }
     }
   };
@@ -294,7 +304,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
   /** Ends every process of the run at once. */
   const kill = (dir: string, record: RunnerRecord) => {
     signalRunner(record, 'SIGKILL');
-    killLeftovers(dir);
+    killLeftovers(dir, record);
   };
 
   /**
@@ -509,6 +519,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       runner: null,
       runId: spec.runId,
       stage: spec.stage,
+      claim: randomUUID(),
     };
     try {
       // 'wx' makes the claim atomic: a second baton creating the same name adopts this one.
@@ -537,6 +548,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       ...network,
       BATON_AGENT_LOG_PORT: String(options.logPort ?? 0),
       BATON_SECRETS_FD: String(SECRETS_FD),
+      [CLAIM_VARIABLE]: claim.claim!,
     };
     const secrets = writing(spec.name, () =>
       openSecrets(path.join(dir, SECRETS), {
@@ -626,7 +638,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         throw new Error(`runner ${record.pid} of workspace ${name} did not exit after SIGKILL`);
       }
     }
-    killLeftovers(dir);
+    killLeftovers(dir, record);
     await gates?.close(dir);
     // Retries ride out a file appearing while the tree is removed (ENOTEMPTY), e.g. a runner's
     // last write racing its own termination.
@@ -648,7 +660,11 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       if (inFlight) return inFlight;
       const existing = read(spec.name);
       if (existing && existing.status !== 'deleting' && existing.status !== 'failed') return existing;
-      if (existing?.status === 'failed') await fs.promises.rm(dirOf(spec.name), { recursive: true, force: true });
+      if (existing?.status === 'failed') {
+        // A start that never recorded its runner (its baton died meanwhile) may have left one running.
+        killLeftovers(dirOf(spec.name), readRunnerRecord(path.join(dirOf(spec.name), RECORD)));
+        await fs.promises.rm(dirOf(spec.name), { recursive: true, force: true });
+      }
       const promise = start(spec).finally(() => creating.delete(spec.name));
       creating.set(spec.name, promise);
       return promise;

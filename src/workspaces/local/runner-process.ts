@@ -33,6 +33,13 @@ export interface RunnerRecord {
   runner: { pid: number; startTicks: number | null } | null;
   runId: number;
   stage: string;
+  /**
+   * This start's own identity, written before anything is spawned and given to the runner as
+   * `BATON_WORKSPACE_CLAIM`: the processes of a start whose baton died before it recorded their
+   * pid are found by it (and ended), never left running beside the next attempt. null in older
+   * records.
+   */
+  claim: string | null;
 }
 
 export function readRunnerRecord(file: string): RunnerRecord | null {
@@ -51,6 +58,7 @@ export function readRunnerRecord(file: string): RunnerRecord | null {
           : null,
       runId: typeof parsed.runId === 'number' ? parsed.runId : 0,
       stage: typeof parsed.stage === 'string' ? parsed.stage : '',
+      claim: typeof parsed.claim === 'string' ? parsed.claim : null,
     };
   } catch {
     return null;

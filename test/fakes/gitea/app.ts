@@ -15,6 +15,7 @@ import {
   renderReview,
   renderUser,
 } from './render.js';
+import { bareRepoPath, readBranch } from './git-http.js';
 import type { CommentRecord, FakeGiteaState, HookRecord, IssueRecord, RepoRecord, UserRecord } from './state.js';
 
 export interface FakeGiteaAppOptions {
@@ -25,6 +26,8 @@ export interface FakeGiteaAppOptions {
   legacyOwnerPermission: boolean;
   /** Show a hook's review flag as the three delivery types, as Gitea up to 1.23 does. */
   legacyHookReviewEvents: boolean;
+  /** Where the repositories made with `git` live on disk. */
+  gitRoot: () => string;
 }
 
 type Env = { Variables: { user: UserRecord; repo: RepoRecord; authScheme: string; token: string } };
@@ -504,6 +507,30 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     return c.json(paginate(c, all).map((r) => renderReview(base(), state, repo, r)));
   });
 
+  // routers/api/v1/repo/branch.go GetBranch (route `/branches/*`): the branch from the git
+  // repository, `protected` from the rules (modules/structs/repo_branch.go `Branch`).
+  app.get('/api/v1/repos/:owner/:repo/branches/:branch{.+}', (c) => {
+    const repo = c.get('repo');
+    const name = c.req.param('branch');
+    const head = readBranch(bareRepoPath(options.gitRoot(), repo.owner, repo.name), name);
+    if (!head) return notFound(c, ['branch does not exist [name: ' + name + ']']);
+    const rule = repo.protectedBranches.find((pattern) => globMatches(pattern, name));
+    const permission = state.permission(c.get('user'), repo);
+    const canWrite = permission === 'write' || permission === 'admin';
+    const url = `${base()}/${repo.owner}/${repo.name}/commit/${head.id}`;
+    return c.json({
+      name,
+      commit: { id: head.id, message: head.message, url, timestamp: head.timestamp, verification: null },
+      protected: rule !== undefined,
+      required_approvals: 0,
+      enable_status_check: false,
+      status_check_contexts: [],
+      user_can_push: canWrite && rule === undefined,
+      user_can_merge: canWrite,
+      effective_branch_protection_name: rule ?? '',
+    });
+  });
+
   app.get('/api/v1/repos/:owner/:repo/collaborators/:collaborator/permission', (c) => {
     const doer = c.get('user');
     const repo = c.get('repo');
@@ -524,6 +551,20 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
   });
 
   return app;
+}
+
+/** A branch protection rule name as a glob (`*` within a path segment, `**` across them). */
+function globMatches(pattern: string, name: string): boolean {
+  const source = pattern
+    .split('**')
+    .map((part) =>
+      part
+        .split('*')
+        .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('[^/]*'),
+    )
+    .join('.*');
+  return new RegExp(`^${source}$`).test(name);
 }
 
 /**

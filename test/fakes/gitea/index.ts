@@ -1,13 +1,19 @@
 /**
  * A fake Gitea for tests: a real HTTP server on 127.0.0.1 (port 0) that answers the API v1
- * endpoints baton uses, exactly as reference/gitea/API.md describes them, plus a programmatic
- * side to seed data, read back what was posted, and inject faults.
+ * endpoints baton uses, exactly as reference/gitea/API.md describes them, and git's smart HTTP
+ * for repositories made with `git` (real bare repositories, `git http-backend`), plus a
+ * programmatic side to seed data, read back what was posted, and inject faults. SOURCES.md says
+ * where each behaviour comes from.
  */
 import crypto from 'node:crypto';
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import path from 'node:path';
 import { getRequestListener } from '@hono/node-server';
+import { createBareRepo, git, type SeedRepoOptions } from '../agent/git-repos.js';
 import { createFakeGiteaApp } from './app.js';
+import { bareRepoPath, isGitPath, makeGitRoot, readBranch, serveGit } from './git-http.js';
 import {
   FakeGiteaState,
   type CommentRecord,
@@ -84,8 +90,20 @@ export interface FakeGitea {
     options?: { token?: string; isAdmin?: boolean; fullName?: string; scopes?: string[] },
   ): { id: number; login: string; token: string };
   addToken(login: string, token?: string, scopes?: string[]): string;
-  /** Creates the repository, and its owner as a user when missing. */
-  addRepo(owner: string, name: string, options?: { archived?: boolean; private?: boolean; defaultBranch?: string }): RepoRecord;
+  /**
+   * Creates the repository, and its owner as a user when missing. With `git`, it also gets a real
+   * bare repository (seeded as `createBareRepo` does, on its default branch) served over git's
+   * smart HTTP at `<url>/<owner>/<name>.git`.
+   */
+  addRepo(
+    owner: string,
+    name: string,
+    options?: { archived?: boolean; private?: boolean; defaultBranch?: string; git?: true | SeedRepoOptions },
+  ): RepoRecord;
+  /** The bare repository on disk of a repository made with `git` (to read what was pushed). */
+  gitDir(owner: string, name: string): string;
+  /** A branch protection rule (a name or a glob such as `release/*`). */
+  protectBranch(owner: string, name: string, pattern: string): void;
   setArchived(owner: string, name: string, archived: boolean): void;
   addCollaborator(owner: string, name: string, login: string, permission: Permission): void;
   addLabel(owner: string, name: string, label: { name: string; color?: string; description?: string; exclusive?: boolean }): LabelRecord;
@@ -153,9 +171,12 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
   let faults: Fault[] = [];
   let latencyMs = 0;
   let url = '';
+  let gitRoot: string | null = null;
+  const gitRootDir = () => (gitRoot ??= makeGitRoot());
   const app = createFakeGiteaApp({
     state,
     baseUrl: () => url,
+    gitRoot: gitRootDir,
     legacyOwnerPermission: options.legacyOwnerPermission ?? false,
     legacyHookReviewEvents: options.legacyHookReviewEvents ?? false,
   });
@@ -168,6 +189,19 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
     if (fault) fault.remaining -= 1;
     faults = faults.filter((f) => f.remaining > 0);
     return fault;
+  };
+
+  // Git's smart HTTP is Gitea's web side, not its API: it has its own handler.
+  const dispatch = (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (isGitPath(new URL(req.url ?? '/', 'http://x').pathname)) {
+      serveGit({ state, root: gitRootDir, userOf: (token) => userOfToken(token) }, req, res);
+      return;
+    }
+    void listener(req, res);
+  };
+  const userOfToken = (token: string) => {
+    const id = state.tokens.get(token);
+    return id === undefined ? undefined : state.users.get(id);
   };
 
   const server = http.createServer((req, res) => {
@@ -203,12 +237,12 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       if (wait > 0) {
         const timer = setTimeout(() => {
           pendingTimers.delete(timer);
-          void listener(req, res);
+          dispatch(req, res);
         }, wait);
         pendingTimers.add(timer);
         return;
       }
-      void listener(req, res);
+      dispatch(req, res);
     };
     handle();
   });
@@ -303,9 +337,28 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
         defaultBranch: opts.defaultBranch ?? 'main',
         nextIndex: 1,
         collaborators: new Map(),
+        protectedBranches: [],
       };
       state.repos.set(repo.id, repo);
+      if (opts.git) {
+        const seed = opts.git === true ? {} : opts.git;
+        const dir = bareRepoPath(gitRootDir(), repo.owner, repo.name);
+        fs.mkdirSync(path.dirname(dir), { recursive: true });
+        createBareRepo(path.dirname(dir), repo.name.toLowerCase(), { develop: null, ...seed, defaultBranch: undefined });
+        // The repository's default branch is its HEAD (a copy of main when no seed made it).
+        if (!readBranch(dir, repo.defaultBranch)) git(dir, 'branch', repo.defaultBranch, 'main');
+        git(dir, 'symbolic-ref', 'HEAD', `refs/heads/${repo.defaultBranch}`);
+      }
       return repo;
+    },
+    gitDir(owner, name) {
+      const repo = repoOf(owner, name);
+      const dir = bareRepoPath(gitRootDir(), repo.owner, repo.name);
+      if (!fs.existsSync(dir)) throw new Error(`fake Gitea: ${owner}/${name} has no git repository; addRepo it with git`);
+      return dir;
+    },
+    protectBranch(owner, name, pattern) {
+      repoOf(owner, name).protectedBranches.push(pattern);
     },
     setArchived(owner, name, archived) {
       repoOf(owner, name).archived = archived;
@@ -468,6 +521,7 @@ export async function createFakeGitea(options: FakeGiteaOptions = {}): Promise<F
       pendingTimers.clear();
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
     },
   };
 }

@@ -22,6 +22,8 @@ export interface RepoRecord {
   defaultBranch: string;
   nextIndex: number;
   collaborators: Map<string, Permission>;
+  /** Branch protection rules by name or glob (`release/*`), as `GET …/branches/{b}` reports `protected`. */
+  protectedBranches: string[];
 }
 
 export interface LabelRecord {
