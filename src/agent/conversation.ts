@@ -181,7 +181,10 @@ export function packTranscript(transcript: Transcript): Buffer {
 
 /** Reads a transcript back; throws on one that is not baton's (the caller reports it). */
 export function unpackTranscript(jsonl: Buffer | string): Transcript {
-  const lines = jsonl.toString().split('\n').filter((l) => l.trim() !== '');
+  const lines = jsonl
+    .toString()
+    .split('\n')
+    .filter((l) => l.trim() !== '');
   const header = JSON.parse(lines[0] ?? '{}') as Partial<TranscriptHeader>;
   if (header.format !== TRANSCRIPT_FORMAT || typeof header.sessionId !== 'string' || typeof header.cwd !== 'string') {
     throw new Error('not a baton transcript');
@@ -281,9 +284,7 @@ export function createTranscriptClient(options: {
       return true;
     },
     async download() {
-      const res = await withRetries('reading the transcript', () =>
-        doFetch(url, { headers, signal: AbortSignal.timeout(60_000) }),
-      );
+      const res = await withRetries('reading the transcript', () => doFetch(url, { headers, signal: AbortSignal.timeout(60_000) }));
       if (!res) throw new Error('the server could not be asked for the transcript');
       if (res.status === 404) {
         await res.body?.cancel();

@@ -409,7 +409,17 @@ async function checkWorkspaces(config: Config, io: CommandIo): Promise<Line[]> {
 }
 
 /** Parameters deploy/coder/ declares for features a run may not use: an older template works without them. */
-const OPTIONAL_PARAMETERS = ['max_duration_ms', 'token_cap', 'stage_build', 'stage_arguments', 'git_ref', 'deploy_env', 'resume_session_id', 'resume_reply', 'resume_by'];
+const OPTIONAL_PARAMETERS = [
+  'max_duration_ms',
+  'token_cap',
+  'stage_build',
+  'stage_arguments',
+  'git_ref',
+  'deploy_env',
+  'resume_session_id',
+  'resume_reply',
+  'resume_by',
+];
 
 async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
   const { coder } = config;

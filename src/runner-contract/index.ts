@@ -17,5 +17,13 @@ export {
 export { findCommand } from './find-command.js';
 export { agentCommandProblem, agentEnvProblems, parseAgentCommand } from './agent-env.js';
 export { AGENT_ENV, formatRunnerEnv, RUNNER_ENV, type RunnerResume, type RunnerRun } from './env.js';
-export { AGENT_STATUS, FAILURE_KIND, type AgentStatus, type AgentUsage, type AskedQuestion, type CompletionBody, type ProgressBody } from './bodies.js';
+export {
+  AGENT_STATUS,
+  FAILURE_KIND,
+  type AgentStatus,
+  type AgentUsage,
+  type AskedQuestion,
+  type CompletionBody,
+  type ProgressBody,
+} from './bodies.js';
 export { SETUP_TOKENS, STAGE, type SetupToken } from './stages.js';
