@@ -142,6 +142,23 @@ describe('progress reporter', () => {
     expect(sent[1]!.usage).toBeUndefined();
   });
 
+  it('sends the prompt once, with the next batch', async () => {
+    const sent: ProgressBody[] = [];
+    const reporter = createProgressReporter({
+      send: async (body) => {
+        sent.push(body);
+        return true;
+      },
+      intervalMs: 60_000,
+    });
+    const prompt = { text: 'Do issue 7', arguments: '7', source: 'built-in' as const, file: 'develop', model: null };
+    reporter.setPrompt(prompt);
+    await reporter.flush();
+    reporter.add('after');
+    await reporter.close();
+    expect(sent).toEqual([{ lines: [], prompt }, { lines: ['after'] }]);
+  });
+
   it('drops the oldest lines while the server is unreachable and says how many', async () => {
     const sent: ProgressBody[] = [];
     let up = false;

@@ -1,4 +1,4 @@
-import type { AgentUsage, CompletionBody, ProgressBody } from '../runner-contract/index.js';
+import type { AgentUsage, CompletionBody, ProgressBody, PromptReport } from '../runner-contract/index.js';
 
 export interface CallbackClientOptions {
   /** Full completion URL, e.g. `http://baton:3000/api/runs/42/complete`. */
@@ -178,6 +178,8 @@ export interface ProgressReporterOptions {
 export interface ProgressReporter {
   add(line: string): void;
   setUsage(usage: AgentUsage, costUsd?: number): void;
+  /** Sends the prompt the agent got with the next batch (once). */
+  setPrompt(prompt: PromptReport): void;
   /** Sends what is waiting and resolves when the in-flight request is done. */
   flush(): Promise<void>;
   /** Stops the timer after a last flush. */
@@ -204,6 +206,7 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
   let usage: AgentUsage | undefined;
   let costUsd: number | undefined;
   let usageDirty = false;
+  let prompt: PromptReport | undefined;
   let inFlight: Promise<void> | null = null;
   let closed = false;
 
@@ -217,7 +220,7 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
 
   const sendNow = (): Promise<void> => {
     if (inFlight) return inFlight;
-    if (waiting() === 0 && dropped === 0 && !usageDirty) return Promise.resolve();
+    if (waiting() === 0 && dropped === 0 && !usageDirty && !prompt) return Promise.resolve();
     const batch = queue.slice(head, head + maxBatch);
     head += batch.length;
     for (const line of batch) queuedChars -= line.length;
@@ -228,6 +231,8 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
     if (usageDirty && usage) body.usage = usage;
     if (usageDirty && costUsd !== undefined) body.costUsd = costUsd;
     usageDirty = false;
+    if (prompt) body.prompt = prompt;
+    prompt = undefined;
     inFlight = options
       .send(body)
       .then(() => undefined)
@@ -258,6 +263,9 @@ export function createProgressReporter(options: ProgressReporterOptions): Progre
       usage = next;
       if (cost !== undefined) costUsd = cost;
       usageDirty = true;
+    },
+    setPrompt(next) {
+      prompt = next;
     },
     async flush() {
       if (inFlight) await inFlight;

@@ -13,7 +13,7 @@ import { promptArguments, resolvePrompt } from './prompt.js';
 import type { SetupToken } from '../runner-contract/index.js';
 import { isHeavyStage } from './stages.js';
 import { Stopped, type StopRequest } from './stop.js';
-import { FAILURE_KIND, type AgentUsage, type CompletionBody, type RunnerResume } from '../runner-contract/index.js';
+import { FAILURE_KIND, MAX_PROMPT_CHARS, type AgentUsage, type CompletionBody, type RunnerResume } from '../runner-contract/index.js';
 import type { AgentOutcome } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
@@ -350,10 +350,11 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     }
     if (stop) throw new Stopped(stop);
     phase = 'prompt';
+    const promptArgs = options.arguments ?? promptArguments(options.stage, options.issueNumber, options.deployEnv);
     const resolved = await resolvePrompt({
       repoDir,
       stage: options.stage,
-      args: options.arguments ?? promptArguments(options.stage, options.issueNumber, options.deployEnv),
+      args: promptArgs,
       assetsDir: options.assetsDir,
     });
     const promptFile =
@@ -368,6 +369,14 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       model: agentName === 'text' ? null : (options.model ?? fromFile.model),
       skipPermissions: options.skipPermissions ?? true,
     };
+    // The run page shows what the agent was asked; masked like every line that leaves the workspace.
+    reporter.setPrompt({
+      text: log.mask(resolved.prompt).slice(0, MAX_PROMPT_CHARS + 1),
+      arguments: log.mask(promptArgs),
+      source: resolved.source,
+      file: promptFile,
+      model: session.model,
+    });
 
     phase = 'agent';
     const rawFile = path.join(stateDir, 'agent.ndjson');

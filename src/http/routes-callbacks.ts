@@ -13,6 +13,7 @@ import {
   type RunOutcome,
   type Usage,
 } from '../runs/index.js';
+import { MAX_PROMPT_CHARS } from '../runner-contract/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
 
 /** Largest callback or progress body a workspace may send. */
@@ -66,6 +67,8 @@ export function callbackRoutes(
     if (usage) batch.usage = usage;
     const costUsd = checkClaim(body.costUsd, 'costUsd', 'progress costUsd', refused);
     if (costUsd !== null) batch.costUsd = costUsd;
+    const prompt = parsePrompt(body.prompt);
+    if (prompt) batch.prompt = prompt;
     // What was refused goes into the run's own log, after the lines it came with.
     batch.lines.push(...refusalLines(run, refused));
     if (!holdsSlot(run.status)) {
@@ -212,6 +215,27 @@ function parseOutcome(body: Record<string, unknown>, refused: RefusedClaim[]): R
     costSource: body.costSource === 'computed' || body.costSource === 'reported' ? body.costSource : null,
     durationMs: num('durationMs'),
     error: str('error', 8_192),
+  };
+}
+
+/**
+ * The prompt a runner reports (`PromptReport`): kept as the run page shows it, cut at
+ * `MAX_PROMPT_CHARS`, with URL credentials masked in case a repository's command file holds one.
+ */
+function parsePrompt(raw: unknown): Record<string, unknown> | null {
+  if (raw === undefined || raw === null) return null;
+  const p = raw as Record<string, unknown>;
+  if (typeof raw !== 'object' || Array.isArray(raw) || typeof p.text !== 'string')
+    throw new HttpError(400, 'invalid_body', 'prompt must be { text, arguments, source, file, model }');
+  const short = (value: unknown, max: number): string | null =>
+    typeof value === 'string' ? maskUrlCredentials(value.slice(0, max)) : null;
+  return {
+    text: maskUrlCredentials(p.text.slice(0, MAX_PROMPT_CHARS)),
+    ...(p.text.length > MAX_PROMPT_CHARS ? { cut: true } : {}),
+    arguments: short(p.arguments, 16 * 1024) ?? '',
+    source: p.source === 'repository' || p.source === 'built-in' ? p.source : null,
+    file: short(p.file, 300),
+    model: short(p.model, 200),
   };
 }
 

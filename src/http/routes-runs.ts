@@ -13,7 +13,7 @@ import {
 import type { AuthEnv } from './auth.js';
 import { scopeAllows } from '../tokens/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
-import { logLines, runView } from './run-view.js';
+import { liveUsage, logLines, reportedPrompt, runView } from './run-view.js';
 
 /** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */
 export interface RunSubmission {
@@ -99,8 +99,12 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     const events = await queries.events(id);
     return c.json({
       run: runView(run, forgeUrl),
-      timeline: events.filter((e) => e.type !== RUN_EVENT.progress),
+      timeline: events.filter((e) => e.type !== RUN_EVENT.progress && e.type !== RUN_EVENT.prompt),
       log: logLines(events).join('\n'),
+      // What the agent was asked (null until its runner has read the stage's prompt), and its
+      // tokens and cost so far while it runs (null once it has its final figures).
+      prompt: reportedPrompt(events),
+      live: liveUsage(run, events),
       // Where a follower (`baton logs --follow`) resumes the event stream without gaps or repeats.
       lastEventId: events.length ? events[events.length - 1]!.id : 0,
     });
@@ -152,12 +156,16 @@ function runId(raw: string): number {
   return Number(raw);
 }
 
+/** Query parameters of `GET /api/runs`, each documented in docs/api.md ("List runs"). */
+const LIST_PARAMETERS = ['status', 'stage', 'repo', 'number', 'issue', 'q', 'since', 'until', 'cursor', 'limit'];
+/** A search is a few words; a longer one is a mistake, and every row scanned compares against it. */
+const MAX_SEARCH_LENGTH = 200;
+
 function parseFilter(query: Record<string, string>): RunFilter {
   const filter: RunFilter = { limit: 50 };
-  const known = ['status', 'stage', 'repo', 'number', 'issue', 'cursor', 'limit'];
   for (const key of Object.keys(query)) {
-    if (!known.includes(key))
-      throw new HttpError(400, 'bad_request', `unknown query parameter "${key.slice(0, 40)}" (known: ${known.join(', ')})`);
+    if (!LIST_PARAMETERS.includes(key))
+      throw new HttpError(400, 'bad_request', `unknown query parameter "${key.slice(0, 40)}" (known: ${LIST_PARAMETERS.join(', ')})`);
   }
   if (query.status) {
     const statuses = query.status.split(',').map((s) => s.trim());
@@ -170,21 +178,64 @@ function parseFilter(query: Record<string, string>): RunFilter {
       );
     filter.status = statuses as RunStatus[];
   }
-  if (query.stage) filter.stage = query.stage;
+  if (query.stage) {
+    if (!/^[\w.-]{1,100}$/.test(query.stage))
+      throw new HttpError(400, 'bad_request', `stage must be a stage name (letters, digits, "-", "_"), got "${query.stage.slice(0, 40)}"`);
+    filter.stage = query.stage;
+  }
   if (query.repo) {
     const match = /^([^/\s]+)\/([^/\s]+)$/.exec(query.repo);
     if (!match) throw new HttpError(400, 'bad_request', `repo must look like owner/repo, got "${query.repo.slice(0, 80)}"`);
     filter.owner = match[1];
     filter.repo = match[2];
   }
+  if (query.number !== undefined && query.issue !== undefined && query.number !== query.issue)
+    throw new HttpError(400, 'bad_request', 'number and issue name the same thing: give one of them');
   const number = query.number ?? query.issue;
-  if (number !== undefined) filter.number = positiveInt('number', number);
+  if (number !== undefined) filter.number = positiveInt(query.number !== undefined ? 'number' : 'issue', number);
+  if (query.q !== undefined) {
+    const q = query.q.trim();
+    if (q.length > MAX_SEARCH_LENGTH)
+      throw new HttpError(400, 'bad_request', `q must be at most ${MAX_SEARCH_LENGTH} characters, got ${q.length}`);
+    // `#12` or `12` is an issue (or pull request) number; anything else is text.
+    const issue = /^#?(\d{1,9})$/.exec(q);
+    if (issue) {
+      if (filter.number !== undefined && filter.number !== Number(issue[1]))
+        throw new HttpError(400, 'bad_request', `q names issue ${issue[1]} and number names ${filter.number}: give one of them`);
+      filter.number = positiveInt('q', issue[1]!);
+    } else if (q !== '') filter.text = q;
+  }
+  if (query.since !== undefined) filter.since = instant('since', query.since);
+  if (query.until !== undefined) filter.until = instant('until', query.until);
+  if (filter.since !== undefined && filter.until !== undefined && filter.since >= filter.until)
+    throw new HttpError(400, 'bad_request', `since must be before until, got since=${query.since} and until=${query.until}`);
   if (query.cursor !== undefined) filter.beforeId = positiveInt('cursor', query.cursor);
   if (query.limit !== undefined) {
     filter.limit = positiveInt('limit', query.limit);
     if (filter.limit > 200) throw new HttpError(400, 'bad_request', `limit must be between 1 and 200, got "${query.limit}"`);
   }
   return filter;
+}
+
+/**
+ * A moment: an ISO 8601 time with its zone (`2026-11-30T09:00:00Z`, `2026-11-30T10:00:00+01:00`),
+ * a date (`2026-11-30`, midnight UTC), or epoch milliseconds. A time without a zone is refused:
+ * the server's zone and the reader's may differ, and guessing shifts the range by hours.
+ */
+function instant(name: string, raw: string): number {
+  const text = raw.trim();
+  if (/^\d{1,15}$/.test(text)) return Number(text);
+  const date = /^\d{4}-\d{2}-\d{2}$/.test(text);
+  const withZone = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d{1,3})?)?(Z|[+-]\d{2}:\d{2})$/.test(text);
+  const ms = date || withZone ? Date.parse(date ? `${text}T00:00:00Z` : text) : NaN;
+  if (!Number.isFinite(ms))
+    throw new HttpError(
+      400,
+      'bad_request',
+      `${name} must be a time with its zone (2026-11-30T09:00:00Z or 2026-11-30T10:00:00+01:00), a date (2026-11-30, UTC) ` +
+        `or epoch milliseconds, got "${text.slice(0, 40)}"`,
+    );
+  return ms;
 }
 
 async function readObject(request: Request): Promise<Record<string, unknown>> {

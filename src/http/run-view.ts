@@ -1,4 +1,13 @@
-import { RUN_EVENT, totalTokens, type Run, type RunEvent } from '../runs/index.js';
+import { failureSentence } from '../outbox/index.js';
+import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, totalTokens, type Run, type RunEvent, type Usage } from '../runs/index.js';
+
+/** Why a run did not succeed, in words first: what the list and the run page show. */
+export interface RunFailure {
+  /** What a person reads: the runner's own words (its summary) for a machine-readable kind, else the error as recorded. */
+  message: string;
+  /** The machine-readable kind (`agent_error`, `clone_failed`, `workspace_lost`, …); null when the error is words already. */
+  code: string | null;
+}
 
 /** A run as the API and the event stream show it: the run, plus derived fields people look for. */
 export interface RunView extends Run {
@@ -9,7 +18,12 @@ export interface RunView extends Run {
    * without GITEA_URL, and for repositories declared in baton.yaml, which are not on the forge.
    */
   issueUrl: string | null;
+  /** Why it did not succeed (`lastError` made readable); null for a run that succeeded or has no error. */
+  failure: RunFailure | null;
 }
+
+/** A run's error longer than this is cut in the view (the record keeps it whole). */
+const MAX_FAILURE_CHARS = 4_000;
 
 export function runView(run: Run, forgeUrl: string | undefined): RunView {
   return {
@@ -19,8 +33,27 @@ export function runView(run: Run, forgeUrl: string | undefined): RunView {
       forgeUrl && run.number !== null && run.payload.declared !== true
         ? `${forgeUrl}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/issues/${run.number}`
         : null,
+    failure: runFailure(run),
   };
 }
+
+/**
+ * A runner reports a kind (`agent_error`) and, in its summary, the words (`Not logged in · Please
+ * run /login`); baton records the kind as `lastError`. People need the words, then the kind.
+ */
+export function runFailure(run: Pick<Run, 'status' | 'lastError' | 'summary'>): RunFailure | null {
+  const error = run.lastError?.trim();
+  if (run.status === RUN_STATUS.succeeded || !error) return null;
+  if (error.startsWith(OUTCOME_MISSING.trim()))
+    return { message: cut(error.slice(OUTCOME_MISSING.length).trim() || error), code: OUTCOME_MISSING.replace(/[: ]+$/, '') };
+  const sentence = failureSentence(error);
+  const isCode = sentence !== undefined || /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/.test(error);
+  if (!isCode) return { message: cut(error), code: null };
+  const words = run.summary?.trim();
+  return { message: cut(words || sentence || error), code: error };
+}
+
+const cut = (text: string) => (text.length > MAX_FAILURE_CHARS ? `${text.slice(0, MAX_FAILURE_CHARS)}…` : text);
 
 /** The log of a run: its progress batches' lines, in order. */
 export function logLines(events: readonly RunEvent[]): string[] {
@@ -31,4 +64,28 @@ export function logLines(events: readonly RunEvent[]): string[] {
     if (Array.isArray(batch)) for (const line of batch) if (typeof line === 'string') lines.push(line);
   }
   return lines;
+}
+
+/** The prompt its runner reported (the last one: a retried agent reports again), or null before it has. */
+export function reportedPrompt(events: readonly RunEvent[]): Record<string, unknown> | null {
+  for (let i = events.length - 1; i >= 0; i--) if (events[i]!.type === RUN_EVENT.prompt) return events[i]!.data;
+  return null;
+}
+
+/**
+ * Tokens and cost so far of a run still going: its runner's latest progress report (cumulative).
+ * Null once the run has its final usage, or before a report.
+ */
+export function liveUsage(run: Run, events: readonly RunEvent[]): { usage: Usage; tokens: number | null; costUsd: number | null } | null {
+  if (run.usage !== null || run.finishedAt !== null) return null;
+  // A retried agent starts over: only reports after its last start count.
+  for (let i = events.length - 1; i >= 0; i--) {
+    const event = events[i]!;
+    if (event.type === RUN_EVENT.started || event.type === RUN_EVENT.retrying) return null;
+    if (event.type !== RUN_EVENT.progress || !event.data?.usage || typeof event.data.usage !== 'object') continue;
+    const usage = event.data.usage as Usage;
+    const cost = event.data.costUsd;
+    return { usage, tokens: totalTokens(usage), costUsd: typeof cost === 'number' ? cost : null };
+  }
+  return null;
 }

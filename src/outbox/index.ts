@@ -15,3 +15,4 @@ export {
 export { createStatusCommentHook, type StatusCommentHookOptions } from './status-comments.js';
 export { withOutboxTable, type OutboxTable, type OutboxDatabase } from './table.js';
 export * from './types.js';
+export { failureSentence } from './public-reasons.js';

@@ -35,6 +35,15 @@ const BATON_FAILURE_SENTENCES: Readonly<Record<string, string>> = {
   workspace_lost: 'The workspace was lost before the run finished.',
 };
 
+/** The general sentence for a machine-readable failure (`agent_error`, `workspace_lost`, …); undefined for any other text. */
+export function failureSentence(code: string): string | undefined {
+  return Object.hasOwn(RUNNER_FAILURE_SENTENCES, code)
+    ? RUNNER_FAILURE_SENTENCES[code]
+    : Object.hasOwn(BATON_FAILURE_SENTENCES, code)
+      ? BATON_FAILURE_SENTENCES[code]
+      : undefined;
+}
+
 /** The sentence for `{{error}}` in a final comment; empty for a run that did not fail. */
 export function publicReason(run: Pick<Run, 'lastError'>, event: Pick<RunEvent, 'type' | 'fromStatus'>): string {
   if (event.type === RUN_EVENT.failed && run.lastError?.startsWith(OUTCOME_MISSING)) return run.lastError.slice(OUTCOME_MISSING.length);

@@ -89,9 +89,31 @@ export interface AskedQuestion {
   for?: string;
 }
 
+/**
+ * The prompt a run's agent was given, reported once the runner has resolved it (the run page
+ * shows it). Masked by the runner like every log line: no secret of the run's goes in it.
+ */
+export interface PromptReport {
+  /** The prompt as the agent got it, `$ARGUMENTS` replaced; the server keeps the first `MAX_PROMPT_CHARS`. */
+  text: string;
+  /** What `$ARGUMENTS` stood for. */
+  arguments: string;
+  /** `repository`: the repository's `.claude/commands/<stage>.md`; `built-in`: baton's template for the stage. */
+  source: 'repository' | 'built-in';
+  /** Where it was read: `.claude/commands/develop.md`, or the built-in template's name. */
+  file: string;
+  /** The model the agent was asked to use; null: the CLI's default. */
+  model: string | null;
+}
+
+/** Characters of a prompt the server stores; a longer prompt is cut, and says so. */
+export const MAX_PROMPT_CHARS = 64 * 1024;
+
 /** Body of `POST PROGRESS_URL`. */
 export interface ProgressBody {
   lines: string[];
   usage?: AgentUsage;
   costUsd?: number;
+  /** Sent once, in the first batch after the prompt is resolved. */
+  prompt?: PromptReport;
 }

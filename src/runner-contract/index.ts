@@ -20,10 +20,12 @@ export { AGENT_ENV, formatRunnerEnv, RUNNER_ENV, type RunnerResume, type RunnerR
 export {
   AGENT_STATUS,
   FAILURE_KIND,
+  MAX_PROMPT_CHARS,
   type AgentStatus,
   type AgentUsage,
   type AskedQuestion,
   type CompletionBody,
   type ProgressBody,
+  type PromptReport,
 } from './bodies.js';
 export { SETUP_TOKENS, STAGE, type SetupToken } from './stages.js';

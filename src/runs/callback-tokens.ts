@@ -1,6 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Database } from '../store/index.js';
+import { toRun } from './rows.js';
+import type { Run } from './types.js';
 
 /** Row of `callback_token_history` (migration 0060), as stored. */
 export interface CallbackTokenHistoryTable {
@@ -56,4 +58,38 @@ export async function forgetTokens(trx: Kysely<Database>, runIds: number | reado
   const ids = typeof runIds === 'number' ? [runIds] : runIds;
   if (ids.length === 0) return;
   await withTokenHistory(trx).deleteFrom('callback_token_history').where('run_id', 'in', ids).execute();
+}
+
+/** How a request proves it speaks for a run: its callback token, or a capability derived from one. */
+export interface CallbackTokenChecks {
+  /** The run whose callback token this is, or null (constant-time comparison of hashes). */
+  verifyCallbackToken(runId: number, token: string): Promise<Run | null>;
+  /**
+   * The run when `matches` accepts one of its callback token hashes (the current attempt's or an
+   * adopted earlier one's): the forge gateway's capabilities are derived from them.
+   */
+  verifyByTokenHash(runId: number, matches: (hash: string) => boolean): Promise<Run | null>;
+}
+
+export function createCallbackTokenChecks(db: Kysely<Database>): CallbackTokenChecks {
+  /** The run's row and every hash that speaks for it: the current attempt's, then adopted earlier ones'. */
+  async function runAndHashes(runId: number) {
+    const row = await db.selectFrom('runs').selectAll().where('id', '=', runId).executeTakeFirst();
+    if (!row?.callback_token_hash) return null;
+    return { row, hashes: [row.callback_token_hash, ...(await earlierTokenHashes(db, runId))] };
+  }
+  return {
+    async verifyCallbackToken(runId, token) {
+      const found = await runAndHashes(runId);
+      return found && matchesAnyHash(token, found.hashes) ? toRun(found.row) : null;
+    },
+    async verifyByTokenHash(runId, matches) {
+      const found = await runAndHashes(runId);
+      if (!found) return null;
+      // Every hash is tried (no early exit): the time taken says nothing about which matched.
+      let ok = false;
+      for (const hash of found.hashes) ok = matches(hash) || ok;
+      return ok ? toRun(found.row) : null;
+    },
+  };
 }

@@ -32,6 +32,11 @@ export interface ProgressBatch {
   lines: string[];
   usage?: Usage;
   costUsd?: number;
+  /**
+   * The prompt the agent got: recorded as a `run:prompt` event of its own, outside the log's
+   * budget (a run has one, bounded by the callback route), so trimming the log never cuts it.
+   */
+  prompt?: Record<string, unknown>;
 }
 
 export interface ProgressAppended {
@@ -60,6 +65,7 @@ export async function appendProgressInTransaction(
   dialect: StoreDialect,
 ): Promise<ProgressAppended> {
   const { trx } = scope;
+  if (batch.prompt) await recordEvent(scope, ctx, run, RUN_EVENT.prompt, batch.prompt);
   const headBudget = Math.floor(limits.maxBytes / 2);
   const { data, cut } = fitBatch(batch, limits.maxBytes - headBudget);
   const size = Buffer.byteLength(JSON.stringify(data));

@@ -140,6 +140,8 @@ export const RUN_EVENT = {
   cancelled: 'run:cancelled',
   dead: 'run:dead',
   progress: 'run:progress',
+  /** The prompt the agent got, as its runner reported it (data: text, arguments, source, file, model; cut: true when longer than stored). */
+  prompt: 'run:prompt',
   requeued: 'run:requeued',
   /** queued → held: a daily budget of the run's scope is spent (data: scope, reason). */
   held: 'run:held',

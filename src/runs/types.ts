@@ -141,6 +141,16 @@ export interface RunFilter {
   owner?: string;
   repo?: string;
   number?: number;
+  /** Runs created at or after this time (epoch ms). */
+  since?: number;
+  /** Runs created before this time (epoch ms). */
+  until?: number;
+  /**
+   * Words in the issue's title, the run's error or its summary (case-insensitive, a substring):
+   * `npm test`, `rate limit`. A scan of the rows the other filters leave, newest first, that stops
+   * at the page's end.
+   */
+  text?: string;
   /** Runs with an id below this (cursor pagination, newest first). */
   beforeId?: number;
   /** @default 50 */

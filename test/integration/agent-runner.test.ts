@@ -58,6 +58,17 @@ describe('runAgent with the fake Claude Code CLI', () => {
     expect(progressLines).toContain('[assistant] All done.');
     expect(progressLines.some((l) => l.startsWith('[tool] Bash'))).toBe(true);
     expect(receiver.progress.every((p) => p.authorization === `Bearer ${TOKEN}`)).toBe(true);
+    // The prompt the agent got is reported once, for the run page.
+    const prompts = receiver.progress.map((p) => p.body.prompt).filter(Boolean);
+    expect(prompts).toEqual([
+      {
+        text: record.prompt,
+        arguments: '42',
+        source: 'repository',
+        file: '.claude/commands/develop.md',
+        model: null,
+      },
+    ]);
     const log = fs.readFileSync(outcome.logFile, 'utf8');
     expect(log).toContain('[result] subtype success');
     expect(outcome.logFile).toBe(path.join(opts.workdir, '.baton', 'agent.log'));

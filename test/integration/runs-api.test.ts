@@ -131,6 +131,109 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(none.runs).toHaveLength(0);
   });
 
+  it('filters by time and searches titles, errors and issue numbers, and pages a filter with a stable cursor', async () => {
+    const { engine } = server.app;
+    const a = await engine.enqueue(task({ number: 11, payload: { title: 'Fix the Login page' } }));
+    const b = await engine.enqueue(task({ number: 12, stage: 'analyse', payload: { title: '100% of 50_ tests' } }));
+    const c = await engine.enqueue(task({ number: 13, payload: { title: 'Unrelated' } }));
+    await engine.cancel(c.run.id, 'cancelled: npm test failed in packages/api');
+    const list = async (query: string) => {
+      const response = await call('GET', `/api/runs?${query}`);
+      expect(response.status, query).toBe(200);
+      return ((await response.json()) as { runs: Array<{ id: number }>; nextCursor: string | null }).runs.map((r) => r.id);
+    };
+    // Case-insensitive substrings of the title or the error; % and _ are letters, not wildcards.
+    expect(await list('q=login')).toEqual([a.run.id]);
+    expect(await list('q=NPM%20TEST')).toEqual([c.run.id]);
+    expect(await list(`q=${encodeURIComponent('100%')}`)).toEqual([b.run.id]);
+    expect(await list('q=50_')).toEqual([b.run.id]);
+    expect(await list('q=0_')).toEqual([b.run.id]);
+    expect(await list('q=5%25')).toEqual([]);
+    // A number, with or without #, is the issue's.
+    expect(await list('q=%2312')).toEqual([b.run.id]);
+    expect(await list('q=13')).toEqual([c.run.id]);
+    expect(await list('q=login&stage=analyse')).toEqual([]);
+
+    const created = (await engine.get(b.run.id))!.createdAt;
+    expect(await list(`since=${created}&until=${created + 1}`)).toEqual(
+      [a, b, c]
+        .filter((r) => r.run.createdAt === created)
+        .map((r) => r.run.id)
+        .reverse(),
+    );
+    expect(await list(`since=${encodeURIComponent(new Date(created + 60_000).toISOString())}`)).toEqual([]);
+    expect(await list(`until=${encodeURIComponent(new Date(created + 60_000).toISOString().replace('Z', '+00:00'))}`)).toHaveLength(3);
+
+    // Keyset pages: a run queued between two pages does not shift the next one.
+    const first = (await (await call('GET', '/api/runs?status=queued&limit=1')).json()) as {
+      runs: Array<{ id: number }>;
+      nextCursor: string;
+    };
+    expect(first.runs.map((r) => r.id)).toEqual([b.run.id]);
+    await engine.enqueue(task({ number: 14 }));
+    expect(await list(`status=queued&limit=1&cursor=${first.nextCursor}`)).toEqual([a.run.id]);
+  });
+
+  it('shows a failure in words with its kind beside, and a cancellation as it was recorded', async () => {
+    const { engine } = server.app;
+    const { run } = await engine.enqueue(task());
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'w', callbackTokenHash: 'x' });
+    await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w-1' });
+    await engine.complete(run.id, { status: 'failed', error: 'agent_error', summary: 'Not logged in · Please run /login' });
+    const other = await engine.enqueue(task({ number: 8 }));
+    await engine.cancel(other.run.id, 'no longer needed');
+    const body = (await (await call('GET', '/api/runs')).json()) as { runs: Array<{ id: number; failure: unknown }> };
+    const failureOf = (id: number) => body.runs.find((r) => r.id === id)!.failure;
+    expect(failureOf(run.id)).toEqual({ message: 'Not logged in · Please run /login', code: 'agent_error' });
+    expect(failureOf(other.run.id)).toEqual({ message: 'no longer needed', code: null });
+  });
+
+  it('shows the prompt its runner reported and its tokens and cost so far while it runs', async () => {
+    const { engine } = server.app;
+    const { run } = await engine.enqueue(task({ payload: { arguments: 'focus on the parser' } }));
+    const [claim] = await engine.claim();
+    await engine.recordWorkspace(run.id, claim!.leaseToken, {
+      workspaceName: 'baton-p',
+      callbackTokenHash: hashCallbackToken('cb-secret'),
+    });
+    await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
+    const progress = (body: unknown) =>
+      fetch(`${server.url}/api/runs/${run.id}/progress`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...bearer('cb-secret') },
+        body: JSON.stringify(body),
+      });
+    const prompt = {
+      text: 'Implement issue 7: focus on the parser. Push to https://bot:hunter2@git.example.com/acme/app.git',
+      arguments: 'focus on the parser',
+      source: 'repository',
+      file: '.claude/commands/develop.md',
+      model: null,
+    };
+    expect((await progress({ lines: ['[baton] prompt from .claude/commands/develop.md'], prompt })).status).toBe(202);
+    expect((await progress({ lines: ['working'], usage: { inputTokens: 300, outputTokens: 40 }, costUsd: 0.012 })).status).toBe(202);
+    expect((await progress({ prompt: { text: 3 } })).status).toBe(400);
+
+    const detail = async () =>
+      (await (await call('GET', `/api/runs/${run.id}`)).json()) as {
+        prompt: Record<string, unknown> | null;
+        live: { tokens: number; costUsd: number } | null;
+        timeline: Array<{ type: string }>;
+        log: string;
+      };
+    const during = await detail();
+    expect(during.prompt).toMatchObject({ arguments: 'focus on the parser', source: 'repository', file: '.claude/commands/develop.md' });
+    // A credential in a URL never reaches the record.
+    expect(during.prompt!.text).not.toContain('hunter2');
+    expect(during.live).toMatchObject({ tokens: 340, costUsd: 0.012 });
+    expect(during.timeline.map((e) => e.type)).not.toContain('run:prompt');
+    expect(during.log).toBe('[baton] prompt from .claude/commands/develop.md\nworking');
+
+    await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 500, outputTokens: 60 }, costUsd: 0.02 });
+    expect((await detail()).live).toBeNull();
+  });
+
   it('rejects bad parameters with 400 naming the parameter', async () => {
     for (const [path, word] of [
       ['/api/runs?status=sleeping', 'status'],
@@ -139,6 +242,12 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
       ['/api/runs?limit=0', 'limit'],
       ['/api/runs?limit=5000', 'limit'],
       ['/api/runs?colour=red', 'colour'],
+      ['/api/runs?since=yesterday', 'since'],
+      ['/api/runs?until=2026-11-30T09:00:00', 'until'],
+      ['/api/runs?since=2026-12-01&until=2026-11-30', 'since must be before until'],
+      ['/api/runs?stage=a%20b', 'stage'],
+      ['/api/runs?issue=0', 'issue'],
+      [`/api/runs?q=${'x'.repeat(201)}`, 'q must be at most'],
       ['/api/runs/abc', 'run id'],
       ['/api/events?lastEventId=x', 'Last-Event-ID'],
     ] as const) {

@@ -22,6 +22,7 @@ import { runForge } from './0110-run-forge.js';
 import type { Migration } from './types.js';
 import { knownRepositories } from './0095-known-repositories.js';
 import { conversations } from './0125-conversations.js';
+import { runsListIndexes } from './0120-runs-list-indexes.js';
 
 export type { Migration } from './types.js';
 
@@ -33,7 +34,7 @@ export type { Migration } from './types.js';
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
  * 0085–0089 the PostgreSQL hot path, 0095–0099 the forge gateway and who may steer runs,
- * 0105–0109 agents (cost source), 0125–0134 conversations.
+ * 0105–0109 agents (cost source), 0120–0124 the runs list (filters, search, keyset pages), 0125–0134 conversations.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -59,4 +60,5 @@ export const migrations: readonly Migration[] = [
   runForge,
   costSource,
   conversations,
+  runsListIndexes,
 ].sort((a, b) => a.name.localeCompare(b.name));
