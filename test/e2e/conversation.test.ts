@@ -173,9 +173,9 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
     }, `run ${id} to end`);
 
   /** SIGKILL, then a new server on the same port and database (where runners call back). */
-  async function killAndRestart() {
+  async function killAndRestart(extra: Record<string, string> = {}) {
     await server.stop('SIGKILL');
-    server = await startServe(env, root, BATON_BIN, port);
+    server = await startServe({ ...env, ...extra }, root, BATON_BIN, port);
   }
 
   let asking: number;
@@ -278,6 +278,22 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
         [2, 'alice', null],
       ]);
     }, 180_000);
+  });
+
+  describe('a question nobody answers', () => {
+    // The same server again, with a reply wait of 3.6 s and a sweep every 3 s.
+    beforeAll(() => killAndRestart({ RUN_REPLY_WAIT_HOURS: '0.001', SWEEP_MINUTES: '0.05' }), 60_000);
+
+    it('ends the run expired, with a comment on the issue', async () => {
+      const unanswered = await open(3);
+      await until(async () => ['waiting', 'expired'].includes((await run(unanswered)).status), `run ${unanswered} to wait`);
+      const done = await finished(unanswered);
+      expect(done.status, `${done.last_error}\n${server.output()}`).toBe('expired');
+      const expired = await until(() => botComments(3).find((c) => c.body.includes('ended `expired`')), 'the expiry comment on #3');
+      expect(expired.body).toContain('waited for a reply to its question and got none in time');
+      expect(botComments(3).some((c) => c.body.includes('has a question'))).toBe(true);
+      expect(await statusPath(unanswered)).toEqual(expect.arrayContaining(['running', 'waiting', 'expired']));
+    }, 120_000);
   });
 
   describe('ChatOps through serve', () => {
