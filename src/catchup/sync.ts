@@ -60,7 +60,6 @@ export function createCatchupPass(deps: CatchupDeps) {
   // The inbox worker's label memory (one for every endpoint), read and seeded as it keeps it.
   const labelMemory = (db: Store['db']) => createIngressState({ db }, now);
   const forge = deps.forge ?? 'gitea';
-  const memoryScope = labelMemoryScope(forge);
   const prefix = forge === 'github' || forge === 'gitlab' ? `${forge}:` : '';
 
   async function enrol(): Promise<void> {
@@ -103,12 +102,18 @@ export function createCatchupPass(deps: CatchupDeps) {
     for (const item of items) {
       if (Date.parse(item.updatedAt) > Date.parse(newest)) newest = item.updatedAt;
       const issue = { owner, repo, number: item.number };
+      const memoryScope = labelMemoryScope(forge, item.isPull);
       const memory: ItemMemory = {
         labels: await labelMemory(store.db).labelsSeen(memoryScope, issue),
         head: item.isPull ? await pullRequestHeads.seen(store.db, owner, repo, item.number, forge) : null,
       };
       if (!mayHaveNews(item, memory)) continue;
-      const plan = planItem(item, memory, await client.listTimeline(owner, repo, item.number), windowStart);
+      const plan = planItem(
+        item,
+        memory,
+        await client.listTimeline(owner, repo, item.number, undefined, item.isPull ? 'pull' : 'issue'),
+        windowStart,
+      );
       result.skipped.push(...plan.skipped);
       if (plan.events.length === 0) continue;
       await store.transaction(async (trx, scope) => {

@@ -18,6 +18,8 @@ const REVIEW_WRITES = [/^\/issues\/\d+\/comments$/, /^\/pulls\/\d+\/reviews$/, /
 export interface ForgeGatewayDeps {
   /** GITEA_URL: where requests go once the capability is swapped for the bot's token. */
   forgeUrl: string;
+  /** Where git's smart HTTP goes (GITEA_CLONE_URL, the same forge at another address). @default forgeUrl */
+  gitUrl?: string;
   /** The bots' real tokens, by account. */
   tokens: { dev?: string; review?: string };
   engine: Pick<FullRunEngine, 'verifyByTokenHash' | 'appendProgress'>;
@@ -38,6 +40,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
   const app = new Hono();
   const doFetch = deps.fetch ?? fetch;
   const forge = deps.forgeUrl.replace(/\/+$/, '');
+  const gitBase = (deps.gitUrl ?? deps.forgeUrl).replace(/\/+$/, '');
 
   app.all(`${GATEWAY_PREFIX}/*`, async (c) => {
     const path = c.req.path.slice(GATEWAY_PREFIX.length) || '/';
@@ -88,7 +91,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       'authorization',
       target.kind === 'git' ? `Basic ${Buffer.from(`${token}:x-oauth-basic`).toString('base64')}` : `token ${token}`,
     );
-    const url = `${forge}${path}${new URL(c.req.url).search.replace(/([?&])(access_)?token=[^&]*/gi, '$1')}`;
+    const url = `${target.kind === 'git' ? gitBase : forge}${path}${new URL(c.req.url).search.replace(/([?&])(access_)?token=[^&]*/gi, '$1')}`;
     let answer: Response;
     try {
       answer = await doFetch(url, { method, headers, body, redirect: 'manual' });

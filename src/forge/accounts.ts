@@ -2,8 +2,10 @@ import type { ResolvedOf } from '../config-schema/index.js';
 import type { ForgeName } from '../runs/index.js';
 import type { botsSection, giteaSection } from './config-section.js';
 import type { githubSection } from './github/config-section.js';
+import type { gitlabSection } from './gitlab/config-section.js';
 import { createGiteaClient } from './gitea/index.js';
 import { createGitHubClient } from './github/index.js';
+import { createGitLabClient } from './gitlab/index.js';
 import type { ForgeClient } from './types.js';
 
 /**
@@ -27,11 +29,17 @@ export function accountKey(forge: ForgeName | undefined, account: string): strin
 
 /**
  * The dev bot acts with `GITEA_DEV_TOKEN`, the review bot with `GITEA_REVIEW_TOKEN`
- * (`config.bots`); on GitHub with `GITHUB_DEV_TOKEN` and `GITHUB_REVIEW_TOKEN`. A forge whose URL
+ * (`config.bots`); on GitHub with `GITHUB_DEV_TOKEN` and `GITHUB_REVIEW_TOKEN`, on GitLab with
+ * `GITLAB_DEV_TOKEN` and `GITLAB_REVIEW_TOKEN`. A forge whose URL
  * is not set has no accounts.
  */
 export function createForgeAccounts(
-  config: { gitea: ResolvedOf<typeof giteaSection>; bots: ResolvedOf<typeof botsSection>; github?: ResolvedOf<typeof githubSection> },
+  config: {
+    gitea: ResolvedOf<typeof giteaSection>;
+    bots: ResolvedOf<typeof botsSection>;
+    github?: ResolvedOf<typeof githubSection>;
+    gitlab?: ResolvedOf<typeof gitlabSection>;
+  },
   options: ForgeAccountsOptions = {},
 ): ForgeAccounts {
   const accounts: Record<string, ForgeClient> = {};
@@ -47,6 +55,13 @@ export function createForgeAccounts(
     const apiUrl = github.apiUrl;
     for (const [name, token] of Object.entries(github.tokens)) {
       if (token) accounts[accountKey('github', name)] = createGitHubClient({ apiUrl, token, ...common });
+    }
+  }
+  const gitlab = config.gitlab;
+  if (gitlab?.url) {
+    const rootUrl = gitlab.url;
+    for (const [name, token] of Object.entries(gitlab.tokens)) {
+      if (token) accounts[accountKey('gitlab', name)] = createGitLabClient({ rootUrl, token, ...common });
     }
   }
   return Object.freeze(accounts);

@@ -4,6 +4,8 @@ export { createGiteaClient, normalizeLabelColor, type GiteaClientOptions } from 
 export { createForgeAccounts, accountKey, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
 export { createGitHubClient, githubApiUrl, type GitHubClientOptions } from './github/index.js';
 export { githubSection, type GitHubSettings } from './github/config-section.js';
+export { createGitLabClient, gitlabApiUrl, type GitLabClientOptions } from './gitlab/index.js';
+export { gitlabSection, type GitLabSettings } from './gitlab/config-section.js';
 export { giteaSection, botsSection, type BotAccount, type GiteaSettings } from './config-section.js';
 export { planHook, missingLabels, type HookPlan } from './onboarding.js';
 export {

@@ -150,6 +150,14 @@ export interface NewForgeLabel {
 }
 
 /**
+ * What an issue or pull request number names where the two are numbered apart. On Gitea, Forgejo
+ * and GitHub a pull request is an issue (one number space): they ignore it. On GitLab issues
+ * (`#7`) and merge requests (`!7`) each count from 1, so the same number is two items and the
+ * caller says which (`pull`); without it the number is an issue's.
+ */
+export type ItemKind = 'issue' | 'pull';
+
+/**
  * The operations baton needs from a forge, acting as one bot account. Every method throws
  * `ForgeError` on failure; `error.retryable` tells a transient failure from a permanent one.
  */
@@ -159,10 +167,10 @@ export interface ForgeClient {
   /** Works for pull requests too (check `isPullRequest`). */
   getIssue(owner: string, repo: string, number: number): Promise<ForgeIssue>;
   getPullRequest(owner: string, repo: string, number: number): Promise<ForgePullRequest>;
-  listIssueLabels(owner: string, repo: string, number: number): Promise<ForgeLabel[]>;
+  listIssueLabels(owner: string, repo: string, number: number, kind?: ItemKind): Promise<ForgeLabel[]>;
   /** Oldest first. */
-  listComments(owner: string, repo: string, number: number): Promise<ForgeComment[]>;
-  createComment(owner: string, repo: string, number: number, body: string): Promise<ForgeComment>;
+  listComments(owner: string, repo: string, number: number, kind?: ItemKind): Promise<ForgeComment[]>;
+  createComment(owner: string, repo: string, number: number, body: string, kind?: ItemKind): Promise<ForgeComment>;
   editComment(owner: string, repo: string, commentId: number, body: string): Promise<ForgeComment>;
   /**
    * Reacts to a comment as this account (`eyes`, `+1`, `rocket`, …). Adding a reaction the account
@@ -175,9 +183,9 @@ export interface ForgeClient {
    * Adds labels by id or name; returns the issue's full label set afterwards. Names the
    * repository does not define are ignored, as Gitea does.
    */
-  addIssueLabels(owner: string, repo: string, number: number, labels: readonly (number | string)[]): Promise<ForgeLabel[]>;
+  addIssueLabels(owner: string, repo: string, number: number, labels: readonly (number | string)[], kind?: ItemKind): Promise<ForgeLabel[]>;
   /** Removes one label by id (see `listRepoLabels` to find it). */
-  removeIssueLabel(owner: string, repo: string, number: number, labelId: number): Promise<void>;
+  removeIssueLabel(owner: string, repo: string, number: number, labelId: number, kind?: ItemKind): Promise<void>;
   /** Oldest first, every page. */
   listPullReviews(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
   /**
@@ -188,7 +196,7 @@ export interface ForgeClient {
   /** Pull requests, open and closed, updated at or after `since`, most recently updated first. */
   listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
   /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
-  listTimeline(owner: string, repo: string, number: number, since?: string): Promise<ForgeTimelineEvent[]>;
+  listTimeline(owner: string, repo: string, number: number, since?: string, kind?: ItemKind): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */
   getUserPermission(owner: string, repo: string, username: string): Promise<RepoPermission>;
 

@@ -84,6 +84,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   const countedWebhooks = countWebhooks(deps.metrics, deps.onForgeDelivery);
   app.use('/webhook/gitea*', countedWebhooks);
   app.use('/webhook/github', countedWebhooks);
+  app.use('/webhook/gitlab', countedWebhooks);
   // Every other body is bounded, after the credential check. The webhooks and the callbacks
   // bound theirs themselves, after their own checks; the login form has a smaller limit of its own.
   app.use('*', boundBodies(deps.maxBodyBytes));

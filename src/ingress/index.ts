@@ -7,6 +7,7 @@ export {
   type WebhookRoute,
 } from './gitea/index.js';
 export { createGitHubIngress, GITHUB_WEBHOOK_PATH, type GitHubIngressDeps } from './github/index.js';
+export { createGitLabIngress, GITLAB_WEBHOOK_PATH, type GitLabIngressDeps } from './gitlab/index.js';
 export { createIngressState, type IngressState, type IssueRef } from './state.js';
 export {
   parseWebhooksConfig,

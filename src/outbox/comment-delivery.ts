@@ -10,6 +10,8 @@ export interface CommentPayload {
   repo: string;
   number: number;
   body: string;
+  /** `pull` when `number` is a merge request's where the forge numbers them apart (GitLab's `!7`). */
+  kind?: 'pull';
 }
 
 export interface CommentDeliveryResult {
@@ -41,10 +43,12 @@ export function createCommentHandler(options: { accounts: ForgeAccounts }): Outb
     const marker = commentMarker(entry.id);
     try {
       if (entry.attempts > 1) {
-        const existing = (await client.listComments(payload.owner, payload.repo, payload.number)).find((c) => c.body.includes(marker));
+        const existing = (await client.listComments(payload.owner, payload.repo, payload.number, payload.kind)).find((c) =>
+          c.body.includes(marker),
+        );
         if (existing) return { commentId: existing.id, url: existing.htmlUrl, recovered: true };
       }
-      const comment = await client.createComment(payload.owner, payload.repo, payload.number, `${payload.body}\n\n${marker}`);
+      const comment = await client.createComment(payload.owner, payload.repo, payload.number, `${payload.body}\n\n${marker}`, payload.kind);
       return { commentId: comment.id, url: comment.htmlUrl };
     } catch (err) {
       if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });

@@ -102,10 +102,12 @@ export function createStatusCommentHook(options: StatusCommentHookOptions): Tran
     const requested = typeof run.payload.account === 'string' ? run.payload.account : defaultAccount;
     const account = accountKey(forge, options.accounts[accountKey(forge, requested)] ? requested : defaultAccount);
     const payload: CommentPayload = { account, owner: run.owner, repo: run.repo, number: run.number, body };
+    // A GitLab merge request's number is not an issue's (`!7`, `#7`).
+    if (forge === 'gitlab' && run.payload.isPull === true) payload.kind = 'pull';
     const entry: NewOutboxEntry = {
       kind: OUTBOX_KIND.comment,
       payload,
-      orderingKey: `comment:${forgeRepository(forge, run.owner, run.repo)}#${run.number}`,
+      orderingKey: `comment:${forgeRepository(forge, run.owner, run.repo)}${payload.kind === 'pull' ? '!' : '#'}${run.number}`,
       dedupKey: `status-comment:${run.id}:${event.id}`,
       runId: run.id,
       maxAttempts: options.maxAttempts,

@@ -8,6 +8,7 @@ import {
   createDeliveryInspector,
   createGiteaIngress,
   createGitHubIngress,
+  createGitLabIngress,
   createInboxProcessing,
   createSpool,
   createSpoolDrainer,
@@ -153,6 +154,9 @@ export function createApp(config: Config, deps: AppDeps): App {
         config.github.tokens.dev,
         config.github.tokens.review,
         config.github.webhookSecret,
+        config.gitlab.tokens.dev,
+        config.gitlab.tokens.review,
+        config.gitlab.webhookSecret,
         config.coder.token,
         config.claude.oauthToken,
       ],
@@ -219,26 +223,27 @@ export function createApp(config: Config, deps: AppDeps): App {
   ingressRefused.inc({}, 0);
 
   // Catch-up from the forge API: what webhooks missed goes into the same inbox (source `sync`).
-  // It reads as the dev bot; without a forge there is nothing to read. GitHub's has its own
-  // places and reads the repositories GitHub's webhooks named.
-  const githubDev = accounts[accountKey('github', 'dev')];
-  const githubCatchup =
-    config.catchup.enabled && githubDev
-      ? createCatchupWorker({
-          pass: createCatchupPass({
-            store,
-            inbox: inbox.inbox,
-            sync: createSyncStore(store, now, 'github'),
-            client: githubDev,
-            repositories: [],
-            allow: config.webhooks.allow,
-            forge: 'github',
-            now,
-          }),
-          logger,
-          intervalMs: config.catchup.intervalMs,
-        })
-      : undefined;
+  // It reads as the dev bot; without a forge there is nothing to read. GitHub's and GitLab's
+  // have their own places and read the repositories their own webhooks named.
+  const forgeCatchups = (['github', 'gitlab'] as const).flatMap((forge) => {
+    const dev = accounts[accountKey(forge, 'dev')];
+    if (!config.catchup.enabled || !dev) return [];
+    const worker = createCatchupWorker({
+      pass: createCatchupPass({
+        store,
+        inbox: inbox.inbox,
+        sync: createSyncStore(store, now, forge),
+        client: dev,
+        repositories: [],
+        allow: config.webhooks.allow,
+        forge,
+        now,
+      }),
+      logger,
+      intervalMs: config.catchup.intervalMs,
+    });
+    return [{ name: `catch-up (${forge})`, start: () => worker.start(), stop: () => worker.stop() }];
+  });
   const catchup =
     config.catchup.enabled && accounts.dev
       ? createCatchupWorker({
@@ -310,7 +315,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
     ...(catchup ? [{ name: 'catch-up', start: () => catchup.start(), stop: () => catchup.stop() }] : []),
-    ...(githubCatchup ? [{ name: 'catch-up (github)', start: () => githubCatchup.start(), stop: () => githubCatchup.stop() }] : []),
+    ...forgeCatchups,
     { name: 'teardown', start: () => teardown.start(), stop: () => teardown.stop() },
     { name: 'dispatcher', start: () => dispatcher.start(), stop: () => dispatcher.stop() },
     { name: 'scheduler', start: () => scheduler.start(), stop: () => scheduler.stop() },
@@ -366,6 +371,12 @@ export function createApp(config: Config, deps: AppDeps): App {
       }),
     );
   }
+  if (config.gitlab.url) {
+    webhookRoutes.route(
+      '/',
+      createGitLabIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.gitlab.webhookSecret, logger, now }),
+    );
+  }
   let forgeDeliverySeen = false;
   const readiness = readinessChecks({
     store,
@@ -395,6 +406,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     gateway: config.gitea.url
       ? forgeGatewayRoutes({
           forgeUrl: config.gitea.url,
+          // Runs clone the forge's copy at GITEA_CLONE_URL when it is set (over http(s)).
+          gitUrl: config.gitea.cloneUrl && /^https?:\/\//i.test(config.gitea.cloneUrl) ? config.gitea.cloneUrl : undefined,
           tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
           engine,
           logger,

@@ -1,5 +1,5 @@
 import { agentsSection } from '../agents/index.js';
-import { botsSection, giteaSection, githubSection } from '../forge/index.js';
+import { botsSection, giteaSection, githubSection, gitlabSection } from '../forge/index.js';
 import { budgetsSection, limitsSection } from '../budgets/index.js';
 import { egressSection } from '../egress/index.js';
 import { catchupSection } from '../catchup/index.js';
@@ -35,6 +35,7 @@ export const SECTIONS = {
   gitea: giteaSection,
   bots: botsSection,
   github: githubSection,
+  gitlab: gitlabSection,
   coder: coderSection,
   claude: claudeSection,
   agents: agentsSection,

@@ -73,24 +73,23 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const forge = run.forge ?? 'gitea';
   // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round.
   const token =
-    forge === 'github' ? config.github.tokens[review ? 'review' : 'dev'] : (review ? config.bots.review : config.bots.dev).token;
+    forge === 'github' || forge === 'gitlab'
+      ? config[forge].tokens[review ? 'review' : 'dev']
+      : (review ? config.bots.review : config.bots.dev).token;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
   // A Gitea run reaches the forge only through baton's forge gateway, with a capability worth
-  // nothing outside this run; the bot's token stays in baton.
-  // A separate clone host over HTTP(S) (GITEA_CLONE_URL on another origin) would get the
-  // capability, which it cannot take: such runs keep the bot's token (docs/security.md).
+  // nothing outside this run; the bot's token stays in baton. Git goes through it too when the
+  // run clones the forge's own copy (`<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` over
+  // http(s)): the gateway passes git to that base. Any other clone source (a declared
+  // repository, a maintenance repository elsewhere, ssh or a path) is cloned directly, with no
+  // forge credential: the bot's token never goes to another host.
   const direct = declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge));
-  const cloneHost = config.gitea.cloneUrl ? originOf(config.gitea.cloneUrl) : undefined;
-  const cloneThroughGateway = !config.gitea.cloneUrl || cloneHost === originOf(config.gitea.url ?? '');
-  const gateway =
-    !declared &&
-    !maintained &&
-    forge === 'gitea' &&
-    token !== undefined &&
-    config.gitea.url !== undefined &&
-    (cloneThroughGateway || cloneHost === null);
+  const gateway = !declared && forge === 'gitea' && token !== undefined && config.gitea.url !== undefined;
+  const gitBase = config.gitea.cloneUrl ?? config.gitea.url;
+  const cloneThroughGateway =
+    gateway && gitBase !== undefined && originOf(gitBase) !== null && direct === `${gitBase}/${run.owner}/${run.repo}.git`;
   const gatewayBase = `${config.callbackUrl}${GATEWAY_PREFIX}`;
   const stage = config.pipeline.stages.find((s) => s.name === run.stage);
   const agent = stage?.agent ?? config.agents.default;
@@ -104,6 +103,10 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? { name: credential.secret, value: agentSettings.apiKey }
       : undefined;
   const price = adapter.reportsCost ? null : findPrice(config.agents.prices, agent, model);
+  const resume = resumeOf(run);
+  const limits = runLimits(config.limits, stage, config.staleWorkspaceMinutes * 60_000);
+  // The token cap counts the whole conversation: a resumed turn gets what the turns before left.
+  if (resume && limits.tokenCap !== undefined) limits.tokenCap = Math.max(1, limits.tokenCap - resume.tokensBefore);
   return {
     ...(agent !== 'claude' ? { agent } : {}),
     ...(model ? { agentModel: model } : {}),
@@ -116,7 +119,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     owner: run.owner,
     repo: run.repo,
     number: run.number ?? undefined,
-    cloneUrl: gateway && cloneThroughGateway && direct ? `${gatewayBase}/${run.owner}/${run.repo}.git` : direct,
+    cloneUrl: cloneThroughGateway ? `${gatewayBase}/${run.owner}/${run.repo}.git` : direct,
     repositoryPath: declared?.source.kind === 'path' ? declared.source.path : undefined,
     arguments: typeof args === 'string' && args !== '' ? args : undefined,
     ref: typeof ref === 'string' && isBranchName(ref) ? ref : undefined,
@@ -127,31 +130,47 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forge,
-    forgeUrl: gateway ? gatewayBase : forge === 'github' ? config.github.url : config.gitea.url,
+    forgeUrl: gateway ? gatewayBase : forge === 'github' || forge === 'gitlab' ? config[forge].url : config.gitea.url,
     forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
-    ...runLimits(
-      config.limits,
-      config.pipeline.stages.find((s) => s.name === run.stage),
-      config.staleWorkspaceMinutes * 60_000,
-    ),
+    ...(resume ? { resume: { sessionId: resume.sessionId, reply: resume.reply, by: resume.by } } : {}),
+    ...limits,
   };
 }
 
 /**
- * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`).
+ * `payload.resume` of a run a reply resumed (runs/conversation.ts): the session, the reply and who
+ * wrote it, and the tokens the turns before used. null for a first turn, or a session id of no
+ * form an agent CLI takes (the runner then starts afresh rather than pass it on).
+ */
+export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number } | null {
+  const raw = run.payload.resume as Record<string, unknown> | undefined;
+  if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(raw.sessionId)) return null;
+  const tokensBefore = typeof raw.tokensBefore === 'number' && Number.isFinite(raw.tokensBefore) ? Math.max(0, raw.tokensBefore) : 0;
+  return {
+    sessionId: raw.sessionId,
+    reply: typeof raw.prompt === 'string' ? raw.prompt : '',
+    by: typeof raw.by === 'string' ? raw.by : 'someone',
+    tokensBefore,
+  };
+}
+
+/**
+ * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`;
+ * GitLab: `GITLAB_CLONE_URL` or `GITLAB_URL`).
  * The names are checked again here, at the last step before a URL is made of them, whatever path
  * the run came in by (webhook, API, an older row): a name the forge could not have made is
  * refused for good rather than cloned.
  */
 export function forgeCloneUrl(
-  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github'>>,
+  config: Pick<Config, 'gitea'> & Partial<Pick<Config, 'github' | 'gitlab'>>,
   owner: string,
   repo: string,
   forge: ForgeName = 'gitea',
 ): string | undefined {
-  const base = forge === 'github' ? (config.github?.cloneUrl ?? config.github?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
+  const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
+  const base = forge === 'github' || forge === 'gitlab' ? (named?.cloneUrl ?? named?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   if (!base) return undefined;
   for (const [what, name] of [
     ['owner', owner],

@@ -31,6 +31,13 @@ export interface ForgeClientFixture {
    * @default Gitea's (`issues_only`, `issue_label`; `issues_only`, `pull_request_review`, `release`)
    */
   hookEvents?: { create: [string, string]; edit: [string, string, string] };
+  /**
+   * Whether a pull request is an issue too (one number sequence: Gitea, Forgejo, GitHub). GitLab
+   * numbers merge requests apart: the suite then names them with the port's `kind` ('pull'),
+   * which the other forges ignore, and reads the number as an issue's plain issue.
+   * @default true
+   */
+  pullsAreIssues?: boolean;
   teardown(): Promise<void>;
 }
 
@@ -61,7 +68,9 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
 
     it('tells a pull request read as an issue apart', async () => {
       const issue = await f.client.getIssue(f.owner, f.repo, f.pull.number);
-      expect(issue.isPullRequest).toBe(true);
+      // Numbered apart (GitLab): the same number read as an issue is that issue, never the merge request.
+      expect(issue.isPullRequest).toBe(f.pullsAreIssues !== false);
+      if (f.pullsAreIssues === false) expect(issue.title).not.toBe(f.pull.title);
     });
 
     it('reads a pull request with its branches', async () => {
@@ -92,15 +101,15 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
     it('adds labels by name and by id, returning the full set, and removes one by id', async () => {
       const [first, second] = f.repoLabels;
       const byId = new Map((await f.client.listRepoLabels(f.owner, f.repo)).map((l) => [l.name, l.id]));
-      const afterName = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [first!]);
+      const afterName = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [first!], 'pull');
       expect(afterName.map((l) => l.name)).toEqual([first]);
-      const afterId = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [byId.get(second!)!]);
+      const afterId = await f.client.addIssueLabels(f.owner, f.repo, f.pull.number, [byId.get(second!)!], 'pull');
       expect(afterId.map((l) => l.name).sort()).toEqual([first, second].sort());
       for (const label of afterId) expect(label.color).toMatch(/^#[0-9a-f]{6}$/);
 
-      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(first!)!);
-      expect((await f.client.listIssueLabels(f.owner, f.repo, f.pull.number)).map((l) => l.name)).toEqual([second]);
-      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(second!)!);
+      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(first!)!, 'pull');
+      expect((await f.client.listIssueLabels(f.owner, f.repo, f.pull.number, 'pull')).map((l) => l.name)).toEqual([second]);
+      await f.client.removeIssueLabel(f.owner, f.repo, f.pull.number, byId.get(second!)!, 'pull');
     });
 
     it('lists the reviews of a pull request', async () => {
@@ -124,8 +133,8 @@ export function describeForgeClientConformance(name: string, setup: () => Promis
     });
 
     it('comments on a pull request through its issue number', async () => {
-      const created = await f.client.createComment(f.owner, f.repo, f.pull.number, 'on the PR');
-      const listed = await f.client.listComments(f.owner, f.repo, f.pull.number);
+      const created = await f.client.createComment(f.owner, f.repo, f.pull.number, 'on the PR', 'pull');
+      const listed = await f.client.listComments(f.owner, f.repo, f.pull.number, 'pull');
       expect(listed.map((c) => c.id)).toContain(created.id);
     });
 

@@ -54,10 +54,10 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     createBareRepo(path.join(repos, 'example'), 'example');
     createBareRepo(path.join(repos, 'acme'), 'app');
 
-    // Workspaces clone from GITEA_CLONE_URL (http://gitea.test, never a payload's clone_url), a
-    // host that does not exist here; git in the workspace (whose ~/.gitconfig is local.gitConfig)
-    // is sent to the bare repositories instead, which the sandbox may read (local.readOnlyPaths),
-    // though they belong to another user (safe.directory).
+    // Workspaces clone from GITEA_CLONE_URL (http://gitea.test, never a payload's clone_url)
+    // through the forge gateway; that host does not exist here, so git in the workspace (whose
+    // ~/.gitconfig is local.gitConfig) is sent to the bare repositories instead, which the sandbox
+    // may read (local.readOnlyPaths), though they belong to another user (safe.directory).
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const gitConfig = path.join(home, '.gitconfig');
@@ -70,6 +70,8 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
         `[url "file://${repos}/"]`,
         '\tinsteadOf = http://localhost:3000/',
         '\tinsteadOf = http://gitea.test/',
+        // The forge gateway passes git on to GITEA_CLONE_URL, a host that does not exist here.
+        '\tinsteadOf = http://baton.internal/gateway/',
         '[safe]',
         '\tdirectory = *',
         '',

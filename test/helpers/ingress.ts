@@ -3,6 +3,7 @@ import { DEFAULTS } from '../../src/runs/index.js';
 import {
   createGiteaIngress,
   createGitHubIngress,
+  createGitLabIngress,
   createInboxProcessing,
   parseWebhooksConfig,
   type Delivery,
@@ -43,6 +44,8 @@ export async function createIngressHarness(
     secret?: string;
     /** Mounts `/webhook/github` too, verifying with this secret. */
     githubSecret?: string;
+    /** Mounts `/webhook/gitlab` too, checking this secret token. */
+    gitlabSecret?: string;
     webhooks?: unknown;
     pipeline?: unknown;
     permissionOf?: PermissionLookup;
@@ -87,6 +90,12 @@ export async function createIngressHarness(
     app.route(
       '/',
       createGitHubIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.githubSecret, logger: options.logger }),
+    );
+  }
+  if (options.gitlabSecret !== undefined) {
+    app.route(
+      '/',
+      createGitLabIngress({ inbox: processing.inbox, webhooks: webhooks.webhooks, secret: options.gitlabSecret, logger: options.logger }),
     );
   }
   const processed = (id: number) =>

@@ -174,6 +174,33 @@ describe("a run's allow-list", () => {
     stages: { develop: ['*.pypi.org'] },
   };
 
+  it("never holds baton's own origin: a Gitea run's forge and clone URLs are the gateway's, so the forge is not on its list", () => {
+    const baton = 'http://10.0.0.9:8080';
+    const rules = runAllowList({
+      stage: 'develop',
+      forgeUrl: `${baton}/gateway`,
+      cloneUrl: `${baton}/gateway/acme/app.git`,
+      batonUrl: `${baton}/api/runs/7/complete`,
+      settings,
+    });
+    expect(rules.map((r) => r.host)).toEqual(['api.anthropic.com', 'registry.npmjs.org', 'pypi.org']);
+    // A GitHub run reaches GitHub directly: its web origin, its clone origin (once) and its API.
+    const github = runAllowList({
+      stage: 'review',
+      forgeUrl: 'https://github.com',
+      cloneUrl: 'https://github.com/acme/app.git',
+      forgeUrls: ['https://api.github.com'],
+      batonUrl: `${baton}/api/runs/8/complete`,
+      settings,
+    });
+    expect(github.map((r) => `${r.host}:${r.port ?? ''}`)).toEqual([
+      'api.anthropic.com:',
+      'github.com:443',
+      'api.github.com:443',
+      'registry.npmjs.org:',
+    ]);
+  });
+
   it('holds the agent hosts, the forge origins, the operator hosts and the stage hosts', () => {
     const rules = runAllowList({ stage: 'develop', forgeUrl: 'http://10.0.0.5:3000', cloneUrl: 'https://git.example.com/', settings });
     expect(rules).toEqual([

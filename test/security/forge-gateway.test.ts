@@ -149,3 +149,59 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     expect((await gateway('/api/v1/repos/acme/app', spec.forgeToken!)).status).toBe(401);
   });
 });
+
+/** GITEA_CLONE_URL (the forge's git at another address) goes through the gateway too; other clone sources get no token. */
+describe('forge gateway: where git goes', () => {
+  let gitea: FakeGitea;
+  let t: TestStore;
+  let server: TestApp;
+  let provider: MemoryProvider;
+
+  beforeEach(async () => {
+    gitea = await createFakeGitea();
+    gitea.addUser('claude-dev', { token: DEV_TOKEN });
+    gitea.addRepo('acme', 'app', { private: true, git: true });
+    gitea.addRepo('acme', 'tools');
+    gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+    gitea.addCollaborator('acme', 'tools', 'claude-dev', 'admin');
+    t = await createSqliteTestStore();
+    provider = createMemoryProvider();
+    server = await startTestApp(t, {
+      env: {
+        GITEA_URL: gitea.url,
+        // The same fake, by another name: what an operator sets when baton reaches the forge's git elsewhere.
+        GITEA_CLONE_URL: gitea.url.replace('127.0.0.1', 'localhost'),
+        GITEA_DEV_TOKEN: DEV_TOKEN,
+        GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
+        MAINTENANCE_REPOS: 'acme/tools=https://mirror.example.invalid/acme/tools.git',
+      },
+      deps: { provider },
+    });
+  });
+  afterEach(async () => {
+    await server?.close();
+    await t?.cleanup();
+    await gitea?.close();
+  });
+
+  it('clones from GITEA_CLONE_URL through the gateway, and gives a clone source elsewhere no bot token', async () => {
+    const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
+    await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    const spec = provider.created.find((s) => s.runId === run.id)!;
+    expect(spec.cloneUrl).toMatch(/\/gateway\/acme\/app\.git$/);
+    const refs = await fetch(`${server.url}/gateway/acme/app.git/info/refs?service=git-upload-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`${spec.forgeToken}:x-oauth-basic`).toString('base64')}` },
+    });
+    expect(refs.status).toBe(200);
+    expect(refs.headers.get('content-type')).toBe('application/x-git-upload-pack-advertisement');
+    expect(Buffer.from(await refs.arrayBuffer()).toString('latin1')).toContain('# service=git-upload-pack');
+    expect(gitea.requests).toContainEqual(expect.objectContaining({ path: '/acme/app.git/info/refs', auth: 'basic', status: 200 }));
+
+    const maintenance = await server.app.engine.enqueue({ stage: 'maintenance', owner: 'acme', repo: 'tools' });
+    await until(async () => (await server.app.engine.get(maintenance.run.id))?.status === 'running', 'the maintenance run to be running');
+    const other = provider.created.find((s) => s.runId === maintenance.run.id)!;
+    expect(other.cloneUrl).toBe('https://mirror.example.invalid/acme/tools.git');
+    expect(other.forgeToken).toMatch(/^bgw_/);
+    expect(JSON.stringify(other)).not.toContain(DEV_TOKEN);
+  });
+});

@@ -74,7 +74,7 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
     const gitConfig = path.join(shared, 'gitconfig');
     fs.writeFileSync(
       gitConfig,
-      `[user]\n\tname = Spy Test\n\temail = spy@example.invalid\n[url "file://${shared}/"]\n\tinsteadOf = http://gitea.test/\n[safe]\n\tdirectory = *\n`,
+      `[user]\n\tname = Spy Test\n\temail = spy@example.invalid\n[url "file://${shared}/"]\n\tinsteadOf = http://gitea.test/\n\tinsteadOf = http://baton.internal/gateway/\n[safe]\n\tdirectory = *\n`,
     );
     reports = http.createServer((req, res) => {
       let body = '';

@@ -7,7 +7,6 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.js';
-import { createBareRepo, serveGitRepos, type GitHttpServer } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { processedDelivery } from '../helpers/deliveries.js';
@@ -20,8 +19,9 @@ import { until } from '../helpers/until.js';
  * 127.0.0.1:5432, to baton's own port, to a loopback service and to Redis' port, to the cloud
  * metadata address; through its egress gate a host not on the list, the database and baton's
  * port, and baton's API as `baton.internal`; another run's workspace; and the memory of the
- * processes it can see (the runner holds CALLBACK_TOKEN). Each fails, while the same run clones
- * over HTTP from the forge through the gate and reports to a host the operator allowed.
+ * processes it can see (the runner holds CALLBACK_TOKEN); the forge itself, directly, through the
+ * gate (only the forge gateway leads there). Each fails, while the same run clones over git's HTTP
+ * through the forge gateway and reports to a host the operator allowed.
  */
 
 const SPY = fileURLToPath(new URL('../fakes/agent/network-spy.mjs', import.meta.url));
@@ -65,7 +65,6 @@ describe('a run attacked from inside: its network is only what its gate allows',
   let root: string;
   let dataDir: string;
   let gitea: FakeGitea;
-  let git: GitHttpServer;
   let server: ServeHandle;
   let store: Store;
   let allowed: http.Server;
@@ -79,9 +78,7 @@ describe('a run attacked from inside: its network is only what its gate allows',
     fs.chmodSync(root, 0o711);
     dataDir = path.join(root, 'data');
     const shared = path.join(root, 'shared');
-    fs.mkdirSync(path.join(shared, 'acme'), { recursive: true, mode: 0o755 });
-    createBareRepo(path.join(shared, 'acme'), 'app');
-    git = await serveGitRepos(shared, { token: DEV_TOKEN });
+    fs.mkdirSync(shared, { recursive: true, mode: 0o755 });
     const gitConfig = path.join(shared, 'gitconfig');
     fs.writeFileSync(gitConfig, `[user]\n\tname = Spy Test\n\temail = spy@example.invalid\n[safe]\n\tdirectory = *\n`);
     allowed = http.createServer((req, res) => {
@@ -103,7 +100,8 @@ describe('a run attacked from inside: its network is only what its gate allows',
     gitea.addUser('claude-dev', { token: DEV_TOKEN });
     gitea.addUser('claude-review', { token: `review-${randomUUID()}` });
     gitea.addUser('alice');
-    gitea.addRepo('acme', 'app');
+    // A private repository served over git's smart HTTP by the fake forge itself.
+    gitea.addRepo('acme', 'app', { private: true, git: true });
     // Only senders with write access start runs (webhooks.requireWritePermission); the bot asks as an admin.
     gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'alice', 'write');
@@ -126,8 +124,6 @@ describe('a run attacked from inside: its network is only what its gate allows',
       {
         HOST: '127.0.0.1',
         GITEA_URL: gitea.url,
-        // The forge's git side: cloned over HTTP, through the gate.
-        GITEA_CLONE_URL: git.url,
         GITEA_DEV_TOKEN: DEV_TOKEN,
         GITEA_REVIEW_TOKEN: `review-${randomUUID()}`,
         WEBHOOK_SECRET: SECRET,
@@ -143,13 +139,15 @@ describe('a run attacked from inside: its network is only what its gate allows',
       targets,
       JSON.stringify({
         direct: ['127.0.0.1:5432', `127.0.0.1:${batonPort}`, `127.0.0.1:${loopbackPort}`, '127.0.0.1:6379', '169.254.169.254:80'],
-        viaProxy: ['example.com:443', '127.0.0.1:5432', `127.0.0.1:${batonPort}`, '169.254.169.254:80'],
+        viaProxy: ['example.com:443', '127.0.0.1:5432', `127.0.0.1:${batonPort}`, '169.254.169.254:80', new URL(gitea.url).host],
         viaProxyHttp: [
           'http://baton.internal/api/tokens',
           'http://baton.internal/api/runs/1/complete',
           `http://127.0.0.1:${batonPort}/api/runs`,
           'http://169.254.169.254/latest/meta-data/',
           `http://127.0.0.1:${allowedPort}/hello`,
+          `${gitea.url}/api/v1/user`,
+          `${gitea.url}/acme/app.git/info/refs?service=git-upload-pack`,
         ],
         paths: [path.join(dataDir, 'workspaces'), dataDir],
         reportUrl: `http://127.0.0.1:${allowedPort}/report`,
@@ -168,7 +166,6 @@ describe('a run attacked from inside: its network is only what its gate allows',
     } finally {
       await store?.close();
       await gitea?.close();
-      await git?.close();
       for (const s of [allowed, loopbackService]) await new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()));
       fs.rmSync(root, { recursive: true, force: true });
     }
@@ -215,8 +212,11 @@ describe('a run attacked from inside: its network is only what its gate allows',
     const report = await until(() => received[0], 'the spy report');
     expect(done.summary).toBe('spy reported: 200');
 
-    // It cloned the forge's repository over HTTP, through the gate.
+    // It cloned the forge's repository over git's HTTP, through the forge gateway (the bot's token
+    // added there, outside the sandbox).
     expect(report.files).toContain('README.md');
+    expect(report.env.GITEA_URL).toBe('http://baton.internal/gateway');
+    expect(gitea.requests).toContainEqual(expect.objectContaining({ path: '/acme/app.git/info/refs', auth: 'basic', status: 200 }));
     expect(report.env.HTTPS_PROXY).toBe('http://127.0.0.1:3128');
 
     // Direct TCP reaches nothing of the host: only the run's own loopback exists.
@@ -240,6 +240,10 @@ describe('a run attacked from inside: its network is only what its gate allows',
     expect(http('http://baton.internal/api/runs/1/complete').status).toBe(403);
     expect(http(`http://127.0.0.1:${batonPort}/api/runs`).status).toBe(403);
     expect(http('http://169.254.169.254/latest/meta-data/').status).toBe(403);
+    // The forge is not on the list: its API and its git are reached only through the gateway.
+    expect(via(new URL(gitea.url).host)).toMatchObject({ status: 403, body: expect.stringContaining("not on this run's allow-list") });
+    expect(http(`${gitea.url}/api/v1/user`).status).toBe(403);
+    expect(http(`${gitea.url}/acme/app.git/info/refs?service=git-upload-pack`).status).toBe(403);
     expect(http(`http://127.0.0.1:${allowedPort}/hello`)).toMatchObject({ status: 200, body: 'allowed host answered' });
 
     // Other runs and the runner's memory stay out of reach.

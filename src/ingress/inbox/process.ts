@@ -14,6 +14,7 @@ import {
   type WebhookRoute,
 } from '../gitea/index.js';
 import { classifyGitHub, gitHubForgeEvent, GITHUB_WEBHOOK_PATH } from '../github/index.js';
+import { classifyGitLab, gitLabForgeEvent, GITLAB_WEBHOOK_PATH } from '../gitlab/index.js';
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
 import { createIngressState, type IssueRef } from '../state.js';
@@ -28,9 +29,13 @@ import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './
  */
 export const LABEL_MEMORY_SCOPE = 'gitea';
 
-/** The label memory of a forge: Gitea's and Forgejo's is the one above, each other forge has its own. */
-export function labelMemoryScope(forge: ForgeEvent['forge']): string {
-  return forge === 'github' || forge === 'gitlab' ? forge : LABEL_MEMORY_SCOPE;
+/**
+ * The label memory of a forge: Gitea's and Forgejo's is the one above, each other forge has its
+ * own. GitLab numbers merge requests apart from issues (`!7` is not `#7`), so they have one more.
+ */
+export function labelMemoryScope(forge: ForgeEvent['forge'], isPull = false): string {
+  if (forge === 'gitlab') return isPull ? 'gitlab:mr' : 'gitlab';
+  return forge === 'github' ? forge : LABEL_MEMORY_SCOPE;
 }
 
 /**
@@ -56,6 +61,11 @@ function normalize(
       const classified = classifyGitHub(stored['x-github-event'] ?? '', payload);
       if ('unsupported' in classified) return classified;
       return gitHubForgeEvent(classified, payload);
+    }
+    if (endpoint === GITLAB_WEBHOOK_PATH) {
+      const classified = classifyGitLab(stored['x-gitlab-event'] ?? '', payload);
+      if ('unsupported' in classified) return classified;
+      return gitLabForgeEvent(classified, payload);
     }
     const classified = classify(headers, payload);
     if ('unsupported' in classified) return classified;
@@ -139,7 +149,7 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     }
     if ('invalid' in normalized) return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${normalized.invalid}` });
     const { event, labelsKnown } = normalized;
-    const memoryScope = labelMemoryScope(event.forge);
+    const memoryScope = labelMemoryScope(event.forge, event.isPull);
     const webhookRoute: WebhookRoute = routes.get(delivery.endpoint) ?? everything;
     if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
       return finish({

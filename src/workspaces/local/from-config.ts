@@ -19,6 +19,8 @@ type LocalConfig = HiddenPathsInput & {
   egress: EgressSettings;
   agents: Pick<AgentsConfig, 'default' | 'settings'>;
   pipeline: { stages: ReadonlyArray<{ agent?: AgentName }> };
+  /** GitHub's REST API root: a GitHub run reaches it directly. */
+  github?: { apiUrl?: string };
 };
 
 /**
@@ -78,6 +80,9 @@ export function createLocalProviderFromConfig(
                 stage: spec.stage,
                 forgeUrl: spec.forgeUrl,
                 cloneUrl: spec.cloneUrl,
+                // A GitHub run reaches GitHub directly (the gateway serves Gitea): its API root too.
+                forgeUrls: spec.forge === 'github' && config.github?.apiUrl ? [config.github.apiUrl] : [],
+                batonUrl: spec.callbackUrl,
                 // The run's own agent's API and login hosts, on top of the configured agent hosts.
                 settings: { ...config.egress, agentHosts: [...config.egress.agentHosts, ...agentHostsOf(spec.agent)] },
               }),

@@ -1,0 +1,208 @@
+import { createGiteaClient, createGitHubClient, ForgeError, type ForgeClient } from '../forge/index.js';
+import type { Config } from '../server/index.js';
+import { PROBE_MS, type Line } from './doctor-lines.js';
+import type { CommandIo } from './io.js';
+
+// baton doctor's forge checks: GITEA_URL, the webhook secret, each bot's token (valid, of the
+// expected user, its scopes) and its rights on each repository; GitHub's App or token.
+
+/** The repositories the configuration names exactly (patterns with `*` name none). */
+function configuredRepositories(config: Config, extra: readonly string[]): string[] {
+  const names = [
+    ...extra,
+    ...Object.keys(config.webhooks.repositories),
+    ...config.maintenance.repos.map((r) => `${r.owner}/${r.repo}`),
+    ...config.webhooks.allow.filter((p) => !p.includes('*')),
+  ];
+  const seen = new Map<string, string>();
+  for (const name of names) if (!seen.has(name.toLowerCase())) seen.set(name.toLowerCase(), name);
+  return [...seen.values()];
+}
+
+export async function checkForge(config: Config, io: CommandIo, extra: readonly string[]): Promise<Line[]> {
+  const lines: Line[] = [];
+  const url = config.gitea.url;
+  if (!url && config.github.url) {
+    lines.push({ status: 'info', check: 'forge', detail: 'GITEA_URL is not set: Gitea and Forgejo are off (GitHub is configured)' });
+    return lines;
+  }
+  if (!url) {
+    lines.push({
+      status: 'warn',
+      check: 'forge',
+      detail: 'GITEA_URL is not set: no webhooks are acted on with status comments, and only repositories declared in baton.yaml can run',
+      fix: 'set GITEA_URL, GITEA_DEV_TOKEN and GITEA_REVIEW_TOKEN (docs/gitea.md)',
+    });
+    return lines;
+  }
+  lines.push(webhookSecretLine(config));
+  const repos = configuredRepositories(config, extra);
+  for (const [account, bot] of Object.entries(config.bots)) {
+    const variable = `GITEA_${account.toUpperCase()}_TOKEN`;
+    const check = `bot ${account}`;
+    if (!bot.token) {
+      lines.push({
+        status: 'FAIL',
+        check,
+        detail: `${variable} is not set`,
+        fix: `give the ${bot.username} account's token (docs/gitea.md)`,
+      });
+      continue;
+    }
+    const client = createGiteaClient({ baseUrl: url, token: bot.token, fetch: io.fetch, timeoutMs: PROBE_MS });
+    try {
+      const me = await client.getCurrentUser();
+      if (me.login.toLowerCase() !== bot.username.toLowerCase()) {
+        lines.push({
+          status: 'FAIL',
+          check,
+          detail: `${variable} belongs to ${me.login}, not to ${bot.username}`,
+          fix: `use ${bot.username}'s token, or set BOT_${account.toUpperCase()}_USERNAME=${me.login}`,
+        });
+        continue;
+      }
+      lines.push({ status: 'ok', check, detail: `${variable} is ${me.login}'s and valid (scope read:user)` });
+    } catch (err) {
+      lines.push({ status: 'FAIL', check, ...forgeFailure(err, variable, bot.username) });
+      continue;
+    }
+    for (const full of repos) lines.push(...(await checkBotOnRepository(client, config, account, bot.username, full)));
+  }
+  if (repos.length === 0) {
+    lines.push({
+      status: 'info',
+      check: 'repositories',
+      detail: 'no repository named in the configuration: the bots’ rights were not checked',
+      fix: 'run baton doctor --repo OWNER/REPO',
+    });
+  }
+  return lines;
+}
+
+/**
+ * GitHub's bot tokens, when GITHUB_URL is set: each must be valid and belong to the bot login the
+ * pipeline knows (BOT_*_USERNAME), or the bot's own comments would start stages again.
+ */
+export async function checkGitHub(config: Config, io: CommandIo): Promise<Line[]> {
+  const { apiUrl, tokens, webhookSecret } = config.github;
+  if (!apiUrl) return [];
+  const lines: Line[] = [
+    webhookSecret
+      ? { status: 'ok', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is set: unsigned GitHub deliveries get 401' }
+      : { status: 'FAIL', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is not set', fix: 'set it (docs/github.md)' },
+  ];
+  for (const [account, bot] of Object.entries(config.bots)) {
+    const variable = `GITHUB_${account.toUpperCase()}_TOKEN`;
+    const check = `github bot ${account}`;
+    const token = tokens[account as 'dev' | 'review'];
+    if (!token) {
+      lines.push({ status: 'FAIL', check, detail: `${variable} is not set`, fix: 'give the machine user’s token (docs/github.md)' });
+      continue;
+    }
+    try {
+      const me = await createGitHubClient({ apiUrl, token, fetch: io.fetch, timeoutMs: PROBE_MS }).getCurrentUser();
+      if (me.login.toLowerCase() !== bot.username.toLowerCase()) {
+        lines.push({
+          status: 'FAIL',
+          check,
+          detail: `${variable} belongs to ${me.login}, not to ${bot.username}`,
+          fix: `use ${bot.username}'s token, or set BOT_${account.toUpperCase()}_USERNAME=${me.login}`,
+        });
+      } else lines.push({ status: 'ok', check, detail: `${variable} is ${me.login}'s and valid` });
+    } catch (err) {
+      lines.push({ status: 'FAIL', check, ...forgeFailure(err, variable, bot.username) });
+    }
+  }
+  return lines;
+}
+
+async function checkBotOnRepository(client: ForgeClient, config: Config, account: string, login: string, full: string): Promise<Line[]> {
+  const [owner, repo] = full.split('/') as [string, string];
+  const check = `bot ${account} on ${full}`;
+  try {
+    const repository = await client.getRepository(owner, repo);
+    const writing = await client.issueWriteAccess(owner, repo);
+    if (!writing.allowed) {
+      return [
+        {
+          status: 'FAIL',
+          check,
+          detail: `cannot comment: ${writing.reason}`,
+          fix: `give the token the write:issue scope, and ${login} access to ${full}`,
+        },
+      ];
+    }
+    const lines: Line[] = [];
+    if (repository.archived)
+      lines.push({
+        status: 'FAIL',
+        check,
+        detail: `${full} is archived: nothing can be posted there`,
+        fix: 'unarchive it, or remove it from the configuration',
+      });
+    if (account === 'dev' && !repository.permissions.push) {
+      lines.push({
+        status: 'warn',
+        check,
+        detail: `${login} can read and comment but not push`,
+        fix: `give ${login} write access to ${full}`,
+      });
+    } else {
+      lines.push({
+        status: 'ok',
+        check,
+        detail: `${login} can read and comment${repository.permissions.push ? ', and push' : ''} (scopes read:repository, write:issue)`,
+      });
+    }
+    if (account === 'dev' && config.webhooks.requireWritePermission && !repository.permissions.admin) {
+      lines.push({
+        status: 'FAIL',
+        check,
+        detail: 'webhooks.requireWritePermission asks Gitea for each sender’s permission, which only a repository admin may',
+        fix: `give ${login} admin access to ${full}, or turn webhooks.requireWritePermission off (docs/troubleshooting.md#permission-failures)`,
+      });
+    }
+    return lines;
+  } catch (err) {
+    return [{ status: 'FAIL', check, ...forgeFailure(err, `GITEA_${account.toUpperCase()}_TOKEN`, login, full) }];
+  }
+}
+
+function forgeFailure(err: unknown, variable: string, login: string, full?: string): { detail: string; fix?: string } {
+  if (!(err instanceof ForgeError)) return { detail: (err as Error).message };
+  if (err.status === 401) return { detail: `the forge rejects ${variable} (401)`, fix: `make a new token for ${login}` };
+  if (err.status === 403 && /scope/i.test(err.forgeMessage ?? ''))
+    return {
+      detail: `the forge refuses: ${err.forgeMessage}`,
+      fix: `make a token for ${login} with the scopes read:user, read:repository, write:issue`,
+    };
+  if (err.status === 404 && full) return { detail: `${login} cannot see ${full}`, fix: `add ${login} as a collaborator of ${full}` };
+  if (err.kind === 'network' || err.kind === 'timeout')
+    return { detail: err.message, fix: 'check GITEA_URL and that the forge answers from here' };
+  return { detail: err.message };
+}
+
+/** Signatures are required: a secret from the environment or the one serve generated, or an explicit opt-out. */
+function webhookSecretLine(config: Config): Line {
+  const check = 'webhook secret';
+  if (config.gitea.webhookSecret) {
+    const from = config.gitea.webhookSecretFile
+      ? `generated by baton serve, in ${config.gitea.webhookSecretFile}`
+      : 'WEBHOOK_SECRET is set';
+    return { status: 'ok', check, detail: `${from}: unsigned deliveries are refused` };
+  }
+  if (config.webhooks.allowUnsigned) {
+    return {
+      status: 'warn',
+      check,
+      detail: 'no webhook secret and webhooks.allowUnsigned is true: anyone who can reach baton can send it forged deliveries',
+      fix: 'turn webhooks.allowUnsigned off; baton serve then generates a secret (or set WEBHOOK_SECRET), and run baton connect --recreate',
+    };
+  }
+  return {
+    status: 'warn',
+    check,
+    detail: 'no webhook secret yet: baton serve generates one in the data directory at its next start; until then every delivery gets 401',
+    fix: 'start baton serve once (or set WEBHOOK_SECRET, e.g. openssl rand -hex 32), then run baton connect OWNER/REPO',
+  };
+}

@@ -1,0 +1,1 @@
+export { createGitLabClient, gitlabApiUrl, type GitLabClientOptions } from './client.js';

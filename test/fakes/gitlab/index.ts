@@ -1,0 +1,242 @@
+/**
+ * A fake GitLab for tests: a real HTTP server on 127.0.0.1, port 0, answering the REST API v4
+ * endpoints baton uses as GitLab does (SOURCES.md), delivering webhooks to the hooks a test (or
+ * `baton connect`) made as GitLab delivers them, plus a programmatic side to seed data, read back
+ * what was posted and make the API fail.
+ */
+import crypto from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { getRequestListener } from '@hono/node-server';
+import type { Context } from 'hono';
+import { createFakeGitLabApp } from './app.js';
+import { FakeGitLabState, type AccessLevel, type HookRecord, type ItemRecord, type ProjectRecord } from './state.js';
+
+export type { AccessLevel } from './state.js';
+
+/** The GitLab version the fake's `User-Agent` names. */
+const VERSION = '17.6.0';
+
+export interface Delivery {
+  status: number;
+  /** The headers sent (the token included, as GitLab sends it). */
+  headers: Record<string, string>;
+  eventId: number;
+}
+
+export interface FakeGitLab {
+  /** Root URL, as `GITLAB_URL` (the API is `<url>/api/v4`). */
+  readonly url: string;
+  readonly apiUrl: string;
+  readonly state: FakeGitLabState;
+  /** Every API request, oldest first (`METHOD /path`, no query). */
+  readonly requests: readonly string[];
+  addUser(username: string, options?: { token?: string; bot?: boolean }): { id: number; username: string; token: string };
+  addProject(namespace: string, path: string, options?: { visibility?: ProjectRecord['visibility'] }): void;
+  setAccess(namespace: string, path: string, username: string, level: AccessLevel): void;
+  addLabel(namespace: string, path: string, name: string, color?: string): number;
+  addIssue(namespace: string, path: string, options: { title: string; author: string; labels?: string[] }): number;
+  addMergeRequest(
+    namespace: string,
+    path: string,
+    options: { title: string; author: string; source: string; target: string; sha?: string },
+  ): number;
+  approve(namespace: string, path: string, iid: number, username: string): void;
+  /** Adds a label as `actor` would in the web UI (a label event, updated_at), sending no webhook. */
+  labelItem(namespace: string, path: string, iid: number, label: string, actor: string, kind?: 'issue' | 'pull'): void;
+  item(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): ItemRecord | undefined;
+  notes(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): { id: number; author: string; body: string }[];
+  hooks(namespace: string, path: string): HookRecord[];
+  /**
+   * Delivers `body` to every hook of the project subscribed to `flag` (`issues_events`, …) as
+   * GitLab does: POST, JSON, `X-Gitlab-Event`, `X-Gitlab-Token`, `X-Gitlab-Event-UUID`,
+   * `X-Gitlab-Webhook-UUID`, `X-Gitlab-Instance`, `Idempotency-Key`. No automatic retry; a hook
+   * failing 4 times in a row is disabled for a while, 40 times for good.
+   */
+  deliver(namespace: string, path: string, flag: string, event: string, body: string): Promise<Delivery[]>;
+  /** Resends a logged delivery (the "Resend request" of Recent events): the same Idempotency-Key, a new X-Gitlab-Event-UUID. */
+  resend(namespace: string, path: string, eventId: number): Promise<Delivery>;
+  /** The next `count` requests matching `path` (a substring) answer `status` with GitLab's error body. */
+  failNext(path: string, status: number, count?: number): void;
+  close(): Promise<void>;
+}
+
+export async function createFakeGitLab(options: { now?: () => Date } = {}): Promise<FakeGitLab> {
+  const state = new FakeGitLabState(options.now);
+  const requests: string[] = [];
+  const faults: { path: string; status: number; remaining: number }[] = [];
+  const onRequest = (c: Context): Response | undefined => {
+    const path = new URL(c.req.url).pathname;
+    requests.push(`${c.req.method} ${path}`);
+    const fault = faults.find((f) => f.remaining > 0 && path.includes(f.path));
+    if (!fault) return undefined;
+    fault.remaining -= 1;
+    return c.json({ message: fault.status >= 500 ? '500 Internal Server Error' : `${fault.status} fault` }, fault.status as 500);
+  };
+  let url = '';
+
+  async function post(project: ProjectRecord, hook: HookRecord, event: string, body: string, idempotencyKey: string, trigger: string) {
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      'user-agent': `GitLab/${VERSION}`,
+      'x-gitlab-event': event,
+      'x-gitlab-instance': url,
+      'x-gitlab-webhook-uuid': hook.uuid,
+      'x-gitlab-event-uuid': crypto.randomUUID(),
+      'idempotency-key': idempotencyKey,
+    };
+    if (hook.token) headers['x-gitlab-token'] = hook.token;
+    let status = 0;
+    try {
+      const response = await fetch(hook.url, { method: 'POST', headers, body, signal: AbortSignal.timeout(10_000) });
+      status = response.status;
+      await response.arrayBuffer();
+    } catch {
+      status = 0;
+    }
+    const ok = status >= 200 && status < 300;
+    hook.failures = ok ? 0 : hook.failures + 1;
+    if (hook.failures >= 40) hook.alertStatus = 'disabled';
+    else if (hook.failures >= 4) hook.alertStatus = 'temporarily_disabled';
+    else if (ok) hook.alertStatus = 'executable';
+    const record = { id: state.id(), hook: hook.id, trigger, event, body, idempotencyKey, status };
+    project.hookEvents.push(record);
+    return { status, headers, eventId: record.id };
+  }
+
+  async function resendEvent(project: ProjectRecord, eventId: number): Promise<Delivery | undefined> {
+    const logged = project.hookEvents.find((e) => e.id === eventId);
+    const hook = logged && project.hooks.find((h) => h.id === logged.hook);
+    if (!logged || !hook) return undefined;
+    return post(project, hook, logged.event, logged.body, logged.idempotencyKey, logged.trigger);
+  }
+
+  const app = createFakeGitLabApp(state, { onRequest, resend: async (p, id) => (await resendEvent(p, id))?.status });
+  const server = http.createServer(getRequestListener(app.fetch));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+
+  const projectOf = (namespace: string, path: string): ProjectRecord => {
+    const found = state.project(`${namespace}/${path}`);
+    if (!found) throw new Error(`fake GitLab: no project ${namespace}/${path}`);
+    return found;
+  };
+  const itemOf = (namespace: string, path: string, iid: number, kind: 'issue' | 'pull' = 'issue') => {
+    const project = projectOf(namespace, path);
+    const item = (kind === 'pull' ? project.mergeRequests : project.issues).find((i) => i.iid === iid);
+    if (!item) throw new Error(`fake GitLab: no ${kind === 'pull' ? '!' : '#'}${iid} in ${namespace}/${path}`);
+    return item;
+  };
+  const newItem = (list: ItemRecord[], options: { title: string; author: string; labels?: string[] }): ItemRecord => {
+    const at = state.timestamp();
+    const item: ItemRecord = {
+      id: state.id(),
+      iid: Math.max(0, ...list.map((i) => i.iid)) + 1,
+      title: options.title,
+      description: '',
+      state: 'opened',
+      author: options.author,
+      labels: [...(options.labels ?? [])],
+      createdAt: at,
+      updatedAt: at,
+      notes: [],
+      labelEvents: [],
+    };
+    list.push(item);
+    return item;
+  };
+
+  return {
+    url,
+    apiUrl: `${url}/api/v4`,
+    state,
+    requests,
+    addUser(username, opts = {}) {
+      const id = state.id();
+      state.users.set(username.toLowerCase(), { id, username, name: username, bot: opts.bot ?? false });
+      const token = opts.token ?? `glpat-${crypto.randomBytes(10).toString('hex')}`;
+      state.tokens.set(token, username);
+      return { id, username, token };
+    },
+    addProject(namespace, path, opts = {}) {
+      state.projects.set(`${namespace}/${path}`.toLowerCase(), {
+        id: state.id(),
+        namespace,
+        path,
+        visibility: opts.visibility ?? 'private',
+        archived: false,
+        defaultBranch: 'main',
+        labels: [],
+        issues: [],
+        mergeRequests: [],
+        hooks: [],
+        hookEvents: [],
+        members: new Map(),
+      });
+    },
+    setAccess(namespace, path, username, level) {
+      projectOf(namespace, path).members.set(username.toLowerCase(), level);
+    },
+    addLabel(namespace, path, name, color = '#ededed') {
+      const record = { id: state.id(), name, color, description: '' };
+      projectOf(namespace, path).labels.push(record);
+      return record.id;
+    },
+    addIssue(namespace, path, opts) {
+      return newItem(projectOf(namespace, path).issues, opts).iid;
+    },
+    addMergeRequest(namespace, path, opts) {
+      const item = newItem(projectOf(namespace, path).mergeRequests, opts);
+      item.mr = {
+        source: opts.source,
+        target: opts.target,
+        sha: opts.sha ?? crypto.randomBytes(20).toString('hex'),
+        approvedBy: [],
+        draft: false,
+      };
+      return item.iid;
+    },
+    approve(namespace, path, iid, username) {
+      itemOf(namespace, path, iid, 'pull').mr!.approvedBy.push(username);
+    },
+    labelItem(namespace, path, iid, label, actor, kind = 'issue') {
+      const item = itemOf(namespace, path, iid, kind);
+      if (!item.labels.includes(label)) item.labels.push(label);
+      const at = state.timestamp();
+      item.labelEvents.push({ id: state.id(), user: actor, label, action: 'add', createdAt: at });
+      item.updatedAt = at;
+    },
+    item(namespace, path, iid, kind = 'issue') {
+      const project = state.project(`${namespace}/${path}`);
+      return (kind === 'pull' ? project?.mergeRequests : project?.issues)?.find((i) => i.iid === iid);
+    },
+    notes(namespace, path, iid, kind = 'issue') {
+      return itemOf(namespace, path, iid, kind).notes.map((n) => ({ id: n.id, author: n.author, body: n.body }));
+    },
+    hooks(namespace, path) {
+      return projectOf(namespace, path).hooks;
+    },
+    async deliver(namespace, path, flag, event, body) {
+      const project = projectOf(namespace, path);
+      const deliveries: Delivery[] = [];
+      for (const hook of project.hooks) {
+        if (!hook.flags[flag] || hook.alertStatus !== 'executable') continue;
+        deliveries.push(await post(project, hook, event, body, crypto.randomUUID(), flag));
+      }
+      return deliveries;
+    },
+    async resend(namespace, path, eventId) {
+      const delivery = await resendEvent(projectOf(namespace, path), eventId);
+      if (!delivery) throw new Error(`fake GitLab: no hook event ${eventId}`);
+      return delivery;
+    },
+    failNext(path, status, count = 1) {
+      faults.push({ path, status, remaining: count });
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,123 @@
+/** The fake GitLab's data, as GitLab keeps it (see SOURCES.md). */
+
+/** GitLab's access levels: Guest 10, Planner 15, Reporter 20, Developer 30, Maintainer 40, Owner 50. */
+export type AccessLevel = 0 | 5 | 10 | 15 | 20 | 30 | 40 | 50;
+
+export interface UserRecord {
+  id: number;
+  username: string;
+  name: string;
+  bot: boolean;
+}
+
+export interface LabelRecord {
+  id: number;
+  name: string;
+  /** `#rrggbb`, as GitLab answers. */
+  color: string;
+  description: string;
+}
+
+export interface NoteRecord {
+  id: number;
+  author: string;
+  body: string;
+  system: boolean;
+  createdAt: string;
+  updatedAt: string;
+  awards: { id: number; user: string; name: string }[];
+}
+
+export interface LabelEventRecord {
+  id: number;
+  user: string;
+  label: string;
+  action: 'add' | 'remove';
+  createdAt: string;
+}
+
+export interface ItemRecord {
+  id: number;
+  iid: number;
+  title: string;
+  description: string;
+  /** `opened`, `closed`, and for merge requests `merged`, `locked`. */
+  state: string;
+  author: string;
+  labels: string[];
+  createdAt: string;
+  updatedAt: string;
+  notes: NoteRecord[];
+  labelEvents: LabelEventRecord[];
+  /** Set for a merge request (numbered apart from issues). */
+  mr?: { source: string; target: string; sha: string; approvedBy: string[]; draft: boolean };
+}
+
+export interface HookRecord {
+  id: number;
+  url: string;
+  token: string;
+  flags: Record<string, boolean>;
+  branchFilter: string;
+  /** `executable`, `temporarily_disabled`, `disabled` (GitLab's auto-disabling). */
+  alertStatus: string;
+  /** Failures in a row (4 disable the hook for a while, 40 for good). */
+  failures: number;
+  uuid: string;
+}
+
+export interface HookEventRecord {
+  id: number;
+  hook: number;
+  trigger: string;
+  event: string;
+  body: string;
+  idempotencyKey: string;
+  status: number;
+}
+
+export interface ProjectRecord {
+  id: number;
+  namespace: string;
+  path: string;
+  visibility: 'private' | 'internal' | 'public';
+  archived: boolean;
+  defaultBranch: string;
+  labels: LabelRecord[];
+  issues: ItemRecord[];
+  mergeRequests: ItemRecord[];
+  hooks: HookRecord[];
+  hookEvents: HookEventRecord[];
+  /** Lower-cased username → access level (direct or inherited: `members/all`). */
+  members: Map<string, AccessLevel>;
+}
+
+export class FakeGitLabState {
+  private nextId = 2000;
+  readonly users = new Map<string, UserRecord>();
+  readonly tokens = new Map<string, string>();
+  readonly projects = new Map<string, ProjectRecord>();
+
+  constructor(readonly now: () => Date = () => new Date()) {}
+
+  id(): number {
+    return this.nextId++;
+  }
+
+  /** GitLab's API timestamps: milliseconds, `Z` (`2016-01-04T15:31:51.081Z`). */
+  timestamp(): string {
+    return this.now().toISOString();
+  }
+
+  user(username: string): UserRecord | undefined {
+    return this.users.get(username.toLowerCase());
+  }
+
+  project(path: string): ProjectRecord | undefined {
+    return this.projects.get(path.toLowerCase());
+  }
+
+  accessOf(project: ProjectRecord, username: string): AccessLevel {
+    return project.members.get(username.toLowerCase()) ?? 0;
+  }
+}
