@@ -25,7 +25,7 @@ export async function api(path, options = {}) {
     throw new Error('session expired');
   }
   const body = await response.json().catch(() => ({}));
-  if (!response.ok) throw new Error(body?.error?.message ?? `HTTP ${response.status}`);
+  if (!response.ok) throw Object.assign(new Error(body?.error?.message ?? `HTTP ${response.status}`), { status: response.status });
   return body;
 }
 

@@ -154,9 +154,23 @@ async function load(params) {
     const view = await api(`/api/issues/${encodeURIComponent(params.owner)}/${encodeURIComponent(params.repo)}/${params.number}`);
     if (current !== params) return;
     current.numbers = new Set([view.number, ...view.pullRequests.map((pr) => pr.number)]);
+    $('#issue-missing').hidden = true;
+    $('#issue-found').hidden = false;
     render(view);
   } catch (err) {
-    notice(err.message);
+    if (current !== params) return;
+    // No run of it (yet): one sentence, not a page of empty sections. A run queued for it later
+    // arrives through the stream and loads the view.
+    const name = `${params.owner}/${params.repo}#${params.number}`;
+    $('#issue-missing').textContent =
+      err.status === 404
+        ? `baton has no run of ${name} or of a pull request linked to it (yet, or any more: the retention removes old runs).`
+        : `${name} could not be read: ${err.message}`;
+    $('#issue-missing').hidden = false;
+    $('#issue-found').hidden = true;
+    if (err.status !== 404) notice(err.message);
+  } finally {
+    if (current === params) $('#issue-view').dataset.loaded = 'true';
   }
 }
 
@@ -179,6 +193,9 @@ export const issueView = {
   },
   show(params) {
     current = { ...params, numbers: new Set([params.number]) };
+    delete $('#issue-view').dataset.loaded;
+    $('#issue-missing').hidden = true;
+    $('#issue-found').hidden = true;
     $('#issue-title').textContent = `${params.owner}/${params.repo}#${params.number}`;
     $('#issue-timeline-box').replaceChildren();
     $('#issue-runs tbody').replaceChildren();

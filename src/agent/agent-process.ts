@@ -52,6 +52,8 @@ export async function runAgentProcess(input: {
   session: AgentSession;
   log: AgentLog;
   prompt: string;
+  /** Continue this session (a conversation's next turn) with `prompt` as the reply. */
+  resumeSessionId?: string | null;
   cwd: string;
   env: NodeJS.ProcessEnv;
   rawFile: string;
@@ -67,7 +69,10 @@ export async function runAgentProcess(input: {
   if (name === 'text' && !options.agentCommand) {
     throw new RunFailure('text output needs an agent command (BATON_AGENT_COMMAND) naming the CLI to run');
   }
-  const invocation: AgentInvocation = adapter.invocation(options.agentCommand ?? [adapter.executable], input.prompt, input.session);
+  const command = options.agentCommand ?? [adapter.executable];
+  const invocation: AgentInvocation = input.resumeSessionId
+    ? adapter.resumeInvocation(command, input.resumeSessionId, input.prompt, input.session)
+    : adapter.invocation(command, input.prompt, input.session);
   const parser = adapter.createStream();
   const tokenCap = options.tokenCap ?? 0;
   const raw = fs.openSync(input.rawFile, 'a');

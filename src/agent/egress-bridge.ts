@@ -51,7 +51,10 @@ export function gatedFetch(socketPath: string): typeof fetch {
     const url = new URL(input instanceof Request ? input.url : String(input));
     const headers: Record<string, string> = { host: url.host };
     new Headers(init?.headers).forEach((value, key) => (headers[key] = value));
-    const body = typeof init?.body === 'string' ? init.body : undefined;
+    // Strings (the callbacks) and bytes (a conversation's transcript): the bodies the runner sends.
+    const raw = init?.body;
+    const body =
+      typeof raw === 'string' ? raw : raw instanceof Uint8Array ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength) : undefined;
     if (body !== undefined) headers['content-length'] = String(Buffer.byteLength(body));
     return new Promise<Response>((resolve, reject) => {
       const req = http.request({ socketPath, method: init?.method ?? 'GET', path: url.toString(), headers }, (res) => {

@@ -6,13 +6,14 @@ import { gitAuthEnv, prepareRepository, runSetupCommands, type StepResult, type 
 import { RunFailure, CheckoutError, CommandFileError, SetupCommandError } from './errors.js';
 import { startLogServer, type LogServer } from './log-server.js';
 import { runAgentProcess } from './agent-process.js';
+import { openConversationTurn } from './conversation-turn.js';
 import { agentAdapter, priceUsage, sessionFromFrontMatter, type AgentName, type AgentSession, type ModelPrice } from '../agents/index.js';
 import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
 import { promptArguments, resolvePrompt } from './prompt.js';
 import type { SetupToken } from '../runner-contract/index.js';
 import { isHeavyStage } from './stages.js';
 import { Stopped, type StopRequest } from './stop.js';
-import { FAILURE_KIND, MAX_PROMPT_CHARS, type AgentUsage, type CompletionBody } from '../runner-contract/index.js';
+import { FAILURE_KIND, MAX_PROMPT_CHARS, type AgentUsage, type CompletionBody, type RunnerResume } from '../runner-contract/index.js';
 import type { AgentOutcome } from './types.js';
 
 export const DEFAULT_MAX_DURATION_MS = 90 * 60_000;
@@ -144,6 +145,11 @@ export interface RunAgentOptions {
   callbackRetryBaseMs?: number;
   /** @default 1_000 */
   progressIntervalMs?: number;
+  /**
+   * A conversation's next turn (`BATON_RESUME_*`): the session is restored from the transcript
+   * the server kept and resumed with the reply as the prompt, on the branch it worked on.
+   */
+  resume?: RunnerResume;
   /** Aborting it stops the run as "runner terminated" (the CLI aborts on SIGTERM). */
   signal?: AbortSignal;
   /** Where the built-in stage prompts live. @default the package's assets/ */
@@ -312,16 +318,29 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
         ' ',
       ),
     );
+    const conversation = await openConversationTurn({
+      adapter,
+      stateDir,
+      home: options.env.HOME,
+      log,
+      resume: options.resume,
+      branch: options.branch,
+      callbackUrl: options.callbackUrl,
+      token: options.callbackToken,
+      fetch: options.fetch,
+      sleep: options.sleep,
+    });
     const repoDir = await prepareRepository({
       exec,
       workdir,
       cloneUrl: options.cloneUrl,
       repoName: options.repoName,
-      branch: options.branch,
+      branch: conversation.branch,
       gitEnv,
       log: (line) => log.write(line),
     });
     if (repoDir === workdir) excludeStateDir(repoDir);
+    conversation.restore(repoDir);
     if (options.heavy ?? isHeavyStage(options.stage)) {
       const commands = [
         options.installCommand ? { label: 'install command', command: options.installCommand } : null,
@@ -360,19 +379,22 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     });
 
     phase = 'agent';
+    const rawFile = path.join(stateDir, 'agent.ndjson');
     const agent = await runAgentProcess({
       options,
       session,
       log,
-      prompt: resolved.prompt,
+      prompt: conversation.resume?.prompt ?? resolved.prompt,
+      resumeSessionId: conversation.resume?.sessionId,
       cwd: repoDir,
       env: {
         ...secretFreeEnv(),
         ...gitEnv,
         ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}),
         ...credentialEnv(session),
+        ...conversation.agentEnv(options.env.PATH),
       },
-      rawFile: path.join(stateDir, 'agent.ndjson'),
+      rawFile,
       onProcess: (proc) => {
         current = proc;
         if (stop) void proc.terminate(graceMs);
@@ -386,15 +408,30 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
     usage = agent.usage;
     costUsd = agent.costUsd;
     if (stop) throw new Stopped(stop);
-    body = {
-      status: agent.status,
-      exitCode,
-      summary: agent.summary,
-      usage,
-      costUsd,
-      durationMs: 0,
-      ...(agent.kind ? { error: agent.kind } : {}),
-    };
+    phase = 'question';
+    // An agent that asked ends its turn: the run waits for a reply instead of ending. A turn
+    // that failed without a result (a crash) cannot be resumed and ends as it did.
+    const question = await conversation.close({
+      exec,
+      cwd: repoDir,
+      gitEnv,
+      prompt: resolved.prompt,
+      sessionId: agent.sessionId ?? null,
+      streamFile: rawFile,
+      canAsk: agent.kind !== FAILURE_KIND.noResult && agent.kind !== FAILURE_KIND.agentNotStarted,
+    });
+    if (stop) throw new Stopped(stop);
+    body = question
+      ? { status: 'succeeded', exitCode, summary: agent.summary, usage, costUsd, durationMs: 0, question }
+      : {
+          status: agent.status,
+          exitCode,
+          summary: agent.summary,
+          usage,
+          costUsd,
+          durationMs: 0,
+          ...(agent.kind ? { error: agent.kind } : {}),
+        };
   } catch (err) {
     const failure = describeFailure(err, () => stop);
     body = { status: failure.status, exitCode, summary: failure.summary, usage, costUsd, durationMs: 0, error: failure.kind };

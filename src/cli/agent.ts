@@ -70,6 +70,12 @@ a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS
 callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
 when any of them connects, directly or through the gate).
 BATON_STAGE_SKIP_PERMISSIONS (true | false: the stage's skipPermissions; set by baton, default true).
+BATON_RESUME_SESSION_ID, BATON_RESUME_REPLY, BATON_RESUME_BY (set by baton for a conversation's next
+turn: the transcript is read back from the server, the session files restored under HOME, the
+branch checked out, and the agent resumed with the reply as its prompt).
+
+The agent finds "baton" on its PATH: baton ask "<question>" makes the run wait for a reply
+instead of ending (the branch is pushed and the session's transcript kept by the server).
 
 With stream-json output the agent command names the Claude Code executable only: baton runs
 <command> -p --output-format stream-json --verbose, then --allowedTools <tools…> from the command
@@ -329,6 +335,11 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
     problems.push(`DEPLOY_ENV must be an environment name (letters, digits, ".", "_", "-"), got ${JSON.stringify(deployEnv)}`);
   }
   const stageTable = readStageTable(env, problems);
+  // The reply is a person's comment: taken as it is (not trimmed), never parsed.
+  const resumeSessionId = env[RUNNER_ENV.resumeSessionId]?.trim() || undefined;
+  const resume = resumeSessionId
+    ? { sessionId: resumeSessionId, reply: env[RUNNER_ENV.resumeReply] ?? '', by: env[RUNNER_ENV.resumeBy]?.trim() || 'someone' }
+    : undefined;
   return {
     settings: {
       stage: stage ?? '',
@@ -352,6 +363,7 @@ export function readRunnerSettings(values: FlagValues, env: NodeJS.ProcessEnv): 
       killGraceMs,
       callbackMaxRetryMs,
       logServer: logPort === 0 ? false : { port: logPort, host: env[RUNNER_ENV.logHost]?.trim() || undefined },
+      ...(resume ? { resume } : {}),
     },
     problems,
   };

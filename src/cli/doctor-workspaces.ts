@@ -19,7 +19,17 @@ export async function checkWorkspaces(config: Config, io: CommandIo): Promise<Li
 }
 
 /** Parameters deploy/coder/ declares for features a run may not use: an older template works without them. */
-const OPTIONAL_PARAMETERS = ['max_duration_ms', 'token_cap', 'stage_build', 'stage_arguments', 'git_ref', 'deploy_env'];
+const OPTIONAL_PARAMETERS = [
+  'max_duration_ms',
+  'token_cap',
+  'stage_build',
+  'stage_arguments',
+  'git_ref',
+  'deploy_env',
+  'resume_session_id',
+  'resume_reply',
+  'resume_by',
+];
 
 async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
   const { coder } = config;

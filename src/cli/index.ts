@@ -13,6 +13,9 @@ Usage: baton <command> [options]
 Commands:
   serve            Start the orchestrator (webhooks, queue, dispatcher, API)
   agent            Run one stage inside a workspace (see baton agent --help)
+  ask QUESTION [--for WHO]
+                   Inside a run: ask the issue's people; the run waits for a reply and
+                   resumes the same session with it
   init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
   config check     Check the configuration as serve would; print it as baton.yaml (secrets
@@ -120,6 +123,10 @@ const commands: Record<string, Command> = {
   agent: async (argv) => {
     const { runAgentCommand } = await import('./agent.js');
     return runAgentCommand(argv, process.env);
+  },
+  ask: async (argv, io) => {
+    const { askCommand } = await import('./ask.js');
+    return askCommand(argv, io, process.env);
   },
   init: async (argv) => {
     const { runInit } = await import('./init.js');

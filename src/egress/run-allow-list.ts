@@ -38,10 +38,10 @@ export function runAllowList(input: {
 
 /**
  * The paths of baton's own listener a run may use through the gate (as `http://baton.internal`):
- * its own callbacks and the forge gateway. Everything else of baton (the API, the dashboard,
+ * its own callbacks (the session transcript of a conversation among them) and the forge gateway. Everything else of baton (the API, the dashboard,
  * other runs' callbacks) is refused before it reaches baton.
  */
 export function batonPathsFor(runId: number): (path: string) => boolean {
-  const own = new Set([`/api/runs/${runId}/complete`, `/api/runs/${runId}/progress`]);
+  const own = new Set([`/api/runs/${runId}/complete`, `/api/runs/${runId}/progress`, `/api/runs/${runId}/transcript`]);
   return (path) => own.has(path) || path.startsWith('/gateway/');
 }

@@ -73,6 +73,20 @@ export interface CompletionBody {
   costSource?: 'reported' | 'computed';
   durationMs: number;
   error?: string;
+  /**
+   * The agent asked instead of finishing (`baton ask`): the run waits for a reply (status is then
+   * `succeeded`, the turn's usage and cost as usual). The session's transcript was uploaded first.
+   */
+  question?: AskedQuestion;
+}
+
+/** A question of the agent, as the completion carries it. */
+export interface AskedQuestion {
+  text: string;
+  /** The agent CLI's session id, what the next turn resumes. */
+  sessionId: string;
+  /** Whom it is for (a login or a role), when the agent said. */
+  for?: string;
 }
 
 /**

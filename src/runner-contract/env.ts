@@ -41,6 +41,22 @@ export const RUNNER_ENV = {
   egressPort: 'BATON_EGRESS_PORT',
   /** `host:port,…` that `--check` must find unreachable: baton's port, its database. */
   checkUnreachable: 'BATON_CHECK_UNREACHABLE',
+  /**
+   * A resumed turn of a conversation (runs/conversation.ts): the agent CLI's session to resume,
+   * the reply that is its prompt, and who wrote it. The transcript itself the runner reads back
+   * from the server (`GET /api/runs/:id/transcript`).
+   */
+  resumeSessionId: 'BATON_RESUME_SESSION_ID',
+  resumeReply: 'BATON_RESUME_REPLY',
+  resumeBy: 'BATON_RESUME_BY',
+} as const;
+
+/**
+ * What the runner sets for the agent's own processes: \`baton ask\` (on the agent's PATH) records
+ * the question in this file; when the agent ends, the runner reports the run as waiting.
+ */
+export const AGENT_ENV = {
+  questionFile: 'BATON_QUESTION_FILE',
 } as const;
 
 /** What the server tells a runner about its run. Absent values are not set. */
@@ -68,6 +84,16 @@ export interface RunnerRun {
   agentCommand?: readonly string[];
   /** USD per million tokens for an agent whose CLI reports no cost. */
   agentPrice?: { input: number; cachedInput?: number; output: number; cacheWrite?: number };
+  /** A reply resumes the agent's session (a conversation's next turn). */
+  resume?: RunnerResume;
+}
+
+export interface RunnerResume {
+  sessionId: string;
+  /** The reply, the next turn's prompt. */
+  reply: string;
+  /** Who replied (a forge login). */
+  by: string;
 }
 
 /** The variables of a run, as `baton agent` reads them; absent and empty values are left out. */
@@ -93,6 +119,9 @@ export function formatRunnerEnv(run: RunnerRun): Record<string, string> {
     [RUNNER_ENV.agentModel]: run.agentModel,
     [RUNNER_ENV.agentCommand]: run.agentCommand ? JSON.stringify(run.agentCommand) : undefined,
     [RUNNER_ENV.agentPrice]: run.agentPrice ? JSON.stringify(run.agentPrice) : undefined,
+    [RUNNER_ENV.resumeSessionId]: run.resume?.sessionId,
+    [RUNNER_ENV.resumeReply]: run.resume?.reply,
+    [RUNNER_ENV.resumeBy]: run.resume?.by,
   };
   return Object.fromEntries(Object.entries(env).filter((e): e is [string, string] => e[1] !== undefined && e[1] !== ''));
 }

@@ -16,13 +16,14 @@ export {
 } from './secrets.js';
 export { findCommand } from './find-command.js';
 export { agentCommandProblem, agentEnvProblems, parseAgentCommand } from './agent-env.js';
-export { formatRunnerEnv, RUNNER_ENV, type RunnerRun } from './env.js';
+export { AGENT_ENV, formatRunnerEnv, RUNNER_ENV, type RunnerResume, type RunnerRun } from './env.js';
 export {
   AGENT_STATUS,
   FAILURE_KIND,
   MAX_PROMPT_CHARS,
   type AgentStatus,
   type AgentUsage,
+  type AskedQuestion,
   type CompletionBody,
   type ProgressBody,
   type PromptReport,

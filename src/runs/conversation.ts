@@ -148,10 +148,16 @@ export function createConversationOps(ctx: TransitionContext, dialect: 'sqlite' 
         .updateTable('run_conversations')
         .set((eb) => ({ reply: text, reply_by: reply.by, replied_at: t, turns: eb('turns', '+', 1), updated_at: t }))
         .where('run_id', '=', runId)
-        .returning(['turns', 'session_id'])
+        .returning(['turns', 'session_id', 'usage'])
         .executeTakeFirst();
-      // What the next workspace's runner needs to resume the session (server/workspaces.ts).
-      const payload = { ...run.payload, resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by } };
+      // What the next workspace's runner needs to resume the session (server/workspaces.ts), and
+      // the tokens of the turns before: the token cap counts the whole conversation.
+      const before = conversation?.usage ? (JSON.parse(conversation.usage) as Usage) : null;
+      const tokensBefore = USAGE_KEYS.reduce((sum, key) => sum + (typeof before?.[key] === 'number' ? before[key] : 0), 0);
+      const payload = {
+        ...run.payload,
+        resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by, tokensBefore },
+      };
       const row = await scope.trx
         .updateTable('runs')
         .set({

@@ -270,7 +270,7 @@ export interface RunEngine extends RunQueries {
   pause(): Promise<void>;
   resume(): Promise<void>;
   /** Appends a log/usage batch (`run:progress`) to the run's timeline. */
-  appendEvent(runId: number, type: typeof RUN_EVENT.progress, data: Record<string, unknown>): Promise<RunEvent>;
+  appendEvent(runId: number, type: typeof RUN_EVENT.progress | typeof RUN_EVENT.prompt, data: Record<string, unknown>): Promise<RunEvent>;
   /** Provisioning runs whose lease expired go back to the queue. Returns how many. */
   reclaimExpiredLeases(): Promise<number>;
   /** Deletes finished runs (and their events) older than the retention. Returns how many. */

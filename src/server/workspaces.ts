@@ -103,6 +103,10 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? { name: credential.secret, value: agentSettings.apiKey }
       : undefined;
   const price = adapter.reportsCost ? null : findPrice(config.agents.prices, agent, model);
+  const resume = resumeOf(run);
+  const limits = runLimits(config.limits, stage, config.staleWorkspaceMinutes * 60_000);
+  // The token cap counts the whole conversation: a resumed turn gets what the turns before left.
+  if (resume && limits.tokenCap !== undefined) limits.tokenCap = Math.max(1, limits.tokenCap - resume.tokensBefore);
   return {
     ...(agent !== 'claude' ? { agent } : {}),
     ...(model ? { agentModel: model } : {}),
@@ -130,11 +134,25 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
-    ...runLimits(
-      config.limits,
-      config.pipeline.stages.find((s) => s.name === run.stage),
-      config.staleWorkspaceMinutes * 60_000,
-    ),
+    ...(resume ? { resume: { sessionId: resume.sessionId, reply: resume.reply, by: resume.by } } : {}),
+    ...limits,
+  };
+}
+
+/**
+ * `payload.resume` of a run a reply resumed (runs/conversation.ts): the session, the reply and who
+ * wrote it, and the tokens the turns before used. null for a first turn, or a session id of no
+ * form an agent CLI takes (the runner then starts afresh rather than pass it on).
+ */
+export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number } | null {
+  const raw = run.payload.resume as Record<string, unknown> | undefined;
+  if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(raw.sessionId)) return null;
+  const tokensBefore = typeof raw.tokensBefore === 'number' && Number.isFinite(raw.tokensBefore) ? Math.max(0, raw.tokensBefore) : 0;
+  return {
+    sessionId: raw.sessionId,
+    reply: typeof raw.prompt === 'string' ? raw.prompt : '',
+    by: typeof raw.by === 'string' ? raw.by : 'someone',
+    tokensBefore,
   };
 }
 

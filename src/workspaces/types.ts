@@ -80,6 +80,8 @@ export interface WorkspaceSpec {
    * cap is sent and the runner's own default (none) applies.
    */
   tokenCap?: number;
+  /** A conversation's next turn: the agent session a reply resumes (`BATON_RESUME_*`). */
+  resume?: { sessionId: string; reply: string; by: string };
   /** Extra provider parameters from configuration. */
   extra?: Record<string, string>;
 }

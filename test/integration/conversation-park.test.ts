@@ -143,12 +143,16 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       sessionId: '5f0c1a2b-0000-4000-8000-000000000001',
       prompt: 'Yes, keep it until 2.0.',
       by: 'alice',
+      // The first turn's tokens: the token cap counts the whole conversation.
+      tokensBefore: 110,
     });
     // The other issue's run still holds the only slot: finish it, then the resumed turn starts.
     const otherSpec = await specOf(other.run.id);
     await call(otherSpec, '/complete', { method: 'POST', body: JSON.stringify({ status: 'succeeded', summary: 'done', durationMs: 1 }) });
     const second = await specOf(run.id, 1);
     expect(second.name).not.toBe(first.name);
+    // The runner is told what to resume, with the reply as its prompt (BATON_RESUME_*).
+    expect(second.resume).toEqual({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', reply: 'Yes, keep it until 2.0.', by: 'alice' });
     expect(await (await call(second, '/transcript', { method: 'GET' })).text()).toBe(transcript);
     await call(second, '/complete', {
       method: 'POST',

@@ -290,6 +290,33 @@ data "coder_parameter" "git_ref" {
   mutable      = false
 }
 
+data "coder_parameter" "resume_session_id" {
+  name         = "resume_session_id"
+  display_name = "Resumed session"
+  description  = "BATON_RESUME_SESSION_ID of `baton agent`: the agent session a reply resumes (a conversation's next turn). Empty: a first turn."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "resume_reply" {
+  name         = "resume_reply"
+  display_name = "Reply"
+  description  = "BATON_RESUME_REPLY of `baton agent`: the reply that resumes the session, its prompt."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "resume_by" {
+  name         = "resume_by"
+  display_name = "Reply by"
+  description  = "BATON_RESUME_BY of `baton agent`: who replied."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
 locals {
   workdir  = "/home/coder/work"
   log_port = 13338
@@ -340,6 +367,9 @@ resource "coder_agent" "main" {
     BATON_STAGE_SKIP_PERMISSIONS          = data.coder_parameter.stage_skip_permissions.value
     BATON_ARGUMENTS                       = data.coder_parameter.stage_arguments.value
     BATON_BRANCH                          = data.coder_parameter.git_ref.value
+    BATON_RESUME_SESSION_ID               = data.coder_parameter.resume_session_id.value
+    BATON_RESUME_REPLY                    = data.coder_parameter.resume_reply.value
+    BATON_RESUME_BY                       = data.coder_parameter.resume_by.value
     BATON_SANDBOX                         = var.nested_sandbox == "on" ? "bwrap" : (var.nested_sandbox == "auto" ? "auto" : "")
     BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
     BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value

@@ -138,6 +138,9 @@ export const WORKSPACE_PARAMETERS = [
   'stage_skip_permissions',
   'stage_arguments',
   'git_ref',
+  'resume_session_id',
+  'resume_reply',
+  'resume_by',
 ] as const;
 export type WorkspaceParameter = (typeof WORKSPACE_PARAMETERS)[number];
 
@@ -246,6 +249,10 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       // A manual run's $ARGUMENTS and branch (BATON_ARGUMENTS, BATON_BRANCH); not sent when absent.
       stage_arguments: spec.arguments,
       git_ref: spec.ref,
+      // A conversation's next turn (BATON_RESUME_*): the session, the reply and who wrote it.
+      resume_session_id: spec.resume?.sessionId,
+      resume_reply: spec.resume?.reply,
+      resume_by: spec.resume?.by,
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));

@@ -179,6 +179,7 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     agentModel: spec.agentModel,
     agentCommand: spec.agentCommand,
     agentPrice: spec.agentPrice,
+    resume: spec.resume,
   });
 }
 

@@ -58,9 +58,38 @@
 //                       FAKE_CLAUDE_FLOOD_BYTES, default 50 MB) of FAKE_CLAUDE_FLOOD_TEXT_BYTES
 //                       (default 1,000) each, written as fast as the pipe takes them, then a result
 //   no-output           prints nothing; exits with FAKE_CLAUDE_EXIT (default 0)
+//   ask                 a conversation: runs `baton ask "<FAKE_CLAUDE_QUESTION>"` (found on PATH, as
+//                       the agent's Bash tool would) and ends its turn; resumed (`--resume <id>`), it
+//                       answers from the reply and the restored session (FAKE_CLAUDE_ASK_TURNS, default
+//                       1: how many turns ask before one answers)
+// Without FAKE_CLAUDE_MODE the mode may come from `.fake-claude.json` in the working directory
+// (the repository): {"modeByIssue": {"<ISSUE_NUMBER>": "<mode>"}, "question": "…", "askTurns": N,
+// "answerDelayMs": N},
+// so one server's runs can behave differently per issue.
+//
+// Sessions, as Claude Code keeps them: each session is a transcript
+// $HOME/.claude/projects/<cwd with every non-alphanumeric character as "-">/<session id>.jsonl
+// (lossless-claude/lcm#534: "every non-alphanumeric character replaced by -, leading dash kept";
+// anthropics/claude-code#9221, #24067 and chadbyte/clay#182 for "/", " ", "_" and "." each), one
+// JSON entry per line ({type: user|assistant, message, sessionId, cwd, uuid, parentUuid,
+// timestamp}), written as the turn goes. A new session gets a random UUID (or --session-id).
+// `--resume <id>` reads that file for the current working directory; when it is not there the CLI
+// prints one result `{"subtype":"error_during_execution","is_error":true,"num_turns":0,
+// "errors":["No conversation found with session ID: <id>"],…}` on stdout, the same text on
+// stderr, and exits 1 (anthropics/claude-code#62851; joewongjc/feishu-claude-code#15), which is
+// also what a session recorded in another directory gets (PostHog/code#1010: the lookup is by
+// cwd). A resumed session keeps its id and appends to its file. All of this was also observed
+// with the real CLI 2.1.197 (no credentials, HOME in a temp dir): a first `-p` turn wrote
+// ~/.claude/projects/-tmp-ccwork-my-proj-x/<uuid>.jsonl for cwd /tmp/ccwork/my_proj.x (entries
+// `queue-operation`, `user` with `cwd` and `sessionId`, `attachment`, `assistant`, `last-prompt`);
+// `--resume <uuid>` from that cwd found it (init with the same session_id); from another cwd, or
+// with an unknown id, it answered as above.
 //
 // FAKE_CLAUDE_RECORD=<file> writes {argv, prompt, promptSource, options, cwd, env facts} there.
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 
 /** The options of the real CLI that matter here; `value`: none, one (required) or variadic. */
 const OPTIONS = [
@@ -182,8 +211,88 @@ function loginUnreadable() {
     return err.code !== 'ENOENT';
   }
 }
-const mode = loginUnreadable() ? 'not-logged-in' : (process.env.FAKE_CLAUDE_MODE ?? 'success');
-const session = 'fake-session-0001';
+/** `.fake-claude.json` of the repository: a mode per issue, for suites whose server runs many. */
+function repositorySettings() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(process.cwd(), '.fake-claude.json'), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+const settings = repositorySettings();
+const mode = loginUnreadable()
+  ? 'not-logged-in'
+  : (process.env.FAKE_CLAUDE_MODE ?? settings.modeByIssue?.[process.env.ISSUE_NUMBER ?? ''] ?? 'success');
+
+const projectDir = path.join(process.env.HOME ?? '/nonexistent', '.claude', 'projects', process.cwd().replace(/[^A-Za-z0-9]/g, '-'));
+const resumed = options.resume;
+if (resumed !== undefined) {
+  const file = path.join(projectDir, `${resumed}.jsonl`);
+  const entries = fs.existsSync(file)
+    ? fs
+        .readFileSync(file, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '')
+        .map((l) => JSON.parse(l))
+    : null;
+  if (!entries || entries.length === 0 || entries.some((e) => e.cwd !== undefined && e.cwd !== process.cwd())) {
+    // As the real CLI 2.1.197 answers (observed): one zero result on stdout, the text on stderr, exit 1.
+    const text = `No conversation found with session ID: ${resumed}`;
+    process.stdout.write(
+      `${JSON.stringify({
+        type: 'result',
+        subtype: 'error_during_execution',
+        duration_ms: 0,
+        duration_api_ms: 0,
+        is_error: true,
+        num_turns: 0,
+        stop_reason: null,
+        session_id: resumed,
+        total_cost_usd: 0,
+        usage: { input_tokens: 0, cache_creation_input_tokens: 0, cache_read_input_tokens: 0, output_tokens: 0 },
+        modelUsage: {},
+        permission_denials: [],
+        uuid: randomUUID(),
+        errors: [text],
+      })}\n`,
+    );
+    process.stderr.write(`${text}\n`);
+    process.exit(1);
+  }
+}
+const session = resumed ?? options['session-id'] ?? randomUUID();
+const sessionFile = path.join(projectDir, `${session}.jsonl`);
+/** The session's entries so far (a resumed session's earlier turns). */
+const earlier = resumed
+  ? fs
+      .readFileSync(sessionFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map((l) => JSON.parse(l))
+  : [];
+let parentUuid = earlier.at(-1)?.uuid ?? null;
+/** Appends one entry to the session's transcript, as the real CLI does while the turn goes. */
+function keep(type, message) {
+  if (mode === 'flood' || !process.env.HOME) return;
+  const uuid = randomUUID();
+  try {
+    fs.mkdirSync(projectDir, { recursive: true });
+    const entry = {
+      type,
+      message,
+      sessionId: session,
+      cwd: process.cwd(),
+      uuid,
+      parentUuid,
+      timestamp: new Date().toISOString(),
+      version: '2.1.197',
+    };
+    fs.appendFileSync(sessionFile, `${JSON.stringify(entry)}\n`);
+    parentUuid = uuid;
+  } catch {
+    // An unwritable HOME: the real CLI goes on without its transcript too.
+  }
+}
 const permissionMode = options['dangerously-skip-permissions'] ? 'bypassPermissions' : (options['permission-mode'] ?? 'default');
 const model = options.model ?? 'claude-fake-1';
 
@@ -207,14 +316,18 @@ if (process.env.FAKE_CLAUDE_RECORD) {
   );
 }
 
-const emit = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
+const emit = (message) => {
+  if (message.type === 'assistant' || message.type === 'user') keep(message.type, message.message);
+  process.stdout.write(`${JSON.stringify(message)}\n`);
+};
 const usage = (input, output, cacheRead = 0, cacheCreation = 0) => ({
   input_tokens: input,
   cache_creation_input_tokens: cacheCreation,
   cache_read_input_tokens: cacheRead,
   output_tokens: output,
 });
-const init = () =>
+const init = () => {
+  keep('user', { role: 'user', content: prompt });
   emit({
     type: 'system',
     subtype: 'init',
@@ -228,6 +341,7 @@ const init = () =>
     claude_code_version: '2.1.197',
     uuid: '00000000-0000-4000-8000-000000000001',
   });
+};
 const assistant = (id, content, u) =>
   emit({
     type: 'assistant',
@@ -360,7 +474,49 @@ function flood() {
   write();
 }
 
+/** A conversation: ask through `baton ask` (on PATH) for the first turns, then answer from the reply. */
+function conversation() {
+  const question = process.env.FAKE_CLAUDE_QUESTION ?? settings.question ?? 'Which database should the service use?';
+  const askTurns = Number(process.env.FAKE_CLAUDE_ASK_TURNS ?? settings.askTurns ?? 1);
+  // Turns so far: the user prompts in the session (tool results are user entries too, of another shape).
+  const turn = earlier.filter((e) => e.type === 'user' && typeof e.message?.content === 'string').length + 1;
+  init();
+  if (turn <= askTurns) {
+    const text = askTurns > 1 ? `${question} (turn ${turn})` : question;
+    assistant('msg_ask_1', [{ type: 'text', text: 'I need an answer before I go on.' }], usage(100, 20, 50, 10));
+    assistant(
+      'msg_ask_1',
+      [{ type: 'tool_use', id: 'tool_ask', name: 'Bash', input: { command: `baton ask ${JSON.stringify(text)}` } }],
+      usage(100, 20, 50, 10),
+    );
+    const asked = spawnSync('baton', ['ask', text], { encoding: 'utf8' });
+    toolResult('tool_ask', `${asked.stdout ?? ''}${asked.stderr ?? ''}${asked.error ? String(asked.error) : ''}`.trim());
+    assistant('msg_ask_2', [{ type: 'text', text: 'Waiting for the answer.' }], usage(200, 40, 100, 0));
+    result({ subtype: 'success', is_error: false, result: `I asked: ${text}` });
+    process.exitCode = asked.status === 0 ? 0 : 1;
+    return;
+  }
+  const earlierQuestions = earlier.filter((e) => e.type === 'assistant' && JSON.stringify(e.message).includes('baton ask')).length;
+  // `answerDelayMs`: the answering turn takes that long (a suite stops the server meanwhile).
+  const delay = Number(settings.answerDelayMs ?? 0);
+  if (delay > 0) spawnSync(process.execPath, ['-e', `setTimeout(() => {}, ${delay})`]);
+  const reply =
+    prompt
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .at(-1) ?? '';
+  assistant('msg_answer', [{ type: 'text', text: `Going on with: ${reply}` }], usage(200, 40, 100, 0));
+  result({
+    subtype: 'success',
+    is_error: false,
+    result: `Answered after ${earlierQuestions} question(s) in session ${session} (${earlier.length} entries restored): ${reply}`,
+  });
+}
+
 switch (prompt.startsWith('/') ? 'unknown-slash-command' : mode) {
+  case 'ask':
+    conversation();
+    break;
   case 'unknown-slash-command':
     unknownSlashCommand();
     break;

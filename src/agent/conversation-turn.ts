@@ -1,0 +1,182 @@
+import os from 'node:os';
+import type { AgentAdapter } from '../agents/index.js';
+import type { AskedQuestion, RunnerResume } from '../runner-contract/index.js';
+import type { AgentLog } from './agent-log.js';
+import type { StepRunner } from './checkout.js';
+import {
+  askEnv,
+  clearQuestion,
+  collectSessionFiles,
+  createTranscriptClient,
+  packTranscript,
+  readQuestion,
+  readStream,
+  restoreSessionFiles,
+  TRANSCRIPT_FORMAT,
+  unpackTranscript,
+  type Transcript,
+  type TranscriptClient,
+  type TranscriptTurn,
+} from './conversation.js';
+import { RunFailure } from './errors.js';
+
+/**
+ * One turn of a conversation, as `runAgent` drives it: `open` before the checkout (a resumed
+ * turn reads its transcript and learns its branch), `restore` once the repository is there,
+ * `agentEnv` for the agent process, and `close` once it ended: a question is pushed, uploaded
+ * and becomes the completion's `question`; a resumed turn's end is uploaded too, so the kept
+ * transcript holds the whole conversation.
+ */
+export interface ConversationTurn {
+  /** The branch to check out: the one the session worked on, for a resumed turn. */
+  readonly branch: string | undefined;
+  /** What the agent CLI is resumed with, or null for a first turn. */
+  readonly resume: { sessionId: string; prompt: string } | null;
+  /** Writes the session files where the CLI looks for them (resumed turns). */
+  restore(cwd: string): void;
+  /** PATH with `baton` first, and where `baton ask` writes. */
+  agentEnv(basePath: string | undefined): Record<string, string>;
+  /**
+   * After the agent: the question to report (null: none, or it could not be kept, which the
+   * log says; the run then ends as its agent did).
+   */
+  close(input: {
+    exec: StepRunner;
+    cwd: string;
+    gitEnv: NodeJS.ProcessEnv;
+    prompt: string;
+    sessionId: string | null;
+    streamFile: string;
+    /** Whether the agent's turn may end in a question (no limit stopped it). */
+    canAsk: boolean;
+  }): Promise<AskedQuestion | null>;
+}
+
+export async function openConversationTurn(options: {
+  adapter: AgentAdapter;
+  stateDir: string;
+  home: string | undefined;
+  log: AgentLog;
+  resume: RunnerResume | undefined;
+  branch: string | undefined;
+  callbackUrl: string;
+  token: string;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+}): Promise<ConversationTurn> {
+  const { adapter, stateDir, log } = options;
+  const home = options.home ?? os.homedir();
+  const client: TranscriptClient = createTranscriptClient({
+    callbackUrl: options.callbackUrl,
+    token: options.token,
+    fetch: options.fetch,
+    sleep: options.sleep,
+    log: (line) => log.write(line),
+  });
+  clearQuestion(stateDir);
+  let earlier: Transcript | null = null;
+  if (options.resume) {
+    const raw = await client.download().catch((err: unknown) => {
+      throw new RunFailure(`cannot resume the session: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    });
+    if (!raw) throw new RunFailure('cannot resume the session: baton kept no transcript of it');
+    try {
+      earlier = unpackTranscript(raw);
+    } catch (err) {
+      throw new RunFailure(`cannot resume the session: its transcript is unreadable (${(err as Error).message})`, { cause: err });
+    }
+    log.write(
+      `[baton] resuming session ${options.resume.sessionId} (turn ${earlier.turns.length + 1}) with the reply of ${options.resume.by}` +
+        (earlier.header.branch ? ` on branch ${earlier.header.branch}` : ''),
+    );
+  }
+  const resume = options.resume
+    ? { sessionId: options.resume.sessionId, prompt: `Reply from @${options.resume.by} to your question:\n\n${options.resume.reply}` }
+    : null;
+
+  return {
+    branch: earlier?.header.branch ?? options.branch,
+    resume,
+    restore(cwd) {
+      if (!earlier) return;
+      if (earlier.header.cwd !== cwd) {
+        log.write(
+          `[baton] warning: the session was recorded in ${earlier.header.cwd}, this workspace works in ${cwd}; ` +
+            `${adapter.title} finds a session only from the same directory`,
+        );
+      }
+      try {
+        const n = restoreSessionFiles(adapter, home, earlier);
+        log.write(`[baton] restored ${n} session file(s) of ${adapter.title}`);
+      } catch (err) {
+        throw new RunFailure(`cannot resume the session: ${(err as Error).message}`, { cause: err });
+      }
+    },
+    agentEnv: (basePath) => askEnv(stateDir, basePath),
+    async close(input) {
+      const asked = readQuestion(stateDir);
+      if (!asked && !earlier) return null;
+      if (asked && !input.canAsk) {
+        log.write('[baton] the agent asked a question, but the run was stopped: the question is dropped');
+        return null;
+      }
+      if (asked && !input.sessionId) {
+        log.write(`[baton] the agent asked a question, but ${adapter.title} reported no session to resume: the question is dropped`);
+        return null;
+      }
+      const branch = asked ? await pushBranch(input.exec, input.cwd, input.gitEnv, log) : await currentBranch(input.exec, input.cwd);
+      const { lines, truncated } = readStream(input.streamFile);
+      const turn: TranscriptTurn = {
+        turn: (earlier?.turns.length ?? 0) + 1,
+        prompt: resume ? resume.prompt : input.prompt,
+        by: options.resume?.by ?? 'baton',
+        question: asked?.text ?? null,
+        stream: lines,
+        truncated,
+      };
+      const sessionId = input.sessionId ?? earlier?.header.sessionId ?? '';
+      const transcript: Transcript = {
+        header: { format: TRANSCRIPT_FORMAT, version: 1, agent: adapter.name, cwd: input.cwd, sessionId, branch },
+        files: collectSessionFiles(adapter, home, input.cwd),
+        turns: [...(earlier?.turns ?? []), turn],
+      };
+      const kept = await client.upload(packTranscript(transcript));
+      if (!asked) return null;
+      if (!kept) {
+        log.write('[baton] the question cannot wait for a reply without its transcript: the run ends as its agent did');
+        return null;
+      }
+      log.write(`[baton] the agent asked: ${asked.text.split('\n')[0]?.slice(0, 200) ?? ''}`);
+      return { text: asked.text, sessionId: input.sessionId!, ...(asked.for ? { for: asked.for } : {}) };
+    },
+  };
+}
+
+/** The branch checked out (null: detached HEAD). */
+async function currentBranch(exec: StepRunner, cwd: string): Promise<string | null> {
+  const head = await exec('git symbolic-ref', 'git', ['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd });
+  const name = head.code === 0 ? head.tail.at(-1)?.trim() : undefined;
+  return name && /^[\w./-]{1,200}$/.test(name) && !name.startsWith('-') ? name : null;
+}
+
+/**
+ * Pushes the working branch so the next turn's fresh workspace finds the agent's commits; work
+ * not committed is named in the log (it does not survive the workspace).
+ */
+async function pushBranch(exec: StepRunner, cwd: string, gitEnv: NodeJS.ProcessEnv, log: AgentLog): Promise<string | null> {
+  const branch = await currentBranch(exec, cwd);
+  const status = await exec('git status', 'git', ['status', '--porcelain'], { cwd });
+  const dirty = status.tail.filter((l) => l.trim() !== '').length;
+  if (dirty > 0) log.write(`[baton] warning: ${dirty} uncommitted change(s) are not kept for the next turn (commit them before asking)`);
+  if (!branch) {
+    log.write('[baton] HEAD is detached: no branch to push for the next turn');
+    return null;
+  }
+  const push = await exec('git push', 'git', ['push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`], { cwd, env: gitEnv });
+  log.write(
+    push.code === 0
+      ? `[baton] pushed branch ${branch} for the next turn`
+      : `[baton] warning: pushing branch ${branch} failed (exit ${push.code}): the next turn starts from what origin has`,
+  );
+  return branch;
+}

@@ -1,0 +1,297 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { AGENT_ENV } from '../runner-contract/index.js';
+import type { AgentAdapter } from '../agents/index.js';
+
+/**
+ * The runner's side of a conversation (the server's is runs/conversation.ts).
+ *
+ * Asking: the agent runs `baton ask "<question>"` (a shim on its PATH, cli/ask.ts), which appends
+ * the question to a file of the run's state directory. When the agent's process ends with a
+ * question there, the runner pushes the working branch, uploads the session's transcript and
+ * reports the run as waiting instead of finished.
+ *
+ * Resuming: the next turn's runner reads the transcript back, writes the agent CLI's session files
+ * where the CLI looks for them (same HOME-relative paths, same working directory), checks out the
+ * branch, and starts the CLI with its resume option and the reply as the prompt.
+ *
+ * The transcript is one JSONL document: a header line, then one line per session file (the
+ * CLI's own, byte for byte), then the agent's stream of each turn so far (what the dashboard and
+ * `baton logs --transcript` show).
+ */
+
+/** Longest question kept (the server cuts at the same length). */
+export const MAX_QUESTION_CHARS = 8_000;
+/** Most bytes of session files packed (the server keeps at most 16 MiB gzip'd). */
+const MAX_SESSION_BYTES = 48 * 1024 * 1024;
+const MAX_SESSION_FILES = 5_000;
+/** Most bytes of one turn's agent stream kept in the transcript (its head; the rest is in the log). */
+const MAX_STREAM_BYTES = 4 * 1024 * 1024;
+const QUESTION_FILE = 'question.jsonl';
+
+export const TRANSCRIPT_FORMAT = 'baton-transcript';
+
+export interface TranscriptHeader {
+  format: typeof TRANSCRIPT_FORMAT;
+  version: 1;
+  agent: string;
+  /** The agent's working directory: the CLI finds the session only from the same one. */
+  cwd: string;
+  sessionId: string;
+  /** The branch the agent worked on (pushed before the upload); null: detached. */
+  branch: string | null;
+}
+
+export interface SessionFile {
+  /** Relative to HOME, `/`-separated. */
+  path: string;
+  content: Buffer;
+}
+
+/** One turn of the conversation, as the dashboard and `baton logs --transcript` show it. */
+export interface TranscriptTurn {
+  turn: number;
+  /** What the turn began with: the stage prompt, or the reply that resumed it. */
+  prompt: string;
+  /** Who wrote the prompt: `baton` for the stage prompt, else the replying login. */
+  by: string;
+  /** The question the turn ended with, when it asked. */
+  question: string | null;
+  /** The agent's stdout lines (stream-json), masked. */
+  stream: string[];
+  truncated: boolean;
+}
+
+export interface Transcript {
+  header: TranscriptHeader;
+  files: SessionFile[];
+  turns: TranscriptTurn[];
+}
+
+/** The env that lets the agent ask: `baton` on its PATH, and where `baton ask` writes. */
+export function askEnv(stateDir: string, basePath: string | undefined): Record<string, string> {
+  const binDir = path.join(stateDir, 'bin');
+  fs.mkdirSync(binDir, { recursive: true });
+  // The same node and the same baton this runner is (both readable inside the sandbox).
+  const bin = process.argv[1] ?? '';
+  const quote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+  fs.writeFileSync(path.join(binDir, 'baton'), `#!/bin/sh\nexec ${quote(process.execPath)} ${quote(bin)} "$@"\n`, { mode: 0o755 });
+  fs.chmodSync(path.join(binDir, 'baton'), 0o755);
+  return {
+    PATH: basePath ? `${binDir}${path.delimiter}${basePath}` : binDir,
+    [AGENT_ENV.questionFile]: path.join(stateDir, QUESTION_FILE),
+  };
+}
+
+/** Forgets a question of an earlier process in this state directory (a turn starts with none). */
+export function clearQuestion(stateDir: string): void {
+  fs.rmSync(path.join(stateDir, QUESTION_FILE), { force: true });
+}
+
+/** The question the agent asked (several `baton ask` in one turn are joined), or null. */
+export function readQuestion(stateDir: string): { text: string; for: string | null } | null {
+  let raw: string;
+  try {
+    // Written by the agent: read a bounded amount, and each line as untrusted JSON.
+    const fd = fs.openSync(path.join(stateDir, QUESTION_FILE), fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
+    try {
+      const buffer = Buffer.alloc(256 * 1024);
+      const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
+      raw = buffer.subarray(0, n).toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return null;
+  }
+  const texts: string[] = [];
+  let forWhom: string | null = null;
+  for (const line of raw.split('\n')) {
+    try {
+      const entry = JSON.parse(line) as { text?: unknown; for?: unknown };
+      if (typeof entry.text === 'string' && entry.text.trim() !== '') texts.push(entry.text.trim());
+      if (typeof entry.for === 'string' && /^@?[\w.-]{1,80}$/.test(entry.for)) forWhom = entry.for.replace(/^@/, '');
+    } catch {
+      // A torn or foreign line: skipped.
+    }
+  }
+  if (texts.length === 0) return null;
+  return { text: texts.join('\n\n').slice(0, MAX_QUESTION_CHARS), for: forWhom };
+}
+
+/**
+ * The CLI's session files under `adapter.transcriptPaths(home, cwd)`: regular files only (a
+ * symlink the agent planted is not followed), bounded in number and size.
+ */
+export function collectSessionFiles(adapter: AgentAdapter, home: string, cwd: string): SessionFile[] {
+  const files: SessionFile[] = [];
+  let bytes = 0;
+  const visit = (absolute: string) => {
+    if (files.length >= MAX_SESSION_FILES) return;
+    let stat: fs.Stats;
+    try {
+      stat = fs.lstatSync(absolute);
+    } catch {
+      return;
+    }
+    if (stat.isDirectory()) {
+      for (const name of fs.readdirSync(absolute).sort()) visit(path.join(absolute, name));
+      return;
+    }
+    if (!stat.isFile() || bytes + stat.size > MAX_SESSION_BYTES) return;
+    const relative = path.relative(home, absolute).split(path.sep).join('/');
+    if (relative.startsWith('..') || path.isAbsolute(relative)) return;
+    bytes += stat.size;
+    files.push({ path: relative, content: fs.readFileSync(absolute) });
+  };
+  for (const root of adapter.transcriptPaths(home, cwd)) visit(root);
+  return files;
+}
+
+/** The agent's stream of this turn (its raw stdout file, already masked), head kept. */
+export function readStream(file: string): { lines: string[]; truncated: boolean } {
+  let text: string;
+  let truncated = false;
+  try {
+    const size = fs.statSync(file).size;
+    const fd = fs.openSync(file, 'r');
+    try {
+      const buffer = Buffer.alloc(Math.min(size, MAX_STREAM_BYTES));
+      const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
+      text = buffer.subarray(0, n).toString('utf8');
+      truncated = size > MAX_STREAM_BYTES;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return { lines: [], truncated: false };
+  }
+  const lines = text.split('\n').filter((l) => l.trim() !== '');
+  // A cut line is no JSON: dropped rather than shown half.
+  if (truncated) lines.pop();
+  return { lines, truncated };
+}
+
+export function packTranscript(transcript: Transcript): Buffer {
+  const lines = [JSON.stringify(transcript.header)];
+  for (const file of transcript.files) lines.push(JSON.stringify({ file: file.path, base64: file.content.toString('base64') }));
+  for (const turn of transcript.turns) lines.push(JSON.stringify({ turn }));
+  return Buffer.from(`${lines.join('\n')}\n`);
+}
+
+/** Reads a transcript back; throws on one that is not baton's (the caller reports it). */
+export function unpackTranscript(jsonl: Buffer | string): Transcript {
+  const lines = jsonl
+    .toString()
+    .split('\n')
+    .filter((l) => l.trim() !== '');
+  const header = JSON.parse(lines[0] ?? '{}') as Partial<TranscriptHeader>;
+  if (header.format !== TRANSCRIPT_FORMAT || typeof header.sessionId !== 'string' || typeof header.cwd !== 'string') {
+    throw new Error('not a baton transcript');
+  }
+  const files: SessionFile[] = [];
+  const turns: TranscriptTurn[] = [];
+  for (const line of lines.slice(1)) {
+    const entry = JSON.parse(line) as { file?: unknown; base64?: unknown; turn?: TranscriptTurn };
+    if (typeof entry.file === 'string' && typeof entry.base64 === 'string') {
+      files.push({ path: entry.file, content: Buffer.from(entry.base64, 'base64') });
+    } else if (entry.turn && typeof entry.turn === 'object') {
+      turns.push(entry.turn);
+    }
+  }
+  return { header: header as TranscriptHeader, files, turns };
+}
+
+/**
+ * Writes the session files back under HOME. Each path must lie under one of the places the
+ * adapter names for the recorded working directory: a transcript can only ever restore the
+ * CLI's own session files, never write elsewhere (`..`, absolute paths, other dot files).
+ */
+export function restoreSessionFiles(adapter: AgentAdapter, home: string, transcript: Transcript): number {
+  const roots = adapter.transcriptPaths(home, transcript.header.cwd).map((r) => path.resolve(r));
+  let written = 0;
+  for (const file of transcript.files) {
+    const target = path.resolve(home, file.path);
+    const allowed = roots.some((root) => target === root || target.startsWith(`${root}${path.sep}`));
+    if (!allowed || file.path.split('/').includes('..')) throw new Error(`the transcript names a file outside the session: ${file.path}`);
+    fs.mkdirSync(path.dirname(target), { recursive: true, mode: 0o700 });
+    fs.writeFileSync(target, file.content, { mode: 0o600 });
+    written += 1;
+  }
+  return written;
+}
+
+/** `…/api/runs/42/complete` → `…/api/runs/42/transcript`. */
+export function transcriptUrl(callbackUrl: string): string {
+  const url = new URL(callbackUrl);
+  url.pathname = url.pathname.replace(/\/complete\/?$/, '/transcript');
+  return url.toString();
+}
+
+export interface TranscriptClient {
+  /** Stores the transcript; false (after logging why) when the server did not take it. */
+  upload(jsonl: Buffer): Promise<boolean>;
+  /** The transcript kept for this run; null when there is none. Throws when the server cannot be asked. */
+  download(): Promise<Buffer | null>;
+}
+
+export function createTranscriptClient(options: {
+  callbackUrl: string;
+  token: string;
+  fetch?: typeof fetch;
+  sleep?: (ms: number) => Promise<void>;
+  log: (line: string) => void;
+  /** @default 5 */
+  attempts?: number;
+}): TranscriptClient {
+  const doFetch = options.fetch ?? fetch;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const url = transcriptUrl(options.callbackUrl);
+  const attempts = options.attempts ?? 5;
+  const headers = { authorization: `Bearer ${options.token}` };
+  // A restarted server or a passing network fault: tried again; a refusal (4xx) is final.
+  async function withRetries(what: string, request: () => Promise<Response>): Promise<Response | null> {
+    let problem = '';
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      try {
+        const res = await request();
+        if (res.status < 500) return res;
+        problem = `HTTP ${res.status}`;
+      } catch (err) {
+        problem = err instanceof Error ? err.message : String(err);
+      }
+      if (attempt < attempts) await sleep(Math.min(1_000 * 2 ** (attempt - 1), 10_000));
+    }
+    options.log(`[baton] ${what} failed after ${attempts} attempts: ${problem}`);
+    return null;
+  }
+  return {
+    async upload(jsonl) {
+      const res = await withRetries('the transcript upload', () =>
+        doFetch(url, {
+          method: 'PUT',
+          headers: { ...headers, 'content-type': 'application/x-ndjson' },
+          body: new Uint8Array(jsonl),
+          signal: AbortSignal.timeout(60_000),
+        }),
+      );
+      if (!res) return false;
+      if (!res.ok) {
+        options.log(`[baton] the server did not keep the transcript: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+        return false;
+      }
+      await res.body?.cancel();
+      return true;
+    },
+    async download() {
+      const res = await withRetries('reading the transcript', () => doFetch(url, { headers, signal: AbortSignal.timeout(60_000) }));
+      if (!res) throw new Error('the server could not be asked for the transcript');
+      if (res.status === 404) {
+        await res.body?.cancel();
+        return null;
+      }
+      if (!res.ok) throw new Error(`the server refused the transcript: HTTP ${res.status}`);
+      return Buffer.from(await res.arrayBuffer());
+    },
+  };
+}
