@@ -66,6 +66,8 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
         '\temail = baton-e2e@example.invalid',
         `[url "file://${repos}/"]`,
         '\tinsteadOf = http://gitea.test/',
+        // Runs reach git through the forge gateway, which passes it on to GITEA_CLONE_URL.
+        '\tinsteadOf = http://baton.internal/gateway/',
         '[safe]',
         '\tdirectory = *',
         '',
