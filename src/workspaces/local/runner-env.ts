@@ -34,7 +34,7 @@ export const WORKDIR_VARIABLE = 'BATON_WORKDIR';
 export const SECRETS_FD = 3;
 
 /**
- * The run's variables, as `baton agent` reads them (see src/cli/agent.ts). No secrets: those go
+ * The run's variables, as `baton agent` reads them (see src/cli/agent-settings.ts). No secrets: those go
  * through `runnerSecrets`.
  */
 export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
