@@ -36,7 +36,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
   const spent: Spent = { exitCode: null, usage: null, costUsd: null };
   let body: CompletionBody;
   try {
-    body = await runStage({ options, workdir, stateDir, gitEnv, log, reporter, envs, control, spent });
+    body = await runStage({ options, workdir, stateDir, gitEnv, log, reporter, envs, control, spent, now });
   } catch (err) {
     const failure = describeFailure(err, () => control.stop);
     const { exitCode, usage, costUsd } = spent;
@@ -75,6 +75,7 @@ interface StageRun {
   envs: StepEnvironments;
   control: RunControl;
   spent: Spent;
+  now: () => number;
 }
 
 /** The run's masked log, the callback client that reports from it, and the progress reporter it feeds. */
@@ -173,6 +174,7 @@ async function runStage(run: StageRun): Promise<CompletionBody> {
   const { resolved, session } = await preparePrompt(run, repoDir);
   control.phase = 'agent';
   const rawFile = path.join(run.stateDir, 'agent.ndjson');
+  const agentStarted = run.now();
   const agent = await runTheAgent(run, { repoDir, session, rawFile, conversation, prompt: resolved.prompt });
   control.throwIfStopped();
   control.phase = 'question';
@@ -186,6 +188,10 @@ async function runStage(run: StageRun): Promise<CompletionBody> {
     sessionId: agent.sessionId ?? null,
     streamFile: rawFile,
     canAsk: agent.kind !== FAILURE_KIND.noResult && agent.kind !== FAILURE_KIND.agentNotStarted,
+    usage: spent.usage,
+    // A CLI that reports no cost is priced from its tokens, as the completion is (completeBody).
+    costUsd: spent.costUsd ?? (spent.usage && options.agentPrice ? priceUsage(spent.usage, options.agentPrice) : null),
+    startedAt: agentStarted,
   });
   control.throwIfStopped();
   const { exitCode, usage, costUsd } = spent;

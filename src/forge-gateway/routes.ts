@@ -2,7 +2,7 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { FullRunEngine, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
-import { readRefUpdates } from './pkt-line.js';
+import { readRefUpdates, refusedPushReport } from './pkt-line.js';
 import { branchAllowed, DEFAULT_RIGHTS, describeRules, type RunRights } from './rights.js';
 
 /** Where the gateway lives on baton's HTTP app: `GITEA_URL` of a run is `<baton>/gateway`. */
@@ -112,7 +112,16 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
 
     if (target.kind === 'git' && target.service === 'receive' && body) {
       const problem = await pushProblem(body, run, token, rights);
-      if (problem) return refuse(c, run, 403, problem);
+      if (problem) {
+        const read = readRefUpdates(body);
+        if ('error' in read || read.updates.length === 0) return refuse(c, run, 403, problem);
+        // Refused in git's own words, so the agent's `git push` says why (each ref `! [remote rejected]`).
+        await refuse(c, run, 403, problem);
+        return new Response(refusedPushReport(read.updates, read.capabilities, `baton's forge gateway refused this: ${problem}`), {
+          status: 200,
+          headers: { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache' },
+        });
+      }
     }
     if (target.kind === 'api' && method === 'POST' && target.rest === '/releases' && body && !isDraft(body))
       return refuse(c, run, 403, 'a release through the gateway must be a draft (publishing one makes its tag)');

@@ -126,19 +126,26 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
   it('refuses a push to the default branch before it reaches the forge, and lets a branch of its own through', async () => {
     const { id, spec } = await startRun();
     const push = pusher(spec.forgeToken!);
+    // Refused in git's report-status, so `git push` shows `! [remote rejected] main -> main (…)`.
     const toMain = await push('refs/heads/main');
-    expect(toMain.status).toBe(403);
-    expect(await toMain.text()).toContain('a push to the default branch main');
-    expect((await push('refs/tags/v1')).status).toBe(403);
+    expect(toMain.status).toBe(200);
+    expect(toMain.headers.get('content-type')).toBe('application/x-git-receive-pack-result');
+    const report = await toMain.text();
+    expect(report.startsWith('000eunpack ok\n')).toBe(true);
+    expect(report).toContain("ng refs/heads/main baton's forge gateway refused this: a push to the default branch main\n");
+    expect(report.endsWith('0000')).toBe(true);
+    expect(await (await push('refs/tags/v1')).text()).toContain('ng refs/tags/v1 ');
     expect(gitea.requests.some((r) => r.path.endsWith('git-receive-pack'))).toBe(false);
     // A branch that does not name the run's issue is not the develop stage's to push.
     const stray = await push('refs/heads/baton/develop-1');
-    expect(stray.status).toBe(403);
-    expect(await stray.text()).toContain('the develop stage may push only a branch naming issue #1');
+    expect(await stray.text()).toContain(
+      "ng refs/heads/baton/develop-1 baton's forge gateway refused this: a push to baton/develop-1: the develop stage may push only a branch naming issue #1",
+    );
     expect(gitea.requests.some((r) => r.path.endsWith('git-receive-pack'))).toBe(false);
     // Its own branch passes the gateway (the fake forge does not speak git, so it answers itself).
     const own = await push('refs/heads/feature/issue-1-fix-it');
     expect(own.status).not.toBe(403);
+    expect(await own.text()).not.toContain('refused');
     expect(gitea.requests.some((r) => r.path === '/acme/app.git/git-receive-pack')).toBe(true);
     expect(await logOf(id)).toContainEqual('[gateway] refused: a push to the default branch main');
   });
@@ -146,8 +153,8 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
   it("pushes only what the stage's rules name: the pull request's head, an operator's pattern, nothing", async () => {
     const rework = await startRun('dev', 'rework-pr', { isPull: true, headRef: 'feature/issue-9-thing' });
     const push = pusher(rework.spec.forgeToken!);
-    expect((await push('refs/heads/feature/issue-1-other')).status).toBe(403);
-    expect(await push('refs/heads/feature/issue-9-thing')).not.toHaveProperty('status', 403);
+    expect(await (await push('refs/heads/feature/issue-1-other')).text()).toContain('ng refs/heads/feature/issue-1-other ');
+    expect(await (await push('refs/heads/feature/issue-9-thing')).text()).not.toContain('refused');
     expect(await logOf(rework.id)).toContainEqual(
       "[gateway] refused: a push to feature/issue-1-other: the rework-pr stage may push only the pull request's head feature/issue-9-thing (pipeline.stages.rework-pr.push)",
     );
@@ -155,8 +162,8 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
 
     const docs = await startRun('dev', 'docs');
     const pushDocs = pusher(docs.spec.forgeToken!);
-    expect((await pushDocs('refs/heads/feature/issue-1-x')).status).toBe(403);
-    expect(await pushDocs('refs/heads/docs/intro')).not.toHaveProperty('status', 403);
+    expect(await (await pushDocs('refs/heads/feature/issue-1-x')).text()).toContain('ng refs/heads/feature/issue-1-x ');
+    expect(await (await pushDocs('refs/heads/docs/intro')).text()).not.toContain('refused');
     await server.app.engine.cancel(docs.id);
 
     const notes = await startRun('dev', 'notes');
