@@ -10,3 +10,4 @@ export { createLineSplitter, type LineSplitter } from './process-group.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
 export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
 export type { AgentOutcome } from './types.js';
+export { unpackTranscript, TRANSCRIPT_FORMAT, type Transcript, type TranscriptTurn } from './conversation.js';

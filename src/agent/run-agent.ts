@@ -380,6 +380,7 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
 
     phase = 'agent';
     const rawFile = path.join(stateDir, 'agent.ndjson');
+    const agentStarted = now();
     const agent = await runAgentProcess({
       options,
       session,
@@ -419,6 +420,10 @@ export async function runAgent(options: RunAgentOptions): Promise<AgentOutcome> 
       sessionId: agent.sessionId ?? null,
       streamFile: rawFile,
       canAsk: agent.kind !== FAILURE_KIND.noResult && agent.kind !== FAILURE_KIND.agentNotStarted,
+      usage,
+      // A CLI that reports no cost is priced from its tokens, as the completion is (below).
+      costUsd: costUsd ?? (usage && options.agentPrice ? priceUsage(usage, options.agentPrice) : null),
+      startedAt: agentStarted,
     });
     if (stop) throw new Stopped(stop);
     body = question

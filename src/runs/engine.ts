@@ -85,9 +85,9 @@ export interface FullRunEngine extends RunEngine, RunMaintenance, CallbackTokenC
   resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
   /** Waiting runs that asked longer than `waitMs` ago end `expired`. Returns them. */
   expireWaiting(waitMs: number): Promise<Run[]>;
-  /** The run's conversation (its question, reply, turns, earlier usage), or null when its agent never asked. */
+  /** The run's conversation (its question, reply, turns, earlier usage), or null when its runner kept no transcript and never asked. */
   conversation(runId: number): Promise<Conversation | null>;
-  /** Keeps the session transcript a runner uploaded (JSONL), gzip'd and bounded; returns the stored size. */
+  /** Keeps the transcript a runner uploaded (JSONL: its turns' streams, and the session files of a turn that asked), gzip'd and bounded; returns the stored size. */
   storeTranscript(runId: number, jsonl: Buffer): Promise<number>;
   /** The kept transcript (JSONL), or null. */
   transcript(runId: number): Promise<Buffer | null>;
