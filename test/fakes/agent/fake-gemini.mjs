@@ -9,7 +9,8 @@
 //                           environment variables before running: GEMINI_API_KEY, …`, exit 41, no stream
 //   a prompt starting "/"   a slash command, not a prompt (emulated as exit 42: none is known here)
 //
-// FAKE_AGENT_MODE: success (default) | rate-limited | server-error | turn-limit | bad-input |
+// FAKE_AGENT_MODE: success (default) | auth (as without a key) | rate-limited | server-error | unreachable |
+// turn-limit | bad-input |
 // crash | hang | token-overrun (a result reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
@@ -108,7 +109,7 @@ const stdin = readStdin();
 const given = options.prompt ?? (positionals.length ? positionals.join(' ') : undefined);
 const prompt = stdin ? (given ? `${stdin}\n\n${given}` : stdin) : (given ?? '');
 if (options['output-format'] !== 'stream-json') fail('fake-gemini: only --output-format stream-json is emulated', 2);
-if (!process.env.GEMINI_API_KEY) {
+if (!process.env.GEMINI_API_KEY || mode() === 'auth') {
   fail(
     `Please set an Auth method in ${process.env.HOME}/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA`,
     41,
@@ -153,6 +154,9 @@ const apiError = (message) => {
 };
 if (m === 'rate-limited')
   apiError('[API Error: You have exhausted your capacity on this model. Your quota will reset after 0s. (Status: 429 RESOURCE_EXHAUSTED)]');
+// No network: 0.61.0 retries (`Attempt 1 failed. Retrying with backoff... Error: exception TypeError:
+// fetch failed sending request` on stderr); what it prints once the retries are spent is approximated.
+if (m === 'unreachable') apiError('exception TypeError: fetch failed sending request');
 if (m === 'server-error') apiError('[API Error: The model is overloaded. Please try again later. (Status: 503 UNAVAILABLE)]');
 emit({ type: 'message', timestamp: now(), role: 'assistant', content: 'Let me look', delta: true });
 emit({ type: 'tool_use', timestamp: now(), tool_name: 'list_directory', tool_id: 'list_directory-1', parameters: { dir_path: '.' } });
