@@ -1,4 +1,6 @@
-export { runAgent, DEFAULT_MAX_DURATION_MS, formatDuration, type RunAgentOptions } from './run-agent.js';
+export { runAgent } from './run-agent.js';
+export { DEFAULT_MAX_DURATION_MS, type RunAgentOptions } from './run-agent-options.js';
+export { formatDuration } from './run-control.js';
 export { nestedSandboxProblem, nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';

@@ -9,8 +9,12 @@ import { eventually, eventuallyContains, hasChromium, launchChromium, login, ope
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
-/** Where the screenshots a reviewer looks at go (committed; docs/dashboard.md shows them). */
+/**
+ * Where the screenshots a reviewer looks at go (committed; docs/dashboard.md shows them), written
+ * only with BATON_SCREENSHOTS=1 (docs/testing.md): a test run never changes the checkout.
+ */
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs/screenshots');
+const WRITE_SCREENSHOTS = process.env.BATON_SCREENSHOTS === '1';
 const SESSION = '5f0c1a2b-0000-4000-8000-00000000000b';
 const QUESTION = 'Should the old --legacy flag keep working?';
 
@@ -34,7 +38,7 @@ describe.skipIf(!hasChromium('the dashboard conversation tests'))('a run’s con
 
   beforeAll(async () => {
     browser = await launchChromium();
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    if (WRITE_SCREENSHOTS) fs.mkdirSync(SCREENSHOTS, { recursive: true });
   });
   afterAll(async () => {
     await browser?.close();
@@ -158,7 +162,7 @@ describe.skipIf(!hasChromium('the dashboard conversation tests'))('a run’s con
     expect(await second.locator('.msg.result p').textContent()).toBe('Analysis posted.');
     expect(await second.locator('[data-field="turn-cost"]').textContent()).toBe('$0.0200 · 1,000 tokens · 15s');
     await page.locator('#run-conversation').scrollIntoViewIfNeeded();
-    await page.locator('#run-conversation').screenshot({ path: path.join(SCREENSHOTS, 'run-conversation.png') });
+    await page.locator('#run-conversation').screenshot(WRITE_SCREENSHOTS ? { path: path.join(SCREENSHOTS, 'run-conversation.png') } : {});
   });
 
   it('shows a waiting run’s question, and the issue’s conversation across its stages', async () => {

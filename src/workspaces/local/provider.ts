@@ -96,7 +96,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
         throw new Error(`runner ${record.pid} of workspace ${name} did not exit after SIGKILL`);
       }
     }
-    killLeftovers(ctx, dir, record);
+    if (!(await killLeftovers(ctx, dir, record))) throw new Error(`processes of workspace ${name} did not exit after SIGKILL`);
     await gates?.close(dir);
     // Retries ride out a file appearing while the tree is removed (ENOTEMPTY), e.g. a runner's
     // last write racing its own termination.
@@ -120,7 +120,7 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       if (existing && existing.status !== 'deleting' && existing.status !== 'failed') return existing;
       if (existing?.status === 'failed') {
         // A start that never recorded its runner (its baton died meanwhile) may have left one running.
-        killLeftovers(ctx, dirOf(spec.name), readRunnerRecord(path.join(dirOf(spec.name), RECORD)));
+        await killLeftovers(ctx, dirOf(spec.name), readRunnerRecord(path.join(dirOf(spec.name), RECORD)));
         await fs.promises.rm(dirOf(spec.name), { recursive: true, force: true });
       }
       const promise = start(spec).finally(() => creating.delete(spec.name));

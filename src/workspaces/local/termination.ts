@@ -12,28 +12,36 @@ import { isRunAlive, isRunnerAlive, processesWithEnv, signalRunner, type RunnerR
  * what it started live in groups of their own and outlive a runner that dies: they are found by
  * the run's BATON_WORKDIR in their environment (in a sandbox, the init's death ends them). And a
  * start whose baton was killed before it recorded the pid left a runner nobody knows: it carries
- * its start's claim in its environment.
+ * its start's claim in its environment. SIGKILL takes effect only when a process is next
+ * scheduled, and one may fork between a scan and its kill: scans repeat until none is found, so
+ * the caller may remove the workspace afterwards. False when some were still there at `ms`.
  */
-export function killLeftovers(ctx: LocalContext, dir: string, record: RunnerRecord | null): void {
+export async function killLeftovers(ctx: LocalContext, dir: string, record: RunnerRecord | null, ms = 5_000): Promise<boolean> {
   const markers = [
     ...(ctx.sandbox.kind === 'none' ? [`${WORKDIR_VARIABLE}=${path.join(dir, WORK)}`] : []),
     ...(record?.claim ? [`${CLAIM_VARIABLE}=${record.claim}`] : []),
   ];
-  for (const marker of markers) {
-    for (const pid of processesWithEnv(marker)) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const left = markers.flatMap((marker) => processesWithEnv(marker));
+    if (left.length === 0) return true;
+    if (Date.now() > deadline) return false;
+    for (const pid of left) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
         // Gone meanwhile.
       }
     }
+    await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 /** Ends every process of the run at once. */
 function kill(ctx: LocalContext, dir: string, record: RunnerRecord): void {
   signalRunner(record, 'SIGKILL');
-  killLeftovers(ctx, dir, record);
+  // Whoever removes the workspace waits for these (removeWorkspace); this only starts it.
+  void killLeftovers(ctx, dir, record);
 }
 
 /**
