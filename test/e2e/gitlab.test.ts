@@ -165,10 +165,33 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
 
   // The documented Issue Hook body as is: issue #23 opened, labelled Platform (no stage's label): an analysis.
   const opened = gitlabExample('issue');
-  const openedKey = randomUUID();
+  let openedEvent = 0;
 
-  it('makes a run of the documented issue opening whose status notes reach GitLab as the dev bot', async () => {
-    const id = await routed(await send('issue', opened, { idempotencyKey: openedKey }), 'analyse');
+  it('makes a run of the documented issue opening, delivered by GitLab’s hook, whose status notes reach GitLab as the dev bot', async () => {
+    // The project's hook, as `baton connect` makes it: GitLab itself delivers and logs the event.
+    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.hooks.push({
+      id: gitlab.state.id(),
+      url: `${server.url}/webhook/gitlab`,
+      token: SECRET,
+      flags: { issues_events: true, merge_requests_events: true, note_events: true },
+      branchFilter: '',
+      alertStatus: 'executable',
+      failures: 0,
+      uuid: randomUUID(),
+    });
+    const [sent] = await gitlab.deliver(NAMESPACE, PROJECT, 'issues_events', 'Issue Hook', JSON.stringify(opened));
+    expect(sent?.status).toBe(202);
+    openedEvent = sent!.eventId;
+    const stored = await until(
+      () =>
+        store.db
+          .selectFrom('inbox_deliveries')
+          .select('id')
+          .where('delivery_id', '=', `gitlab:${sent!.headers['idempotency-key']}`)
+          .executeTakeFirst(),
+      'the delivery in the inbox',
+    );
+    const id = await routed({ status: 202, body: {}, delivery: await processedDelivery(store, stored.id) }, 'analyse');
     const row = await finished(id);
     expect(row, `${row.last_error}\n${server.output()}`).toMatchObject({
       status: 'succeeded',
@@ -182,13 +205,27 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     expect(new Set(notes.map((n) => n.author))).toEqual(new Set(['claude-dev']));
   });
 
-  it('has one effect for a resend (GitLab keeps the Idempotency-Key, the event UUID is new)', async () => {
+  it('has one effect for a resend from Recent events (the same Idempotency-Key, a new event UUID)', async () => {
     const before = (await runs()).length;
     const notes = gitlab.notes(NAMESPACE, PROJECT, 23).length;
-    const again = await send('issue', opened, { idempotencyKey: openedKey });
-    expect(again.delivery).toMatchObject({ outcome: 'duplicate' });
+    const first = gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.hookEvents.find((e) => e.id === openedEvent)!;
+    const resent = await gitlab.resend(NAMESPACE, PROJECT, openedEvent);
+    expect(resent.status).toBe(202);
+    expect(resent.headers['idempotency-key']).toBe(first.idempotencyKey);
+    const copies = await until(async () => {
+      const rows = await store.db
+        .selectFrom('inbox_deliveries')
+        .select(['id', 'status', 'outcome'])
+        .where('endpoint', '=', '/webhook/gitlab')
+        .orderBy('id')
+        .execute();
+      return rows.length === 2 && rows.every((r) => r.status === 'processed') ? rows : undefined;
+    }, 'the resend processed');
+    expect(copies.map((r) => r.outcome)).toEqual(['started', 'duplicate']);
     expect(await runs()).toHaveLength(before);
     expect(gitlab.notes(NAMESPACE, PROJECT, 23)).toHaveLength(notes);
+    // The hook stays enabled: every answer was a 2xx.
+    expect(gitlab.hooks(NAMESPACE, PROJECT)[0]).toMatchObject({ failures: 0, alertStatus: 'executable' });
   });
 
   it('refuses a delivery without the secret token and one with another token', async () => {
