@@ -8,20 +8,34 @@
  * - sandbox + gate: a run as it starts now, with its own network namespace and its egress gate
  *   (opened in this process, bound in, closed after), beside `sandbox` on the host's network.
  *
- *   npm run bench:sandbox [-- --runs 30]
+ * Then what the forge gateway costs a clone: `git clone` of the same repository over git's smart
+ * HTTP from the fake Gitea (the real `git http-backend`, test/fakes/gitea), directly with the bot's
+ * token beside through baton's gateway with a run's capability (the gateway's routes on a real
+ * HTTP server, the run looked up from a stub engine instead of the database), alternated.
  *
- * Sequential starts, median and p90 in ms, on whatever else the machine is doing (the load
- * average is printed). Asserts nothing.
+ *   npm run bench:sandbox [-- --runs 30 --clones 10 --files 400]
+ *
+ * Sequential starts and clones, median and p90 in ms, on whatever else the machine is doing (the
+ * load average is printed). Asserts nothing.
  */
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { serve } from '@hono/node-server';
 import { nestedSandboxSpawn } from '../src/agent/index.js';
 import { createEgressGate } from '../src/egress/index.js';
+import { capabilityFor, forgeGatewayRoutes } from '../src/forge-gateway/index.js';
+import type { Run } from '../src/runs/index.js';
 import { sandboxArguments } from '../src/workspaces/index.js';
+import { createFakeGitea } from '../test/fakes/gitea/index.js';
 
-const runs = Number(process.argv[process.argv.indexOf('--runs') + 1] || 30) || 30;
+const option = (name: string, fallback: number) => Number(process.argv[process.argv.indexOf(`--${name}`) + 1] || fallback) || fallback;
+const runs = option('runs', 30);
+const clones = option('clones', 10);
+const files = option('files', 400);
 
 function time(start: () => ReturnType<typeof spawn>): Promise<number> {
   const began = process.hrtime.bigint();
@@ -49,6 +63,82 @@ async function measure(name: string, start: () => ReturnType<typeof spawn>, befo
   samples.sort((a, b) => a - b);
   const at = (q: number) => samples[Math.min(samples.length - 1, Math.floor(q * samples.length))]!;
   return { name, p50: at(0.5), p90: at(0.9) };
+}
+
+/** Clones through the gateway and directly, alternated; the repository seeded with `files` files of 4-16 KiB. */
+async function measureClones(root: string) {
+  const gitea = await createFakeGitea();
+  const token = `bench-dev-token-${randomBytes(8).toString('hex')}`;
+  gitea.addUser('claude-dev', { token });
+  gitea.addRepo('acme', 'app', { private: true, git: true });
+  gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
+  const seed = path.join(root, 'seed');
+  const git = (cwd: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=bench', '-c', 'user.email=bench@example.invalid', ...args], { cwd, stdio: 'pipe' });
+  git(root, 'clone', '-q', gitea.gitDir('acme', 'app'), seed);
+  for (let i = 0; i < files; i++) {
+    fs.mkdirSync(path.join(seed, 'src', String(i % 20)), { recursive: true });
+    fs.writeFileSync(path.join(seed, 'src', String(i % 20), `f${i}.txt`), randomBytes(2048 + (i % 7) * 1024).toString('base64'));
+  }
+  git(seed, 'add', '-A');
+  git(seed, 'commit', '-q', '-m', 'seed');
+  git(seed, 'push', '-q', 'origin', 'HEAD:main');
+
+  const hash = randomBytes(32).toString('hex');
+  const run = { id: 1, status: 'running', owner: 'acme', repo: 'app', stage: 'develop', number: 1, payload: {} } as unknown as Run;
+  const gateway = forgeGatewayRoutes({
+    forgeUrl: gitea.url,
+    tokens: { dev: token },
+    engine: {
+      verifyByTokenHash: async (_id: number, matches: (hash: string) => boolean) => (matches(hash) ? run : null),
+      appendProgress: async () => {},
+    } as never,
+    logger: { warn: () => {}, info: () => {} } as never,
+  });
+  const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });
+  await new Promise<void>((resolve) => server.once('listening', () => resolve()));
+  const gatewayUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/gateway`;
+  const auth = (secret: string) => `http.extraHeader=Authorization: Basic ${Buffer.from(`${secret}:x-oauth-basic`).toString('base64')}`;
+  const ways = [
+    { name: 'git clone, direct (bot token)', url: `${gitea.url}/acme/app.git`, header: auth(token) },
+    { name: 'git clone, through the gateway', url: `${gatewayUrl}/acme/app.git`, header: auth(capabilityFor(1, hash)) },
+  ];
+  const cloneOnce = (way: (typeof ways)[number], n: number) =>
+    new Promise<number>((resolve, reject) => {
+      const target = path.join(root, `clone-${n}`);
+      const began = process.hrtime.bigint();
+      const child = spawn('git', ['-c', way.header, 'clone', '-q', way.url, target], {
+        stdio: 'ignore',
+        env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+      });
+      child.once('error', reject);
+      child.once('exit', (code) => {
+        const ms = Number(process.hrtime.bigint() - began) / 1e6;
+        fs.rmSync(target, { recursive: true, force: true });
+        if (code !== 0) reject(new Error(`${way.name}: exit code ${code}`));
+        else resolve(ms);
+      });
+    });
+  try {
+    const samples = ways.map(() => [] as number[]);
+    let n = 0;
+    for (const way of ways) await cloneOnce(way, n++); // warm up both
+    for (let round = 0; round < clones; round++) for (const [i, way] of ways.entries()) samples[i]!.push(await cloneOnce(way, n++));
+    const size = execFileSync('git', ['--git-dir', gitea.gitDir('acme', 'app'), 'count-objects', '-vH'], { encoding: 'utf8' });
+    return {
+      results: ways.map((way, i) => ({ name: way.name, ...quantiles(samples[i]!) })),
+      size: /size-pack: (.*)/.exec(size)?.[1] ?? '?',
+    };
+  } finally {
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await gitea.close();
+  }
+}
+
+function quantiles(samples: number[]) {
+  const sorted = [...samples].sort((a, b) => a - b);
+  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
+  return { p50: at(0.5), p90: at(0.9) };
 }
 
 const root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-bench-sandbox-'));
@@ -94,6 +184,18 @@ try {
   for (const r of results) {
     console.log(
       `${r.name.padEnd(width)}  ${r.p50.toFixed(1).padStart(6)}  ${r.p90.toFixed(1).padStart(6)}  ${(r.p50 - results[0]!.p50).toFixed(1).padStart(6)}`,
+    );
+  }
+  const loadClones = os.loadavg()[0]!;
+  const cloned = await measureClones(root);
+  console.log(
+    `\ngit clone of ${files} files (pack ${cloned.size}), ${clones} each, alternated; load ${loadClones.toFixed(2)} → ${os.loadavg()[0]!.toFixed(2)}`,
+  );
+  const w = Math.max(width, ...cloned.results.map((r) => r.name.length));
+  console.log(`${'clone'.padEnd(w)}  p50 ms  p90 ms  p50 over direct`);
+  for (const r of cloned.results) {
+    console.log(
+      `${r.name.padEnd(w)}  ${r.p50.toFixed(1).padStart(6)}  ${r.p90.toFixed(1).padStart(6)}  ${(r.p50 - cloned.results[0]!.p50).toFixed(1).padStart(6)}`,
     );
   }
 } finally {

@@ -10,6 +10,7 @@ import { deliveriesView } from './view-deliveries.js';
 import { issueView } from './view-issue.js';
 import { runView } from './view-run.js';
 import { runsView } from './view-runs.js';
+import { conversationPanel } from './view-transcript.js';
 import { usageView } from './view-usage.js';
 
 const VIEWS = [runsView, runView, issueView, usageView, deliveriesView];
@@ -61,6 +62,8 @@ function route() {
   for (const v of VIEWS) $(v.section).hidden = v !== view;
   current = view;
   view.show?.(params ?? {});
+  // The run and issue pages show the conversation with the agent below their own parts.
+  conversationPanel.show(location.hash);
 }
 
 function onEvent(message) {
@@ -73,6 +76,7 @@ function onEvent(message) {
   if (event.run) remember(event.run);
   if (event.toStatus) refreshStatsSoon();
   for (const view of VIEWS) view.onEvent?.(event);
+  conversationPanel.onEvent(event);
 }
 
 function connect() {

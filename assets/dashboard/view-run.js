@@ -71,7 +71,7 @@ function renderRunDetails(run) {
     run.finishedAt ? ['finished', at(run.finishedAt)] : null,
     ['workspace', run.workspaceName ?? '–'],
     ['attempts', `${run.attempts} of ${run.maxAttempts}`],
-    ['elapsed', formatElapsed(run)],
+    ['elapsed', el('span', { id: 'run-elapsed' }, formatElapsed(run))],
     ['tokens', figure(run.tokens, soFar?.tokens, formatTokens, 'tokens')],
     ['cost', figure(run.costUsd, soFar?.costUsd, formatCost, 'cost')],
     ['limits', formatLimits(run.limits)],
@@ -127,6 +127,13 @@ function showMissing(id, message) {
   $('#run-found').hidden = true;
 }
 
+/** A run still going counts its elapsed time up each second, as the runs list does; an ended one keeps its figure. */
+function tick() {
+  const run = currentRunId === null ? undefined : runs.get(currentRunId);
+  const elapsed = $('#run-elapsed');
+  if (run && elapsed && !FINAL.has(run.status)) elapsed.textContent = formatElapsed(run);
+}
+
 export const runView = {
   section: '#run-view',
   match(hash) {
@@ -137,6 +144,7 @@ export const runView = {
     onRunChange((run) => {
       if (run.id === currentRunId) renderRunDetails(run);
     });
+    setInterval(tick, 1000);
   },
   async show({ id }) {
     currentRunId = id;

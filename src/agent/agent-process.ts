@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import type { AgentLog } from './agent-log.js';
-import { agentAdapter, RunFailure, type AgentInvocation, type AgentName, type AgentSession } from '../agents/index.js';
-import { startProcess, type GroupProcess, type SpawnFunction } from './process-group.js';
+import { agentAdapter, RunFailure, type AgentInvocation, type AgentName, type AgentSession, type AgentStream } from '../agents/index.js';
+import { startProcess, type GroupProcess, type ProcessExit, type SpawnFunction } from './process-group.js';
 import type { StopRequest } from './stop.js';
 import { FAILURE_KIND, type AgentStatus, type AgentUsage } from '../runner-contract/index.js';
 
@@ -47,7 +47,8 @@ const MAX_TAIL_LINE = 2_000;
  * stream goes to `rawFile` (secrets masked), each line is parsed once, and only short tails are
  * kept for the summary. The agent is never slowed by its reader beyond the cost of a line.
  */
-export async function runAgentProcess(input: {
+/** What runAgentProcess runs, and how it tells its caller about the run. */
+export interface AgentProcessInput {
   options: AgentProcessOptions;
   session: AgentSession;
   log: AgentLog;
@@ -61,8 +62,46 @@ export async function runAgentProcess(input: {
   requestStop: (request: StopRequest) => void;
   reportUsage: (usage: AgentUsage) => void;
   graceMs: number;
-}): Promise<AgentProcessResult> {
+}
+
+export async function runAgentProcess(input: AgentProcessInput): Promise<AgentProcessResult> {
   const { options, log } = input;
+  const { invocation, format, parser } = prepareInvocation(input);
+  const raw = openRawStream(input.rawFile, log);
+  const output = createOutputReader(input, format, parser);
+  log.write(`[baton] starting agent: ${describeInvocation(invocation, format)}`);
+  const proc = startProcess(invocation.command, invocation.args, {
+    cwd: input.cwd,
+    env: input.env,
+    stdin: invocation.stdin,
+    spawn: options.spawn,
+    maxLineLength: format === 'stream-json' ? MAX_STREAM_LINE : MAX_TEXT_LINE,
+    onStdoutChunk: (text) => raw.push(text),
+    onStdoutLine: (line, cut) => output.stdoutLine(line, cut),
+    onStderrLine: (line) => output.stderrLine(line),
+  });
+  input.onProcess(proc);
+  const exit = await proc.exited;
+  raw.end();
+  // Whatever the agent left running in the background dies with the run.
+  await proc.terminate(Math.min(input.graceMs, 2_000));
+  log.write(`[baton] agent exited ${exit.signal ? `by signal ${exit.signal}` : `with code ${exit.code}`}`);
+  if (exit.error) {
+    return {
+      status: 'failed',
+      exitCode: null,
+      summary: `agent command "${invocation.command}" could not be started: ${exit.error.message}`,
+      usage: null,
+      costUsd: null,
+      kind: FAILURE_KIND.agentNotStarted,
+    };
+  }
+  return format === 'text' ? textOutcome(exit, output) : streamOutcome(exit, parser, output);
+}
+
+/** The adapter's command line for this turn (a new session, or a resumed one) and the parser of its stream. */
+function prepareInvocation(input: AgentProcessInput): { invocation: AgentInvocation; format: 'stream-json' | 'text'; parser: AgentStream } {
+  const { options } = input;
   const name: AgentName = options.outputFormat === 'text' ? 'text' : (options.agent ?? 'claude');
   const format = name === 'text' ? 'text' : 'stream-json';
   const adapter = agentAdapter(name);
@@ -73,9 +112,12 @@ export async function runAgentProcess(input: {
   const invocation: AgentInvocation = input.resumeSessionId
     ? adapter.resumeInvocation(command, input.resumeSessionId, input.prompt, input.session)
     : adapter.invocation(command, input.prompt, input.session);
-  const parser = adapter.createStream();
-  const tokenCap = options.tokenCap ?? 0;
-  const raw = fs.openSync(input.rawFile, 'a');
+  return { invocation, format, parser: adapter.createStream() };
+}
+
+/** The raw stream into `rawFile`, its secrets masked across chunk boundaries. */
+function openRawStream(rawFile: string, log: AgentLog): { push(text: string): void; end(): void } {
+  const raw = fs.openSync(rawFile, 'a');
   const rawMask = log.createStreamMask();
   const writeRaw = (text: string) => {
     try {
@@ -84,20 +126,37 @@ export async function runAgentProcess(input: {
       // A full disk must not stop the run: the readable log and the progress stream go on.
     }
   };
+  return {
+    push: (text) => writeRaw(rawMask.push(text)),
+    end() {
+      writeRaw(rawMask.end());
+      fs.closeSync(raw);
+    },
+  };
+}
+
+interface OutputReader {
+  stdoutLine(line: string, cut: number): void;
+  stderrLine(line: string): void;
+  stderrTail: Tail;
+  outputTail: Tail;
+  /** Output lines too long to read (only in the raw log). */
+  readonly cutLines: number;
+}
+
+/**
+ * Reads the agent's output line by line into the log: a text agent's lines as they are, a
+ * stream's through its parser, whose usage is reported as it grows and checked against the cap.
+ */
+function createOutputReader(input: AgentProcessInput, format: 'stream-json' | 'text', parser: AgentStream): OutputReader {
+  const { log } = input;
+  const tokenCap = input.options.tokenCap ?? 0;
   const stderrTail = createTail(20);
   const outputTail = createTail(40);
   let cutLines = 0;
   let lastTokens = 0;
-
-  log.write(`[baton] starting agent: ${describeInvocation(invocation, format)}`);
-  const proc = startProcess(invocation.command, invocation.args, {
-    cwd: input.cwd,
-    env: input.env,
-    stdin: invocation.stdin,
-    spawn: options.spawn,
-    maxLineLength: format === 'stream-json' ? MAX_STREAM_LINE : MAX_TEXT_LINE,
-    onStdoutChunk: (text) => writeRaw(rawMask.push(text)),
-    onStdoutLine: (line, cut) => {
+  return {
+    stdoutLine(line, cut) {
       if (cut > 0) {
         cutLines += 1;
         log.write(
@@ -125,48 +184,42 @@ export async function runAgentProcess(input: {
         }
       }
     },
-    onStderrLine: (line) => {
+    stderrLine(line) {
       stderrTail.add(line);
       log.write(`[stderr] ${line}`);
     },
-  });
-  input.onProcess(proc);
-  const exit = await proc.exited;
-  writeRaw(rawMask.end());
-  fs.closeSync(raw);
-  // Whatever the agent left running in the background dies with the run.
-  await proc.terminate(Math.min(input.graceMs, 2_000));
-  log.write(`[baton] agent exited ${exit.signal ? `by signal ${exit.signal}` : `with code ${exit.code}`}`);
+    stderrTail,
+    outputTail,
+    get cutLines() {
+      return cutLines;
+    },
+  };
+}
 
+/** A text agent: exit code 0 is success, and its last output lines are the summary. */
+function textOutcome(exit: ProcessExit, output: OutputReader): AgentProcessResult {
   const exitCode = exit.code;
-  if (exit.error) {
-    return {
-      status: 'failed',
-      exitCode: null,
-      summary: `agent command "${invocation.command}" could not be started: ${exit.error.message}`,
-      usage: null,
-      costUsd: null,
-      kind: FAILURE_KIND.agentNotStarted,
-    };
-  }
-  if (format === 'text') {
-    const text = outputTail
-      .lines()
-      .filter((l) => l.trim() !== '')
-      .slice(-20)
-      .join('\n');
-    if (exitCode === 0)
-      return { status: 'succeeded', exitCode, summary: text || 'agent finished with exit code 0', usage: null, costUsd: null };
-    return {
-      status: 'failed',
-      exitCode,
-      summary: `agent ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exitCode}`}${lastLine(stderrTail) ? `: ${lastLine(stderrTail)}` : ''}`,
-      usage: null,
-      costUsd: null,
-      kind: FAILURE_KIND.agentError,
-    };
-  }
+  const text = output.outputTail
+    .lines()
+    .filter((l) => l.trim() !== '')
+    .slice(-20)
+    .join('\n');
+  if (exitCode === 0)
+    return { status: 'succeeded', exitCode, summary: text || 'agent finished with exit code 0', usage: null, costUsd: null };
+  return {
+    status: 'failed',
+    exitCode,
+    summary: `agent ${exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exitCode}`}${lastLine(output.stderrTail) ? `: ${lastLine(output.stderrTail)}` : ''}`,
+    usage: null,
+    costUsd: null,
+    kind: FAILURE_KIND.agentError,
+  };
+}
 
+/** A stream: its result message decides; without one the run failed, with what the stream and stderr said. */
+function streamOutcome(exit: ProcessExit, parser: AgentStream, output: OutputReader): AgentProcessResult {
+  const exitCode = exit.code;
+  const { stderrTail, cutLines } = output;
   const outcome = parser.outcome({ code: exitCode, signal: exit.signal ?? null, stderr: stderrTail.lines() });
   const found = { sessionId: parser.sessionId, model: parser.model };
   if (!outcome) {
@@ -194,6 +247,8 @@ function describeInvocation(invocation: AgentInvocation, format: 'stream-json' |
   const args = invocation.promptVia === 'argument' ? invocation.args.slice(0, -1) : invocation.args;
   return `${[invocation.command, ...args].join(' ')}${invocation.promptVia === 'stdin' ? ' (prompt on stdin)' : ' <prompt>'}`;
 }
+
+type Tail = ReturnType<typeof createTail>;
 
 /** The last `size` lines, each cut to MAX_TAIL_LINE characters: what summaries quote. */
 function createTail(size: number) {

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import type { AgentAdapter } from '../agents/index.js';
-import type { AskedQuestion, RunnerResume } from '../runner-contract/index.js';
+import type { AgentUsage, AskedQuestion, RunnerResume } from '../runner-contract/index.js';
 import type { AgentLog } from './agent-log.js';
 import type { StepRunner } from './checkout.js';
 import {
@@ -24,8 +24,8 @@ import { RunFailure } from './errors.js';
  * One turn of a conversation, as `runAgent` drives it: `open` before the checkout (a resumed
  * turn reads its transcript and learns its branch), `restore` once the repository is there,
  * `agentEnv` for the agent process, and `close` once it ended: a question is pushed, uploaded
- * and becomes the completion's `question`; a resumed turn's end is uploaded too, so the kept
- * transcript holds the whole conversation.
+ * and becomes the completion's `question`; every other turn's end is uploaded too (its stream
+ * only), so the kept transcript holds the whole conversation of every run.
  */
 export interface ConversationTurn {
   /** The branch to check out: the one the session worked on, for a resumed turn. */
@@ -49,6 +49,10 @@ export interface ConversationTurn {
     streamFile: string;
     /** Whether the agent's turn may end in a question (no limit stopped it). */
     canAsk: boolean;
+    /** The turn's tokens and cost, as the agent reported them (or baton priced them). */
+    usage?: AgentUsage | null;
+    costUsd?: number | null;
+    startedAt?: number;
   }): Promise<AskedQuestion | null>;
 }
 
@@ -114,33 +118,42 @@ export async function openConversationTurn(options: {
     },
     agentEnv: (basePath) => askEnv(stateDir, basePath),
     async close(input) {
-      const asked = readQuestion(stateDir);
-      if (!asked && !earlier) return null;
+      let asked = readQuestion(stateDir);
       if (asked && !input.canAsk) {
         log.write('[baton] the agent asked a question, but the run was stopped: the question is dropped');
-        return null;
+        asked = null;
       }
       if (asked && !input.sessionId) {
         log.write(`[baton] the agent asked a question, but ${adapter.title} reported no session to resume: the question is dropped`);
-        return null;
+        asked = null;
       }
+      // Every turn's stream is kept (the dashboard and `baton logs --transcript` show it); only a
+      // turn that asked needs its branch pushed and the CLI's session files for the next one.
       const branch = asked ? await pushBranch(input.exec, input.cwd, input.gitEnv, log) : await currentBranch(input.exec, input.cwd);
-      const { lines, truncated } = readStream(input.streamFile);
+      const { lines, truncated, cutLines, cutAt } = readStream(input.streamFile);
       const turn: TranscriptTurn = {
         turn: (earlier?.turns.length ?? 0) + 1,
-        prompt: resume ? resume.prompt : input.prompt,
+        prompt: log.mask(resume ? resume.prompt : input.prompt),
         by: options.resume?.by ?? 'baton',
+        ...(options.resume ? { reply: log.mask(options.resume.reply) } : {}),
         question: asked?.text ?? null,
         stream: lines,
         truncated,
+        ...(truncated ? { cutLines, cutAt } : {}),
+        usage: input.usage ?? null,
+        costUsd: input.costUsd ?? null,
+        startedAt: input.startedAt,
+        endedAt: Date.now(),
       };
       const sessionId = input.sessionId ?? earlier?.header.sessionId ?? '';
       const transcript: Transcript = {
         header: { format: TRANSCRIPT_FORMAT, version: 1, agent: adapter.name, cwd: input.cwd, sessionId, branch },
-        files: collectSessionFiles(adapter, home, input.cwd),
+        files: asked ? collectSessionFiles(adapter, home, input.cwd) : [],
         turns: [...(earlier?.turns ?? []), turn],
       };
-      const kept = await client.upload(packTranscript(transcript));
+      // A run's only turn is for reading afterwards (its log has the same lines): one retry, so a
+      // server that is away does not hold the completion up; a conversation's turn tries harder.
+      const kept = await client.upload(packTranscript(transcript), asked || earlier ? {} : { attempts: 2 });
       if (!asked) return null;
       if (!kept) {
         log.write('[baton] the question cannot wait for a reply without its transcript: the run ends as its agent did');

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { AGENT_ENV } from '../runner-contract/index.js';
 import type { AgentAdapter } from '../agents/index.js';
+import type { AgentUsage } from '../runner-contract/index.js';
 
 /**
  * The runner's side of a conversation (the server's is runs/conversation.ts).
@@ -25,8 +26,13 @@ export const MAX_QUESTION_CHARS = 8_000;
 /** Most bytes of session files packed (the server keeps at most 16 MiB gzip'd). */
 const MAX_SESSION_BYTES = 48 * 1024 * 1024;
 const MAX_SESSION_FILES = 5_000;
-/** Most bytes of one turn's agent stream kept in the transcript (its head; the rest is in the log). */
-const MAX_STREAM_BYTES = 4 * 1024 * 1024;
+/**
+ * Most bytes of one turn's agent stream kept in the transcript: its first and last half each (how
+ * the turn began, and how it ended: the final answer and the cost); the lines between are counted.
+ * The runner holds them as lines and packs them at once: 4 MiB took a runner on a 32 MiB heap
+ * past its limit (test/e2e/agent-output.test.ts), 1 MiB stays well inside.
+ */
+const MAX_STREAM_BYTES = 1024 * 1024;
 const QUESTION_FILE = 'question.jsonl';
 
 export const TRANSCRIPT_FORMAT = 'baton-transcript';
@@ -48,18 +54,32 @@ export interface SessionFile {
   content: Buffer;
 }
 
-/** One turn of the conversation, as the dashboard and `baton logs --transcript` show it. */
+/**
+ * One turn of the conversation, as the dashboard and `baton logs --transcript` show it. Every
+ * run keeps its turns (a run that never asks has one); only a turn that asked keeps the session
+ * files too, which the next turn needs to resume.
+ */
 export interface TranscriptTurn {
   turn: number;
-  /** What the turn began with: the stage prompt, or the reply that resumed it. */
+  /** What the turn began with: the stage prompt, or the reply that resumed it (masked). */
   prompt: string;
   /** Who wrote the prompt: `baton` for the stage prompt, else the replying login. */
   by: string;
+  /** The human reply this turn resumed with, as written (masked); absent on a first turn. */
+  reply?: string;
   /** The question the turn ended with, when it asked. */
   question: string | null;
-  /** The agent's stdout lines (stream-json), masked. */
+  /** The agent's stdout lines (stream-json for Claude Code), masked. */
   stream: string[];
+  /** Whether lines were cut from the middle of the stream: `cutLines` of them, before `stream[cutAt]`. */
   truncated: boolean;
+  cutLines?: number;
+  cutAt?: number;
+  /** The turn's own tokens and cost (each turn is one process of the agent CLI). */
+  usage?: AgentUsage | null;
+  costUsd?: number | null;
+  startedAt?: number;
+  endedAt?: number;
 }
 
 export interface Transcript {
@@ -148,28 +168,53 @@ export function collectSessionFiles(adapter: AgentAdapter, home: string, cwd: st
   return files;
 }
 
-/** The agent's stream of this turn (its raw stdout file, already masked), head kept. */
-export function readStream(file: string): { lines: string[]; truncated: boolean } {
-  let text: string;
-  let truncated = false;
+/**
+ * The agent's stream of this turn (its raw stdout file, already masked): whole when it fits
+ * `maxBytes`, else its first and last half, with the number of lines cut between them.
+ */
+export function readStream(
+  file: string,
+  maxBytes = MAX_STREAM_BYTES,
+): { lines: string[]; truncated: boolean; cutLines: number; cutAt: number } {
+  const none = { lines: [], truncated: false, cutLines: 0, cutAt: 0 };
+  let fd: number;
   try {
-    const size = fs.statSync(file).size;
-    const fd = fs.openSync(file, 'r');
-    try {
-      const buffer = Buffer.alloc(Math.min(size, MAX_STREAM_BYTES));
-      const n = fs.readSync(fd, buffer, 0, buffer.length, 0);
-      text = buffer.subarray(0, n).toString('utf8');
-      truncated = size > MAX_STREAM_BYTES;
-    } finally {
-      fs.closeSync(fd);
-    }
+    fd = fs.openSync(file, fs.constants.O_RDONLY | fs.constants.O_NOFOLLOW);
   } catch {
-    return { lines: [], truncated: false };
+    return none;
   }
-  const lines = text.split('\n').filter((l) => l.trim() !== '');
-  // A cut line is no JSON: dropped rather than shown half.
-  if (truncated) lines.pop();
-  return { lines, truncated };
+  try {
+    const size = fs.fstatSync(fd).size;
+    const read = (position: number, length: number) => {
+      const buffer = Buffer.alloc(length);
+      const n = fs.readSync(fd, buffer, 0, length, position);
+      return buffer.subarray(0, n).toString('utf8');
+    };
+    const split = (text: string) => text.split('\n').filter((l) => l.trim() !== '');
+    if (size <= maxBytes) return { lines: split(read(0, size)), truncated: false, cutLines: 0, cutAt: 0 };
+    const half = Math.floor(maxBytes / 2);
+    // A line cut at either edge is no JSON: dropped rather than shown half.
+    const headText = read(0, half);
+    const head = split(headText.slice(0, headText.lastIndexOf('\n') + 1));
+    const tailText = read(size - half, half);
+    const tail = split(tailText.slice(tailText.indexOf('\n') + 1));
+    // The lines between, counted by their newlines without holding them.
+    let between = 0;
+    const chunk = Buffer.alloc(1024 * 1024);
+    const from = Buffer.byteLength(headText.slice(0, headText.lastIndexOf('\n') + 1));
+    const to = size - Buffer.byteLength(tailText.slice(tailText.indexOf('\n') + 1));
+    for (let at = from; at < to;) {
+      const n = fs.readSync(fd, chunk, 0, Math.min(chunk.length, to - at), at);
+      if (n <= 0) break;
+      for (let i = 0; i < n; i++) if (chunk[i] === 0x0a) between++;
+      at += n;
+    }
+    return { lines: [...head, ...tail], truncated: true, cutLines: between, cutAt: head.length };
+  } catch {
+    return none;
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 export function packTranscript(transcript: Transcript): Buffer {
@@ -229,8 +274,11 @@ export function transcriptUrl(callbackUrl: string): string {
 }
 
 export interface TranscriptClient {
-  /** Stores the transcript; false (after logging why) when the server did not take it. */
-  upload(jsonl: Buffer): Promise<boolean>;
+  /**
+   * Stores the transcript; false (after logging why) when the server did not take it. `attempts`
+   * overrides the client's (a run's only turn, which no later turn needs, tries less).
+   */
+  upload(jsonl: Buffer, options?: { attempts?: number }): Promise<boolean>;
   /** The transcript kept for this run; null when there is none. Throws when the server cannot be asked. */
   download(): Promise<Buffer | null>;
 }
@@ -250,9 +298,9 @@ export function createTranscriptClient(options: {
   const attempts = options.attempts ?? 5;
   const headers = { authorization: `Bearer ${options.token}` };
   // A restarted server or a passing network fault: tried again; a refusal (4xx) is final.
-  async function withRetries(what: string, request: () => Promise<Response>): Promise<Response | null> {
+  async function withRetries(what: string, request: () => Promise<Response>, tries = attempts): Promise<Response | null> {
     let problem = '';
-    for (let attempt = 1; attempt <= attempts; attempt++) {
+    for (let attempt = 1; attempt <= tries; attempt++) {
       try {
         const res = await request();
         if (res.status < 500) return res;
@@ -260,20 +308,23 @@ export function createTranscriptClient(options: {
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
       }
-      if (attempt < attempts) await sleep(Math.min(1_000 * 2 ** (attempt - 1), 10_000));
+      if (attempt < tries) await sleep(Math.min(1_000 * 2 ** (attempt - 1), 10_000));
     }
-    options.log(`[baton] ${what} failed after ${attempts} attempts: ${problem}`);
+    options.log(`[baton] ${what} failed after ${tries} attempts: ${problem}`);
     return null;
   }
   return {
-    async upload(jsonl) {
-      const res = await withRetries('the transcript upload', () =>
-        doFetch(url, {
-          method: 'PUT',
-          headers: { ...headers, 'content-type': 'application/x-ndjson' },
-          body: new Uint8Array(jsonl),
-          signal: AbortSignal.timeout(60_000),
-        }),
+    async upload(jsonl, uploadOptions) {
+      const res = await withRetries(
+        'the transcript upload',
+        () =>
+          doFetch(url, {
+            method: 'PUT',
+            headers: { ...headers, 'content-type': 'application/x-ndjson' },
+            body: new Uint8Array(jsonl),
+            signal: AbortSignal.timeout(60_000),
+          }),
+        uploadOptions?.attempts,
       );
       if (!res) return false;
       if (!res.ok) {

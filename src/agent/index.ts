@@ -1,4 +1,6 @@
-export { runAgent, DEFAULT_MAX_DURATION_MS, formatDuration, type RunAgentOptions } from './run-agent.js';
+export { runAgent } from './run-agent.js';
+export { DEFAULT_MAX_DURATION_MS, type RunAgentOptions } from './run-agent-options.js';
+export { formatDuration } from './run-control.js';
 export { nestedSandboxProblem, nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';
@@ -10,3 +12,4 @@ export { createLineSplitter, type LineSplitter } from './process-group.js';
 export { STAGES, HEAVY_STAGES, isHeavyStage, isBuiltInStage, type StageName } from './stages.js';
 export { RunFailure, CommandFileError, CheckoutError, SetupCommandError } from './errors.js';
 export type { AgentOutcome } from './types.js';
+export { unpackTranscript, TRANSCRIPT_FORMAT, type Transcript, type TranscriptTurn } from './conversation.js';

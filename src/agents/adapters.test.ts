@@ -205,3 +205,54 @@ describe('transcripts and egress', () => {
     expect(agentAdapter('gemini').egressHosts).toContain('generativelanguage.googleapis.com');
   });
 });
+
+describe("each agent's usage is a claim", () => {
+  // A negative, non-finite or absurd count would be a credit to every budget: it counts as 0,
+  // and the run's log says what was refused (budgets/claims.ts).
+  it('codex: a refused turn.completed count is 0 with a [baton] refused line', () => {
+    const s = agentAdapter('codex').createStream();
+    const lines = feed(s, [
+      { type: 'thread.started', thread_id: 't' },
+      { type: 'turn.completed', usage: { input_tokens: -5_000_000_000, cached_input_tokens: 10, output_tokens: 1e12 } },
+    ]);
+    expect(lines.filter((l) => l.startsWith('[baton] refused'))).toEqual([
+      expect.stringContaining('turn.completed usage.input_tokens = -5000000000'),
+      expect.stringContaining('turn.completed usage.output_tokens = 1000000000000'),
+    ]);
+    expect(s.streamedUsage).toEqual({ inputTokens: 0, outputTokens: 0, cacheReadInputTokens: 10, cacheCreationInputTokens: 0 });
+  });
+  it('gemini: refused result stats count as 0, with a line each', () => {
+    const s = agentAdapter('gemini').createStream();
+    const lines = feed(s, [
+      { type: 'init', session_id: 's', model: 'm' },
+      { type: 'result', status: 'success', stats: { input_tokens: 'lots', output_tokens: -1, cached: 0 } },
+    ]);
+    expect(lines.filter((l) => l.startsWith('[baton] refused'))).toHaveLength(2);
+    expect(lines.join('\n')).toContain('result stats.output_tokens = -1');
+    expect(s.streamedTokens).toBe(0);
+  });
+  it('opencode: a negative reported cost is 0, never a credit, and the tokens are checked too', () => {
+    const s = agentAdapter('opencode').createStream();
+    const lines = feed(s, [
+      { type: 'step_start', sessionID: 's', part: {} },
+      {
+        type: 'step_finish',
+        sessionID: 's',
+        part: { cost: 0.5, tokens: { input: 10, output: 5, reasoning: 0, cache: { read: 0, write: 0 } } },
+      },
+      {
+        type: 'step_finish',
+        sessionID: 's',
+        part: { cost: -1000, tokens: { input: 10, output: 5, reasoning: 0, cache: { read: -7, write: 0 } } },
+      },
+      { type: 'text', sessionID: 's', part: { text: 'done' } },
+    ]);
+    expect(lines.filter((l) => l.startsWith('[baton] refused'))).toEqual([
+      expect.stringContaining('step_finish part.tokens.cache.read = -7'),
+      expect.stringContaining('step_finish part.cost = -1000'),
+    ]);
+    const outcome = s.outcome(exit0);
+    expect(outcome?.costUsd).toBeCloseTo(0.5);
+    expect(outcome?.usage).toEqual({ inputTokens: 20, outputTokens: 10, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 });
+  });
+});

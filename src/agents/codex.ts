@@ -10,9 +10,11 @@ import {
   splitCommand,
   str,
   viaStdin,
+  withRefusals,
 } from './common.js';
+import type { RefusedClaim } from '../budgets/index.js';
 import { addUsage, emptyUsage, FAILURE_KIND, type AgentUsage } from './outcome.js';
-import type { AgentAdapter, AgentSession, AgentStream } from './types.js';
+import type { AgentAdapter, AgentExit, AgentSession, AgentStream, StreamOutcome } from './types.js';
 
 /**
  * OpenAI Codex CLI (`@openai/codex`, bin `codex`, verified with 0.171.0; see
@@ -65,6 +67,7 @@ function createCodexStream(): AgentStream {
   let turnCompleted = false;
   let failure: string | null = null;
   let lastError: string | null = null;
+  const refused: RefusedClaim[] = [];
   const tokens = () => usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens;
   return {
     get streamedUsage() {
@@ -80,82 +83,91 @@ function createCodexStream(): AgentStream {
     push(line) {
       const event = parseEvent(line);
       if (!event) return line.trim() === '' ? [] : [line];
-      switch (event.type) {
-        case 'thread.started':
-          sessionId = str(event.thread_id) ?? sessionId;
-          return [`[init] codex thread ${sessionId ?? '?'}`];
-        case 'turn.started':
-          return ['[turn] started'];
-        case 'turn.completed': {
-          turnCompleted = true;
-          usage = addUsage(usage, codexUsage(event.usage));
-          return [`[turn] completed: ${tokens().toLocaleString('en-US')} tokens so far`];
-        }
-        case 'turn.failed': {
-          const error = isRecord(event.error) ? str(event.error.message) : undefined;
-          failure = error ?? 'the turn failed without a message';
-          return [`[turn failed] ${snippet(failure)}`];
-        }
-        case 'error':
-          lastError = str(event.message) ?? JSON.stringify(event);
-          return [`[error] ${snippet(lastError)}`];
-        case 'item.started':
-        case 'item.updated':
-        case 'item.completed': {
-          const item = isRecord(event.item) ? event.item : {};
-          if (event.type === 'item.completed' && item.type === 'agent_message' && typeof item.text === 'string') lastMessage = item.text;
-          return event.type === 'item.completed' || item.type === 'command_execution' ? describeItem(event.type, item) : [];
-        }
-        default:
-          return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
-      }
+      return withRefusals(describe(event), refused);
     },
     outcome(exit) {
-      const used = tokens() > 0 ? { ...usage } : null;
-      if (failure !== null) {
-        return {
-          status: 'failed',
-          kind: failureKindFromText(failure),
-          summary: `Codex CLI: the turn failed: ${failure}`,
-          usage: used,
-          costUsd: null,
-        };
-      }
-      if (exit.code === CLAP_USAGE_EXIT && sessionId === null) {
-        // clap refused the argv before any event (`error: unexpected argument …`, exit 2).
-        const why = exit.stderr.find((l) => l.startsWith('error:'))?.trim() ?? exit.stderr.at(-1)?.trim() ?? '';
-        return {
-          status: 'failed',
-          kind: FAILURE_KIND.agentBadInput,
-          summary: `Codex CLI refused its arguments (exit code 2)${why ? `: ${why}` : ''}`,
-          usage: null,
-          costUsd: null,
-        };
-      }
-      if (exit.code !== 0 || exit.signal) {
-        const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
-        if (lastError === null && !turnCompleted) return null;
-        return {
-          status: 'failed',
-          kind: lastError ? failureKindFromText(lastError) : FAILURE_KIND.agentError,
-          summary: `Codex CLI ${how}${lastError ? `: ${lastError}` : ''}`,
-          usage: used,
-          costUsd: null,
-        };
-      }
-      if (!turnCompleted) return null;
-      return { status: 'succeeded', summary: lastMessage?.trim() || '(the agent gave no final text)', usage: used, costUsd: null };
+      return judge(exit);
     },
   };
+
+  function describe(event: Record<string, unknown>): string[] {
+    switch (event.type) {
+      case 'thread.started':
+        sessionId = str(event.thread_id) ?? sessionId;
+        return [`[init] codex thread ${sessionId ?? '?'}`];
+      case 'turn.started':
+        return ['[turn] started'];
+      case 'turn.completed': {
+        turnCompleted = true;
+        usage = addUsage(usage, codexUsage(event.usage, refused));
+        return [`[turn] completed: ${tokens().toLocaleString('en-US')} tokens so far`];
+      }
+      case 'turn.failed': {
+        const error = isRecord(event.error) ? str(event.error.message) : undefined;
+        failure = error ?? 'the turn failed without a message';
+        return [`[turn failed] ${snippet(failure)}`];
+      }
+      case 'error':
+        lastError = str(event.message) ?? JSON.stringify(event);
+        return [`[error] ${snippet(lastError)}`];
+      case 'item.started':
+      case 'item.updated':
+      case 'item.completed': {
+        const item = isRecord(event.item) ? event.item : {};
+        if (event.type === 'item.completed' && item.type === 'agent_message' && typeof item.text === 'string') lastMessage = item.text;
+        return event.type === 'item.completed' || item.type === 'command_execution' ? describeItem(event.type, item) : [];
+      }
+      default:
+        return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
+    }
+  }
+
+  function judge(exit: AgentExit): StreamOutcome | null {
+    const used = tokens() > 0 ? { ...usage } : null;
+    if (failure !== null) {
+      return {
+        status: 'failed',
+        kind: failureKindFromText(failure),
+        summary: `Codex CLI: the turn failed: ${failure}`,
+        usage: used,
+        costUsd: null,
+      };
+    }
+    if (exit.code === CLAP_USAGE_EXIT && sessionId === null) {
+      // clap refused the argv before any event (`error: unexpected argument …`, exit 2).
+      const why = exit.stderr.find((l) => l.startsWith('error:'))?.trim() ?? exit.stderr.at(-1)?.trim() ?? '';
+      return {
+        status: 'failed',
+        kind: FAILURE_KIND.agentBadInput,
+        summary: `Codex CLI refused its arguments (exit code 2)${why ? `: ${why}` : ''}`,
+        usage: null,
+        costUsd: null,
+      };
+    }
+    if (exit.code !== 0 || exit.signal) {
+      const how = exit.signal ? `was killed by ${exit.signal}` : `exited with code ${exit.code}`;
+      if (lastError === null && !turnCompleted) return null;
+      return {
+        status: 'failed',
+        kind: lastError ? failureKindFromText(lastError) : FAILURE_KIND.agentError,
+        summary: `Codex CLI ${how}${lastError ? `: ${lastError}` : ''}`,
+        usage: used,
+        costUsd: null,
+      };
+    }
+    if (!turnCompleted) return null;
+    return { status: 'succeeded', summary: lastMessage?.trim() || '(the agent gave no final text)', usage: used, costUsd: null };
+  }
 }
 
 /** OpenAI counts cached input inside input_tokens, and reasoning inside output_tokens. */
-function codexUsage(raw: unknown): AgentUsage {
+function codexUsage(raw: unknown, refused: RefusedClaim[]): AgentUsage {
   if (!isRecord(raw)) return emptyUsage();
-  const cached = num(raw.cached_input_tokens);
+  const field = (key: string) => num(raw[key], `turn.completed usage.${key}`, refused);
+  const cached = field('cached_input_tokens');
   return {
-    inputTokens: Math.max(0, num(raw.input_tokens) - cached),
-    outputTokens: num(raw.output_tokens),
+    inputTokens: Math.max(0, field('input_tokens') - cached),
+    outputTokens: field('output_tokens'),
     cacheReadInputTokens: cached,
     cacheCreationInputTokens: 0,
   };

@@ -13,11 +13,19 @@ export function isRecord(v: unknown): v is Record<string, unknown> {
 
 /**
  * A token count (or cost) the agent claims: it is untrusted, so anything but a finite number from
- * 0 to the claim ceiling counts as 0, never as a credit (budgets/claims.ts).
+ * 0 to the claim ceiling counts as 0, never as a credit (budgets/claims.ts); a refused one leaves
+ * its `[baton] refused …` line in `refused`, for the run's log. Absent is 0 without a line.
  */
-export function num(v: unknown, kind: 'tokens' | 'costUsd' = 'tokens'): number {
-  const refused: RefusedClaim[] = [];
-  return checkClaim(v, kind, 'usage', refused) ?? 0;
+export function num(v: unknown, field: string, refused: RefusedClaim[], kind: 'tokens' | 'costUsd' = 'tokens'): number {
+  return checkClaim(v, kind, field, refused) ?? 0;
+}
+
+/** The log lines of one stdout line, with a line for each claim refused while reading it. */
+export function withRefusals(lines: string[], refused: RefusedClaim[]): string[] {
+  if (refused.length === 0) return lines;
+  const out = [...lines, ...refused.map((r) => r.line)];
+  refused.length = 0;
+  return out;
 }
 
 export function str(v: unknown): string | undefined {

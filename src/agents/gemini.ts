@@ -10,7 +10,9 @@ import {
   splitCommand,
   str,
   viaStdin,
+  withRefusals,
 } from './common.js';
+import type { RefusedClaim } from '../budgets/index.js';
 import { emptyUsage, FAILURE_KIND, type AgentUsage } from './outcome.js';
 import type { AgentAdapter, AgentSession, AgentStream } from './types.js';
 
@@ -64,6 +66,7 @@ function createGeminiStream(): AgentStream {
   let answer = '';
   let result: { status: string; error?: { type?: string; message?: string } } | null = null;
   let lastError: string | null = null;
+  const refused: RefusedClaim[] = [];
   const tokens = () => usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens;
   return {
     get streamedUsage() {
@@ -79,46 +82,7 @@ function createGeminiStream(): AgentStream {
       return model;
     },
     push(line) {
-      const event = parseEvent(line);
-      if (!event) return line.trim() === '' ? [] : [line];
-      switch (event.type) {
-        case 'init':
-          sessionId = str(event.session_id) ?? sessionId;
-          model = str(event.model) ?? model;
-          return [`[init] model ${model ?? '?'}, session ${sessionId ?? '?'}`];
-        case 'message': {
-          if (event.role !== 'assistant') return [];
-          const content = str(event.content) ?? '';
-          // Deltas of one reply arrive in pieces; a tool call in between starts a new reply.
-          answer = event.delta === true ? answer + content : content;
-          return content.split('\n').map((l) => `[assistant] ${l}`);
-        }
-        case 'tool_use':
-          answer = '';
-          return [`[tool] ${str(event.tool_name) ?? '?'} ${snippet(JSON.stringify(event.parameters ?? {}))}`];
-        case 'tool_result': {
-          const failed = event.status === 'error';
-          const error = isRecord(event.error) ? str(event.error.message) : undefined;
-          return [
-            `[${failed ? 'tool error' : 'tool result'}] ${snippet((failed ? (error ?? '') : (str(event.output) ?? '')).replace(/\s+/g, ' '))}`,
-          ];
-        }
-        case 'error': {
-          const message = str(event.message) ?? '';
-          if (event.severity !== 'warning') lastError = message;
-          return [`[${event.severity === 'warning' ? 'warning' : 'error'}] ${snippet(message)}`];
-        }
-        case 'result': {
-          const error = isRecord(event.error) ? { type: str(event.error.type), message: str(event.error.message) } : undefined;
-          result = { status: str(event.status) ?? '(none)', ...(error ? { error } : {}) };
-          usage = geminiUsage(event.stats);
-          return [
-            `[result] ${result.status}, ${tokens().toLocaleString('en-US')} tokens${error?.message ? `: ${snippet(error.message)}` : ''}`,
-          ];
-        }
-        default:
-          return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
-      }
+      return withRefusals(read(line), refused);
     },
     outcome(exit) {
       const used = tokens() > 0 ? { ...usage } : null;
@@ -142,6 +106,49 @@ function createGeminiStream(): AgentStream {
       };
     },
   };
+
+  function read(line: string): string[] {
+    const event = parseEvent(line);
+    if (!event) return line.trim() === '' ? [] : [line];
+    switch (event.type) {
+      case 'init':
+        sessionId = str(event.session_id) ?? sessionId;
+        model = str(event.model) ?? model;
+        return [`[init] model ${model ?? '?'}, session ${sessionId ?? '?'}`];
+      case 'message': {
+        if (event.role !== 'assistant') return [];
+        const content = str(event.content) ?? '';
+        // Deltas of one reply arrive in pieces; a tool call in between starts a new reply.
+        answer = event.delta === true ? answer + content : content;
+        return content.split('\n').map((l) => `[assistant] ${l}`);
+      }
+      case 'tool_use':
+        answer = '';
+        return [`[tool] ${str(event.tool_name) ?? '?'} ${snippet(JSON.stringify(event.parameters ?? {}))}`];
+      case 'tool_result': {
+        const failed = event.status === 'error';
+        const error = isRecord(event.error) ? str(event.error.message) : undefined;
+        return [
+          `[${failed ? 'tool error' : 'tool result'}] ${snippet((failed ? (error ?? '') : (str(event.output) ?? '')).replace(/\s+/g, ' '))}`,
+        ];
+      }
+      case 'error': {
+        const message = str(event.message) ?? '';
+        if (event.severity !== 'warning') lastError = message;
+        return [`[${event.severity === 'warning' ? 'warning' : 'error'}] ${snippet(message)}`];
+      }
+      case 'result': {
+        const error = isRecord(event.error) ? { type: str(event.error.type), message: str(event.error.message) } : undefined;
+        result = { status: str(event.status) ?? '(none)', ...(error ? { error } : {}) };
+        usage = geminiUsage(event.stats, refused);
+        return [
+          `[result] ${result.status}, ${tokens().toLocaleString('en-US')} tokens${error?.message ? `: ${snippet(error.message)}` : ''}`,
+        ];
+      }
+      default:
+        return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
+    }
+  }
 }
 
 function isGeminiExit(code: number | null): boolean {
@@ -162,12 +169,13 @@ function geminiFailure(code: number | null, type: string | undefined, message: s
 }
 
 /** `stats.input_tokens` is the prompt with its cached part, `cached` that part, `input` the rest. */
-function geminiUsage(raw: unknown): AgentUsage {
+function geminiUsage(raw: unknown, refused: RefusedClaim[]): AgentUsage {
   if (!isRecord(raw)) return emptyUsage();
-  const cached = num(raw.cached);
+  const field = (key: string) => num(raw[key], `result stats.${key}`, refused);
+  const cached = field('cached');
   return {
-    inputTokens: Math.max(0, num(raw.input_tokens) - cached),
-    outputTokens: num(raw.output_tokens),
+    inputTokens: Math.max(0, field('input_tokens') - cached),
+    outputTokens: field('output_tokens'),
     cacheReadInputTokens: cached,
     cacheCreationInputTokens: 0,
   };

@@ -1,5 +1,17 @@
 import path from 'node:path';
-import { checkSessionId, failureKindFromText, isRecord, num, parseEvent, snippet, splitCommand, str, viaStdin } from './common.js';
+import type { RefusedClaim } from '../budgets/index.js';
+import {
+  checkSessionId,
+  failureKindFromText,
+  isRecord,
+  num,
+  parseEvent,
+  snippet,
+  splitCommand,
+  str,
+  viaStdin,
+  withRefusals,
+} from './common.js';
 import { addUsage, emptyUsage, FAILURE_KIND, type AgentUsage } from './outcome.js';
 import type { AgentAdapter, AgentSession, AgentStream } from './types.js';
 
@@ -72,6 +84,7 @@ function createOpencodeStream(): AgentStream {
   let steps = 0;
   let error: string | null = null;
   let errorName: string | null = null;
+  const refused: RefusedClaim[] = [];
   const tokens = () => usage.inputTokens + usage.outputTokens + usage.cacheReadInputTokens + usage.cacheCreationInputTokens;
   return {
     get streamedUsage() {
@@ -85,44 +98,7 @@ function createOpencodeStream(): AgentStream {
     },
     model: null,
     push(line) {
-      const event = parseEvent(line);
-      if (!event) return line.trim() === '' ? [] : [line];
-      sessionId = str(event.sessionID) ?? sessionId;
-      const part = isRecord(event.part) ? event.part : {};
-      switch (event.type) {
-        case 'step_start':
-          return [];
-        case 'text': {
-          lastText = str(part.text) ?? '';
-          return lastText.split('\n').map((l) => `[assistant] ${l}`);
-        }
-        case 'reasoning':
-          return [`[thinking] ${snippet((str(part.text) ?? '').replace(/\s+/g, ' '))}`];
-        case 'tool_use': {
-          const state = isRecord(part.state) ? part.state : {};
-          const failed = state.status === 'error';
-          const detail = failed ? (str(state.error) ?? '') : (str(state.title) ?? JSON.stringify(state.input ?? {}));
-          return [`[${failed ? 'tool error' : 'tool'}] ${str(part.tool) ?? '?'} ${snippet(detail.replace(/\s+/g, ' '))}`];
-        }
-        case 'step_finish': {
-          steps += 1;
-          usage = addUsage(usage, opencodeUsage(part.tokens));
-          if (typeof part.cost === 'number') {
-            cost += num(part.cost, 'costUsd');
-            costSeen = true;
-          }
-          return [`[step] ${str(part.reason) ?? 'finished'}: ${tokens().toLocaleString('en-US')} tokens, $${cost.toFixed(4)} so far`];
-        }
-        case 'error': {
-          const e = isRecord(event.error) ? event.error : {};
-          const data = isRecord(e.data) ? e.data : {};
-          errorName = str(e.name) ?? null;
-          error = str(data.message) ?? errorName ?? 'unknown error';
-          return [`[error] ${errorName ?? 'error'}: ${snippet(error)}`];
-        }
-        default:
-          return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
-      }
+      return withRefusals(read(line), refused);
     },
     outcome(exit) {
       const used = tokens() > 0 ? { ...usage } : null;
@@ -139,16 +115,58 @@ function createOpencodeStream(): AgentStream {
       return { status: 'succeeded', summary: lastText.trim() || '(the agent gave no final text)', usage: used, costUsd };
     },
   };
+
+  function read(line: string): string[] {
+    const event = parseEvent(line);
+    if (!event) return line.trim() === '' ? [] : [line];
+    sessionId = str(event.sessionID) ?? sessionId;
+    const part = isRecord(event.part) ? event.part : {};
+    switch (event.type) {
+      case 'step_start':
+        return [];
+      case 'text': {
+        lastText = str(part.text) ?? '';
+        return lastText.split('\n').map((l) => `[assistant] ${l}`);
+      }
+      case 'reasoning':
+        return [`[thinking] ${snippet((str(part.text) ?? '').replace(/\s+/g, ' '))}`];
+      case 'tool_use': {
+        const state = isRecord(part.state) ? part.state : {};
+        const failed = state.status === 'error';
+        const detail = failed ? (str(state.error) ?? '') : (str(state.title) ?? JSON.stringify(state.input ?? {}));
+        return [`[${failed ? 'tool error' : 'tool'}] ${str(part.tool) ?? '?'} ${snippet(detail.replace(/\s+/g, ' '))}`];
+      }
+      case 'step_finish': {
+        steps += 1;
+        usage = addUsage(usage, opencodeUsage(part.tokens, refused));
+        if (typeof part.cost === 'number') {
+          cost += num(part.cost, 'step_finish part.cost', refused, 'costUsd');
+          costSeen = true;
+        }
+        return [`[step] ${str(part.reason) ?? 'finished'}: ${tokens().toLocaleString('en-US')} tokens, $${cost.toFixed(4)} so far`];
+      }
+      case 'error': {
+        const e = isRecord(event.error) ? event.error : {};
+        const data = isRecord(e.data) ? e.data : {};
+        errorName = str(e.name) ?? null;
+        error = str(data.message) ?? errorName ?? 'unknown error';
+        return [`[error] ${errorName ?? 'error'}: ${snippet(error)}`];
+      }
+      default:
+        return [`[${event.type}] ${snippet(JSON.stringify(event))}`];
+    }
+  }
 }
 
 /** `input` excludes the cached part; reasoning is billed as output. */
-function opencodeUsage(raw: unknown): AgentUsage {
+function opencodeUsage(raw: unknown, refused: RefusedClaim[]): AgentUsage {
   if (!isRecord(raw)) return emptyUsage();
   const cache = isRecord(raw.cache) ? raw.cache : {};
+  const field = (where: Record<string, unknown>, key: string, name = key) => num(where[key], `step_finish part.tokens.${name}`, refused);
   return {
-    inputTokens: num(raw.input),
-    outputTokens: num(raw.output) + num(raw.reasoning),
-    cacheReadInputTokens: num(cache.read),
-    cacheCreationInputTokens: num(cache.write),
+    inputTokens: field(raw, 'input'),
+    outputTokens: field(raw, 'output') + field(raw, 'reasoning'),
+    cacheReadInputTokens: field(cache, 'read', 'cache.read'),
+    cacheCreationInputTokens: field(cache, 'write', 'cache.write'),
   };
 }

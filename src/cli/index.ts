@@ -33,7 +33,7 @@ Commands:
   runs ls [--status S] [--stage S] [--repo OWNER/REPO] [--number N] [--limit N] [--cursor C]
   runs show|retry|cancel RUN
   queue pause|resume|stats
-  logs RUN [--follow]
+  logs RUN [--follow] [--transcript [--full]]
   deliveries ls [--repo OWNER/REPO] [--event E] [--verdict V] [--source webhook|sync|replay] [--cursor C]
   deliveries show|replay DELIVERY
   budgets [ls] | set SCOPE [--tokens N] [--cost-usd USD]

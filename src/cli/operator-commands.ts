@@ -3,6 +3,8 @@ import { createApiClient, type ApiClient } from './api-client.js';
 import { parseCommand, subcommandOf, UsageError, type CommandGroup, type CommandSpec } from './args.js';
 import { formatDuration, formatTime, table } from './format.js';
 import { type CommandIo, visibleIo } from './io.js';
+import type { RunConversationView } from '../http/index.js';
+import { formatConversation } from './transcript-print.js';
 
 /** The parts of the API's run view the commands print. */
 interface RunView {
@@ -37,7 +39,7 @@ interface TimelineEvent {
   createdAt: number;
 }
 
-const FINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'];
+const FINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead', 'expired'];
 
 const target = (r: RunView) => `${r.owner}/${r.repo}${r.number === null ? '' : `#${r.number}`}`;
 const elapsed = (r: RunView) => formatDuration((r.finishedAt ?? Date.now()) - (r.startedAt ?? r.claimedAt ?? r.createdAt));
@@ -266,13 +268,22 @@ export async function queueCommand(argv: string[], rawIo: CommandIo): Promise<nu
 export const LOGS_COMMAND = {
   command: 'baton logs',
   positionals: RUN_ID,
-  summary: 'Prints a run’s log (BATON_URL, BATON_TOKEN).',
-  options: { follow: { type: 'boolean', short: 'f', description: 'keep printing new lines until the run ends' } },
+  summary: 'Prints a run’s log, or its conversation with the agent (BATON_URL, BATON_TOKEN).',
+  options: {
+    follow: { type: 'boolean', short: 'f', description: 'keep printing new lines until the run ends' },
+    transcript: {
+      type: 'boolean',
+      short: 't',
+      description: 'print the conversation instead: prompts, replies, assistant messages, tool calls, questions, cost per turn',
+    },
+    full: { type: 'boolean', description: 'with --transcript: long prompts, messages and tool results whole' },
+  },
 } as const satisfies CommandSpec;
 
 /**
  * `baton logs <run> [--follow]`: prints the run's log; with --follow keeps printing new lines
  * from the event stream until the run ends, reconnecting from the last event id after a drop.
+ * `--transcript` prints the run's conversation (`GET /api/runs/:id/conversation`) instead.
  */
 export async function logsCommand(argv: string[], rawIo: CommandIo): Promise<number> {
   // Forge and agent text is printed below: it must not drive the terminal.
@@ -280,6 +291,11 @@ export async function logsCommand(argv: string[], rawIo: CommandIo): Promise<num
   const { positionals, values } = parseCommand(LOGS_COMMAND, argv);
   const id = runId(positionals[0], LOGS_COMMAND);
   const api = createApiClient(io);
+  if (values.transcript) {
+    if (values.follow) throw new UsageError('--transcript and --follow do not go together: a turn is kept once it ends', LOGS_COMMAND);
+    io.out(formatConversation(await api.get<RunConversationView>(`/api/runs/${id}/conversation`), { full: values.full ?? false }));
+    return 0;
+  }
   const detail = await api.get<{ run: RunView; log: string; lastEventId: number }>(`/api/runs/${id}`);
   if (detail.log) io.out(detail.log);
   if (!values.follow || FINAL.includes(detail.run.status)) {

@@ -2,7 +2,8 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { FullRunEngine, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
-import { readRefUpdates } from './pkt-line.js';
+import { readRefUpdates, refusedPushReport } from './pkt-line.js';
+import { branchAllowed, DEFAULT_RIGHTS, describeRules, type RunRights } from './rights.js';
 
 /** Where the gateway lives on baton's HTTP app: `GITEA_URL` of a run is `<baton>/gateway`. */
 export const GATEWAY_PREFIX = '/gateway';
@@ -14,6 +15,28 @@ const LIVE = new Set(['queued', 'provisioning', 'running']);
 const GLOBAL_READS = new Set(['/api/v1/version', '/api/v1/user', '/api/v1/settings/api']);
 /** What the review account may change: comments and reviews, nothing else. */
 const REVIEW_WRITES = [/^\/issues\/\d+\/comments$/, /^\/pulls\/\d+\/reviews$/, /^\/pulls\/\d+\/reviews\/\d+(\/comments)?$/];
+/**
+ * What the dev account may change through the API, by method and path under the repository: the
+ * work the stage prompts do (issues, their comments and labels, pull requests, reviews, a draft
+ * release). Everything else the bot's rights would allow is refused: collaborators, deploy keys,
+ * webhooks, settings, branch protections, file writes through `contents` (a commit to the default
+ * branch past the push check), deleting the repository. A merge needs the stage's `merge`; a
+ * release must be a draft (publishing one makes its tag).
+ */
+const DEV_WRITES: readonly [RegExp, RegExp][] = [
+  [/^POST$/, /^\/issues$/],
+  [/^PATCH$/, /^\/issues\/\d+$/],
+  [/^POST$/, /^\/issues\/\d+\/comments$/],
+  [/^(PATCH|DELETE)$/, /^\/issues\/comments\/\d+$/],
+  [/^(POST|PUT|DELETE)$/, /^\/issues\/\d+\/labels(\/[^/]+)?$/],
+  [/^(POST|DELETE)$/, /^\/issues\/(\d+|comments\/\d+)\/reactions$/],
+  [/^POST$/, /^\/pulls$/],
+  [/^PATCH$/, /^\/pulls\/\d+$/],
+  [/^POST$/, /^\/pulls\/\d+\/reviews(\/\d+(\/comments)?)?$/],
+  [/^(POST|DELETE)$/, /^\/pulls\/\d+\/requested_reviewers$/],
+  [/^POST$/, /^\/pulls\/\d+\/merge$/],
+  [/^POST$/, /^\/releases$/],
+];
 
 export interface ForgeGatewayDeps {
   /** GITEA_URL: where requests go once the capability is swapped for the bot's token. */
@@ -24,6 +47,8 @@ export interface ForgeGatewayDeps {
   tokens: { dev?: string; review?: string };
   engine: Pick<FullRunEngine, 'verifyByTokenHash' | 'appendProgress'>;
   logger: Pick<Logger, 'warn' | 'info'>;
+  /** What the run's stage may push and whether it may merge (`pipeline.stages.<name>.push`, `.merge`). @default DEFAULT_RIGHTS */
+  rightsOf?: (run: Run) => RunRights;
   fetch?: typeof fetch;
 }
 
@@ -68,8 +93,17 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (review && target.kind === 'api' && !reading && !(method === 'POST' && REVIEW_WRITES.some((r) => r.test(target.rest)))) {
       return refuse(c, run, 403, `the review account may only comment and review; ${method} ${path.slice(0, 160)} refused`);
     }
+    const rights = deps.rightsOf?.(run) ?? DEFAULT_RIGHTS;
+    if (!review && target.kind === 'api' && !reading) {
+      if (!DEV_WRITES.some(([m, p]) => m.test(method) && p.test(target.rest)))
+        return refuse(c, run, 403, `${method} ${path.slice(0, 160)} is not a change runs may make through the gateway`);
+      if (/^\/pulls\/\d+\/merge$/.test(target.rest) && !rights.merge)
+        return refuse(c, run, 403, `the ${run.stage} stage may not merge pull requests (pipeline.stages.${run.stage}.merge)`);
+    }
     const pushing = target.kind === 'git' && (target.service === 'receive' || c.req.query('service') === 'git-receive-pack');
     if (review && pushing) return refuse(c, run, 403, 'the review account may not push');
+    if (pushing && rights.push.length === 0)
+      return refuse(c, run, 403, `the ${run.stage} stage may push no branch (pipeline.stages.${run.stage}.push)`);
 
     const length = Number(c.req.header('content-length') ?? 0);
     if (length > MAX_BODY_BYTES) return refuse(c, run, 413, `a request of ${length} bytes is over the gateway's limit`);
@@ -77,9 +111,20 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (body && body.byteLength > MAX_BODY_BYTES) return refuse(c, run, 413, "the request is over the gateway's limit");
 
     if (target.kind === 'git' && target.service === 'receive' && body) {
-      const problem = await pushProblem(body, run, token);
-      if (problem) return refuse(c, run, 403, problem);
+      const problem = await pushProblem(body, run, token, rights);
+      if (problem) {
+        const read = readRefUpdates(body);
+        if ('error' in read || read.updates.length === 0) return refuse(c, run, 403, problem);
+        // Refused in git's own words, so the agent's `git push` says why (each ref `! [remote rejected]`).
+        await refuse(c, run, 403, problem);
+        return new Response(refusedPushReport(read.updates, read.capabilities, `baton's forge gateway refused this: ${problem}`), {
+          status: 200,
+          headers: { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache' },
+        });
+      }
     }
+    if (target.kind === 'api' && method === 'POST' && target.rest === '/releases' && body && !isDraft(body))
+      return refuse(c, run, 403, 'a release through the gateway must be a draft (publishing one makes its tag)');
 
     const headers = new Headers();
     for (const [name, value] of c.req.raw.headers) {
@@ -109,8 +154,11 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     return c.json({ message: `baton's forge gateway refused this: ${reason}` }, status);
   }
 
-  /** Pushes go to the run's own branches: never the default branch, a protected one or a tag. */
-  async function pushProblem(body: Uint8Array, run: Run, token: string): Promise<string | null> {
+  /**
+   * Pushes go to the run's own branches: never the default branch, a protected one or a tag, and
+   * only a branch its stage's rules name (deleting one included).
+   */
+  async function pushProblem(body: Uint8Array, run: Run, token: string, rights: RunRights): Promise<string | null> {
     const read = readRefUpdates(body);
     if ('error' in read) return `a push the gateway cannot read (${read.error})`;
     const api = `${forge}/api/v1/repos/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}`;
@@ -125,8 +173,20 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       const found = await doFetch(`${api}/branches/${encodeURIComponent(branch)}`, { headers: auth });
       if (found.ok && ((await found.json()) as { protected?: boolean }).protected === true)
         return `a push to the protected branch ${branch}`;
+      const head = await headRefOf(run, api, auth, rights);
+      if (!branchAllowed(branch, rights.push, run, head))
+        return `a push to ${branch}: the ${run.stage} stage may push only ${describeRules(rights.push, run, head)} (pipeline.stages.${run.stage}.push)`;
     }
     return null;
+  }
+
+  /** The head branch of a run on a pull request, from its payload or else the forge. */
+  async function headRefOf(run: Run, api: string, auth: Record<string, string>, rights: RunRights): Promise<string | undefined> {
+    if (run.payload.isPull !== true || run.number === null || !rights.push.includes('head')) return undefined;
+    if (typeof run.payload.headRef === 'string') return run.payload.headRef;
+    const pull = await doFetch(`${api}/pulls/${run.number}`, { headers: auth });
+    if (!pull.ok) return undefined;
+    return ((await pull.json()) as { head?: { ref?: string } }).head?.ref;
   }
 
   return app;
@@ -159,6 +219,15 @@ function credentialOf(c: Context): string | undefined {
     return password.startsWith('bgw_') ? password : user;
   }
   return c.req.query('token') ?? c.req.query('access_token') ?? undefined;
+}
+
+/** Whether a release request's JSON body asks for a draft. */
+function isDraft(body: Uint8Array): boolean {
+  try {
+    return (JSON.parse(Buffer.from(body).toString('utf8')) as { draft?: unknown }).draft === true;
+  } catch {
+    return false;
+  }
 }
 
 /** The forge's answer, with the bot's token taken out of any text it might echo. */

@@ -11,6 +11,7 @@ import type { DashboardSettings, HttpLimits } from './config-section.js';
 import type { EventHub } from './event-hub.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
+import { conversationRoutes } from './routes-conversation.js';
 import { dashboardRoutes } from './routes-dashboard.js';
 import { deliveriesRoutes } from './routes-deliveries.js';
 import { eventRoutes } from './routes-events.js';
@@ -99,6 +100,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
+  app.route('/', conversationRoutes({ engine: deps.engine, runs: deps.runs, now: deps.now }));
   app.route('/', insightsRoutes({ runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
   app.route('/', tokenRoutes(deps.tokens));
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));

@@ -89,7 +89,8 @@ export function dashboardRoutes(options: DashboardRoutesOptions): Hono {
         403,
         'insecure_transport',
         'This dashboard is reached over plain http from another machine, where the session cookie could be read on the way. ' +
-          'Serve baton over HTTPS (a reverse proxy that sends X-Forwarded-Proto: https), or set dashboard.allowInsecureHttp: true.',
+          'Serve baton over HTTPS (a reverse proxy that sends X-Forwarded-Proto: https), or set dashboard.allowInsecureHttp: true ' +
+          '(see docs/troubleshooting.md#dashboard-login).',
       );
     }
     const form = await c.req.parseBody().catch(() => ({}) as Record<string, unknown>);

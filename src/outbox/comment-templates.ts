@@ -15,7 +15,7 @@ import { checkSection, invalid, leaf, mapping, section } from '../config-schema/
  * | `{{error}}` | why it failed or is held, in general terms (the details, which may name paths, hosts or tokens, stay in the API and dashboard) |
  * | `{{duration}}` | e.g. `4m 12s` |
  * | `{{cost}}` | e.g. `$0.42`, or `n/a` |
- * | `{{tokens}}` | input/output tokens, e.g. `12,000 in / 3,400 out`, or `n/a` |
+ * | `{{tokens}}` | input/output tokens, e.g. `12,000 in / 3,400 out` (`12,000 in + 40,000 cached / 3,400 out` with cache reads), or `n/a` |
  */
 export const COMMENT_TEMPLATE_NAMES = ['queued', 'held', 'started', 'succeeded', 'failed', 'timed_out', 'cancelled', 'dead'] as const;
 
@@ -50,7 +50,7 @@ export const DEFAULT_COMMENT_TEMPLATES: CommentTemplates = Object.freeze({
   queued: '⏳ **{{stage}}** is queued (run {{runId}}).',
   held: '⏸️ **{{stage}}** is on hold · run {{runId}}\n\n{{error}}',
   started: '🚀 **{{stage}}** started in workspace `{{workspace}}` (run {{runId}}).',
-  succeeded: '✅ **{{stage}}** finished in {{duration}} · cost {{cost}} · run {{runId}}\n\n{{summary}}',
+  succeeded: '✅ **{{stage}}** finished in {{duration}} · tokens {{tokens}} · cost {{cost}} · run {{runId}}\n\n{{summary}}',
   failed: '❌ **{{stage}}** failed after {{duration}} · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
   timed_out: '⌛ **{{stage}}** timed out after {{duration}} · run {{runId}}\n\n{{error}} The details are in baton under run {{runId}}.',
   cancelled: '🛑 **{{stage}}** was cancelled · run {{runId}}',

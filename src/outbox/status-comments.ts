@@ -158,7 +158,8 @@ function commentValues(run: Run, event: RunEvent): Record<CommentPlaceholder, st
     // In general terms only: the issue may be public, the details are in the API and dashboard.
     error: publicReason(run, event),
     duration: duration === null ? 'n/a' : formatDuration(duration),
-    cost: run.costUsd === null ? 'n/a' : `$${run.costUsd.toFixed(2)}`,
+    // A cost baton priced from the tokens (the CLI reports none) says so: it is an estimate.
+    cost: run.costUsd === null ? 'n/a' : `$${run.costUsd.toFixed(2)}${run.costSource === 'computed' ? ' (computed from tokens)' : ''}`,
     tokens: formatTokens(run),
   };
 }
@@ -178,7 +179,8 @@ function formatTokens(run: Run): string {
   const output = run.usage?.outputTokens;
   if (typeof input !== 'number' && typeof output !== 'number') return 'n/a';
   const n = (v: number | undefined) => (typeof v === 'number' ? v.toLocaleString('en-US') : '0');
-  return `${n(input)} in / ${n(output)} out`;
+  const cached = run.usage?.cacheReadInputTokens;
+  return `${n(input)} in${typeof cached === 'number' && cached > 0 ? ` + ${n(cached)} cached` : ''} / ${n(output)} out`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { parsePipelineConfig } from './config-section.js';
-import { defaultStages } from './stages.js';
+import { defaultStages, mayMergeOf, pushRulesOf } from './stages.js';
 
 const bots = { dev: { username: 'claude-dev' }, review: { username: 'claude-review' } };
 
@@ -69,6 +69,25 @@ describe('parsePipelineConfig', () => {
       'pipeline.deploy.defaultEnv must be an environment name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit, got "stag ing"',
       'pipeline.deploy.environments[1] must be an environment name: 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit, got "--all"',
       'pipeline.stages.develop.skipPermissions must be true or false, got "maybe"',
+    ]);
+  });
+
+  it('sets what a stage may push and merge through the forge gateway, with defaults per stage', () => {
+    const { pipeline, problems } = parsePipelineConfig(
+      { stages: { develop: { push: ['issue', 'docs/*'] }, test: { merge: true }, analyse: { push: [] } } },
+      bots,
+    );
+    expect(problems).toEqual([]);
+    const stage = (name: string) => pipeline.stages.find((s) => s.name === name)!;
+    expect(pushRulesOf(stage('develop'))).toEqual(['issue', 'docs/*']);
+    expect(pushRulesOf(stage('analyse'))).toEqual([]);
+    expect(pushRulesOf(stage('rework-pr'))).toEqual(['issue', 'head']);
+    expect(pushRulesOf(stage('release'))).toEqual(['issue', 'head', 'release/*']);
+    expect(pushRulesOf(stage('maintenance'))).toEqual(['chore/maintenance-*']);
+    expect(pushRulesOf(stage('review-code'))).toEqual([]);
+    expect([mayMergeOf(stage('test')), mayMergeOf(stage('devops')), mayMergeOf(stage('develop'))]).toEqual([true, true, false]);
+    expect(parsePipelineConfig({ stages: { develop: { push: ['main branch'] } } }, bots).problems).toEqual([
+      'pipeline.stages.develop.push[0] must be issue, head or a branch pattern like release/* (letters, digits, ".", "_", "-", "/", "*"), got "main branch"',
     ]);
   });
 

@@ -73,6 +73,19 @@ const stage = orFalse(
     success: oneOf(SUCCESS_KINDS, {
       doc: 'what success means, checked on the forge after the agent ends: pushed (commits or a pull request), review (a review submitted), result (the agent’s own)',
     }),
+    push: list(
+      text({
+        doc: 'issue, head or a branch pattern',
+        check: (v) =>
+          v === 'issue' || v === 'head' || /^[A-Za-z0-9._*-][A-Za-z0-9._/*-]{0,199}$/.test(v)
+            ? undefined
+            : invalid('must be issue, head or a branch pattern like release/* (letters, digits, ".", "_", "-", "/", "*")'),
+      }),
+      {
+        doc: 'branches its runs may push through the forge gateway: issue (a branch naming the run’s issue), head (the pull request’s head), patterns with * (release/*); [] for none; never the default or a protected branch',
+      },
+    ),
+    merge: bool({ doc: 'its runs may merge a pull request through the forge API (default: devops only)' }),
     agent: oneOf(AGENT_NAMES, { doc: 'the agent that runs the stage: claude, codex, gemini, opencode or text (default: agents.default)' }),
     model: text({
       doc: "the agent's model for this stage (default: agents.<agent>.model, else the CLI's own)",
@@ -100,6 +113,7 @@ const stage = orFalse(
  *     develop: { account: review, onDuplicate: drop }
  *     analyse: { skipPermissions: false }            # without allowed-tools: the CLI's default permissions
  *     test: { setupTokens: [forge] }                 # its install/build commands get the forge token
+ *     develop: { push: [issue, head, "docs/*"] }     # the branches its runs may push (gateway)
  *     review-code: { tokenCap: 800000, maxDurationMinutes: 90 }   # its own limits per run
  *     analyse: { agent: gemini, model: gemini-2.5-flash }         # another agent and model
  *     analyse: false                                 # remove a stage
@@ -165,6 +179,8 @@ export const pipelineSection = section(
       if (raw.deploys !== undefined) next.deploys = raw.deploys;
       if (raw.skipPermissions !== undefined) next.skipPermissions = raw.skipPermissions;
       if (raw.success !== undefined) next.success = raw.success;
+      if (raw.push !== undefined) next.push = [...new Set(raw.push)];
+      if (raw.merge !== undefined) next.merge = raw.merge;
       if (raw.agent !== undefined) next.agent = raw.agent;
       if (raw.model !== undefined) next.model = raw.model;
       if (raw.tokenCap !== undefined) next.tokenCap = raw.tokenCap;

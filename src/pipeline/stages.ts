@@ -37,6 +37,32 @@ export function successOf(stage: Pick<StageDefinition, 'name' | 'success'>): Suc
   return stage.success ?? DEFAULT_SUCCESS[stage.name] ?? 'result';
 }
 
+/**
+ * What each default stage may push through the forge gateway when its settings say nothing
+ * (`pipeline.stages.<name>.push`); every other stage gets DEFAULT_PUSH_RULES. The prompts name
+ * these branches: develop and fix-bug push a branch naming the issue, rework-pr and test the pull
+ * request's head, release `release/v<version>`, maintenance `chore/maintenance-<date>`; the
+ * reviewer pushes nothing.
+ */
+export const DEFAULT_PUSH_RULES: readonly string[] = ['issue', 'head'];
+export const DEFAULT_PUSH: Readonly<Record<string, readonly string[]>> = {
+  [STAGE.release]: ['issue', 'head', 'release/*'],
+  [STAGE.maintenance]: ['chore/maintenance-*'],
+  [STAGE.reviewCode]: [],
+};
+/** The stages that may merge a pull request through the forge API by default: devops merges before it deploys. */
+export const DEFAULT_MERGE: readonly string[] = [STAGE.devops];
+
+/** The stage's push rules, or their default. */
+export function pushRulesOf(stage: Pick<StageDefinition, 'name' | 'push'>): readonly string[] {
+  return stage.push ?? DEFAULT_PUSH[stage.name] ?? DEFAULT_PUSH_RULES;
+}
+
+/** Whether the stage's runs may merge pull requests. */
+export function mayMergeOf(stage: Pick<StageDefinition, 'name' | 'merge'>): boolean {
+  return stage.merge ?? DEFAULT_MERGE.includes(stage.name);
+}
+
 /** A stage without `skipPermissions` in its settings skips permission prompts (the workspace is the sandbox). */
 export const DEFAULT_SKIP_PERMISSIONS = true;
 

@@ -143,6 +143,17 @@ export interface StageDefinition {
   skipPermissions?: boolean;
   /** What success means for its runs. @default DEFAULT_SUCCESS by name, else 'result' */
   success?: SuccessKind;
+  /**
+   * The branches its runs may push through the forge gateway: `issue` (a branch that names the
+   * run's issue, `feature/issue-12-…`), `head` (the pull request's head branch, for a run on a
+   * pull request), or a pattern where `*` matches any run of characters (`release/*`). Never the
+   * default branch, a protected branch or a tag, whatever the list says.
+   * @default DEFAULT_PUSH by name, else ['issue', 'head']
+   * @example ['issue', 'head', 'docs/*']
+   */
+  push?: string[];
+  /** Whether its runs may merge a pull request through the forge API. @default true for devops only (DEFAULT_MERGE) */
+  merge?: boolean;
   /** The agent that runs it (`claude`, `codex`, `gemini`, `opencode`, `text`). @default agents.default */
   agent?: AgentName;
   /** Its agent's model. @default agents.<agent>.model, else the CLI's own */

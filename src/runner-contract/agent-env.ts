@@ -17,11 +17,14 @@ export function parseAgentCommand(raw: string): string[] | undefined {
   return undefined;
 }
 
+/** Where the messages below send a reader for the whole story (the anchor is checked by test/integration/docs-links.test.ts). */
+const SEE = 'see docs/troubleshooting.md#the-agent-command';
+
 /** The problem of a malformed BATON_AGENT_COMMAND, with the JSON form of what was probably meant. */
 export function agentCommandProblem(raw: string): string {
   const words = raw.trim().split(/\s+/).filter(Boolean);
   const meant = words.length > 0 && !raw.trim().startsWith('[') ? `, e.g. ${JSON.stringify(words)}` : '';
-  return `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"]${meant}, got ${JSON.stringify(raw)}`;
+  return `BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"]${meant}, got ${JSON.stringify(raw)}; ${SEE}`;
 }
 
 /** Every problem of the runner settings in `env` (the variables `baton agent` reads), one line each. */
@@ -34,7 +37,7 @@ export function agentEnvProblems(env: Readonly<Record<string, string | undefined
   if (output !== 'stream-json' && output !== 'text') problems.push(`BATON_AGENT_OUTPUT must be stream-json or text, got "${output}"`);
   if (output === 'stream-json' && command?.some((arg) => arg.includes('{prompt}'))) {
     problems.push(
-      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(raw)}`,
+      `BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only, such as ["claude"] (baton adds -p, the output options, permissions, model and the prompt); got ${JSON.stringify(raw)}; ${SEE}`,
     );
   }
   if (output === 'text' && !command) problems.push('BATON_AGENT_OUTPUT=text needs BATON_AGENT_COMMAND (the argv of the CLI agent)');

@@ -3,7 +3,13 @@ import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from
 import type { BudgetsConfig } from '../budgets/index.js';
 import type { QueueConfig } from './config-section.js';
 import type { Store, TransactionScope } from '../store/index.js';
-import { createCallbackTokenChecks, hashCallbackToken, rememberReplacedToken, type CallbackTokenChecks } from './callback-tokens.js';
+import {
+  createCallbackTokenChecks,
+  earlierTokenHashes,
+  hashCallbackToken,
+  rememberReplacedToken,
+  type CallbackTokenChecks,
+} from './callback-tokens.js';
 import { claimInOneTrip, claimInTransaction } from './claim.js';
 import { completeRun } from './complete.js';
 import {
@@ -85,9 +91,9 @@ export interface FullRunEngine extends RunEngine, RunMaintenance, CallbackTokenC
   resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
   /** Waiting runs that asked longer than `waitMs` ago end `expired`. Returns them. */
   expireWaiting(waitMs: number): Promise<Run[]>;
-  /** The run's conversation (its question, reply, turns, earlier usage), or null when its agent never asked. */
+  /** The run's conversation (its question, reply, turns, earlier usage), or null when its runner kept no transcript and never asked. */
   conversation(runId: number): Promise<Conversation | null>;
-  /** Keeps the session transcript a runner uploaded (JSONL), gzip'd and bounded; returns the stored size. */
+  /** Keeps the transcript a runner uploaded (JSONL: its turns' streams, and the session files of a turn that asked), gzip'd and bounded; returns the stored size. */
   storeTranscript(runId: number, jsonl: Buffer): Promise<number>;
   /** The kept transcript (JSONL), or null. */
   transcript(runId: number): Promise<Buffer | null>;
@@ -221,6 +227,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
           .where('lease_token', '=', leaseToken)
           .executeTakeFirst();
         if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(runId);
+        // The workspace of an earlier attempt, if it lives, was started with one of these.
+        return { earlierTokenHashes: await earlierTokenHashes(scope.trx, runId) };
       });
     },
 

@@ -17,7 +17,7 @@ import {
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
-import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
+import { maintenanceRequests, mayMergeOf, pushRulesOf, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
   createDispatcher,
@@ -421,6 +421,11 @@ export function createApp(config: Config, deps: AppDeps): App {
           tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
           engine,
           logger,
+          // A stage that is no longer in the table (renamed while its run lives) gets the defaults by its name.
+          rightsOf: (run) => {
+            const stage = config.pipeline.stages.find((s) => s.name === run.stage) ?? { name: run.stage };
+            return { push: pushRulesOf(stage), merge: mayMergeOf(stage) };
+          },
         })
       : undefined,
     forgeUrl: config.gitea.url,

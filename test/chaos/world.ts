@@ -45,6 +45,13 @@ export interface WorldOptions {
   concurrency?: number;
   /** Extra environment of every replica (e.g. RUN_MAX_DURATION_MINUTES). */
   env?: Record<string, string>;
+  /**
+   * Where replica `index` keeps its spool (webhooks.spoolDir). Each replica has its own, as each
+   * has its own disk in a deployment. @default DATA_DIR/spool-<index>
+   */
+  spoolDir?: (index: number) => string | undefined;
+  /** SQLite only: the database file. @default <root>/baton.db */
+  sqliteFile?: string;
 }
 
 export interface ApiRun {
@@ -65,6 +72,10 @@ export interface Delivery {
   accepted?: number;
   /** Attempts that got no answer, or a 5xx, before one was accepted. */
   unanswered: number;
+  /** The last attempt's answer: its HTTP status, or `no answer`, and when it was sent and answered. */
+  last?: { status: number | 'no answer'; sentAt: number; answeredAt: number; replica: number };
+  /** The accepting answer said the delivery went to the replica's spool (`{ spooled: true }`). */
+  spooled?: boolean;
   /** Every answer, in order (`no answer` for a refused or dropped connection), for failure messages. */
   answers: string[];
 }
@@ -77,6 +88,8 @@ export interface World {
   servers: Array<ServeHandle | undefined>;
   /** The replicas' fixed ports: a restarted replica listens where its runners call back. */
   ports: number[];
+  /** Each replica's spool directory. */
+  spoolDirs: string[];
   start(index: number): Promise<ServeHandle>;
   /** SIGKILL: no drain, no goodbye; the replica's runners live on. */
   kill(index: number): Promise<void>;
@@ -90,6 +103,8 @@ export interface World {
   /** Sends (or re-sends, same delivery id) to a live replica; true when accepted. */
   deliver(d: Delivery, index?: number): Promise<boolean>;
   api<T>(pathname: string): Promise<T>;
+  /** GET `pathname` of replica `index` with the admin token (its status and body; null when it did not answer). */
+  apiOf(index: number, pathname: string): Promise<{ status: number; text: string } | null>;
   runs(): Promise<ApiRun[]>;
   /** Every replica's output (the lines that contain `filter`, if given), for failure messages. */
   output(filter?: (line: string) => boolean): string;
@@ -165,7 +180,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
 
   let schema: string | undefined;
   let proxy: TcpProxy | undefined;
-  let databaseUrl = `sqlite:${path.join(root, 'baton.db')}`;
+  let databaseUrl = `sqlite:${options.sqliteFile ?? path.join(root, 'baton.db')}`;
   const databaseEnv: Record<string, string> = {};
   if (options.database === 'postgres') {
     schema = `chaos_${options.name.replace(/\W/g, '_')}_${process.pid}_${Date.now().toString(36)}`;
@@ -188,6 +203,14 @@ export async function createWorld(options: WorldOptions): Promise<World> {
   for (let i = 0; i < replicas; i++) ports.push(await freePort());
   const servers: Array<ServeHandle | undefined> = [];
   const outputs: string[] = ports.map(() => '');
+  const spoolDirs = ports.map((_, i) => options.spoolDir?.(i) ?? path.join(dataDir, `spool-${i}`));
+  // baton.yaml plus the replica's own spool: replicas sharing the data directory must not share it.
+  const baseConfig = fs.readFileSync(path.join(root, 'baton.yaml'), 'utf8');
+  const configFiles = spoolDirs.map((dir, i) => {
+    const file = path.join(root, `baton-${i}.yaml`);
+    fs.writeFileSync(file, `${baseConfig}webhooks:\n  spoolDir: ${JSON.stringify(dir)}\n`);
+    return file;
+  });
 
   const env = (index: number): Record<string, string> => ({
     HOME: home,
@@ -199,6 +222,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
     DATABASE_URL: databaseUrl,
     ...databaseEnv,
     BATON_DATA_DIR: dataDir,
+    BATON_CONFIG: configFiles[index]!,
     BATON_BOOTSTRAP_TOKEN: API_TOKEN,
     QUEUE_CONCURRENCY: String(options.concurrency ?? 4),
     CALLBACK_URL: `http://127.0.0.1:${ports[index]}`,
@@ -215,6 +239,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
     proxy,
     servers,
     ports,
+    spoolDirs,
     async start(index) {
       const previous = servers[index];
       if (previous) outputs[index] += previous.output();
@@ -255,12 +280,15 @@ export async function createWorld(options: WorldOptions): Promise<World> {
       return { number, delivery: randomUUID(), body: toBody(payload), unanswered: 0, answers: [] };
     },
     async deliver(d, index) {
-      const target = index === undefined ? servers.find(isUp) : servers[index];
+      const replica = index ?? servers.findIndex(isUp);
+      const target = servers[replica];
       if (!isUp(target)) return false;
       const headers = giteaHeaders(d.body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: d.delivery });
+      const sentAt = Date.now();
       const res = await fetch(`${target!.url}/webhook/gitea`, { method: 'POST', headers, body: d.body }).catch(() => null);
       const text = res ? await res.text().catch(() => null) : null;
       d.answers.push(res && text !== null ? `${res.status} ${text}` : 'no answer');
+      d.last = { status: res && text !== null ? res.status : 'no answer', sentAt, answeredAt: Date.now(), replica };
       if (!res || text === null || res.status >= 500) {
         d.unanswered++;
         return false;
@@ -268,6 +296,7 @@ export async function createWorld(options: WorldOptions): Promise<World> {
       // A 4xx for a correctly signed, well-formed delivery is a bug, not a fault to ride out.
       if (res.status >= 400) throw new Error(`delivery for #${d.number} refused with ${res.status}: ${text}`);
       d.accepted = res.status;
+      d.spooled = (JSON.parse(text) as { spooled?: boolean }).spooled === true;
       return true;
     },
     async api<T>(pathname: string) {
@@ -283,6 +312,13 @@ export async function createWorld(options: WorldOptions): Promise<World> {
         }
       }
       throw new Error(`no replica answered GET ${pathname}`, { cause: lastError });
+    },
+    async apiOf(index, pathname) {
+      const server = servers[index];
+      if (!isUp(server)) return null;
+      const res = await fetch(`${server!.url}${pathname}`, { headers: { authorization: `Bearer ${API_TOKEN}` } }).catch(() => null);
+      const text = res ? await res.text().catch(() => null) : null;
+      return res && text !== null ? { status: res.status, text } : null;
     },
     async runs() {
       const all: ApiRun[] = [];

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
-import { BATON_BIN, freePort, startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import { BATON_BIN, freePort, runBaton, startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
 import { processedDelivery } from '../helpers/deliveries.js';
@@ -28,6 +28,7 @@ const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', impo
 const SECRET = 'e2e-conversation-secret';
 const DEV_TOKEN = 'e2e-dev-token-conversation-0123';
 const REVIEW_TOKEN = 'e2e-review-token-conversation-0123';
+const API_TOKEN = 'baton_e2e-conversation-api-token-0123456789';
 const TERMINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead', 'expired'];
 const QUESTION = 'Which database should the service use, PostgreSQL or SQLite?';
 /** Issues: 1 asks (and is answered), 2 does its work at once, 3 asks and gets no reply, 4 is for ChatOps. */
@@ -97,6 +98,7 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
       GITEA_DEV_TOKEN: DEV_TOKEN,
       GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
       WEBHOOK_SECRET: SECRET,
+      BATON_BOOTSTRAP_TOKEN: API_TOKEN,
       DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
       BATON_DATA_DIR: dataDir(),
       // One slot: the second issue's run can only start if the waiting run holds none.
@@ -214,6 +216,15 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
     const done = await finished(other);
     expect(done.status, `${done.last_error}\n${server.output()}`).toBe('succeeded');
     expect((await run(asking)).status).toBe('waiting');
+    // A run that never asks keeps its agent's stream too (one turn), without the CLI's session files.
+    const kept = gunzipSync(Buffer.from((await conversation(other))!.transcript as Uint8Array)).toString();
+    expect(kept).not.toContain('"file":');
+    const [turn] = kept
+      .split('\n')
+      .filter((l) => l.startsWith('{"turn"'))
+      .map((l) => (JSON.parse(l) as { turn: { turn: number; by: string; stream: string[]; costUsd: number } }).turn);
+    expect(turn).toMatchObject({ turn: 1, by: 'baton', costUsd: 0.0124 });
+    expect(turn!.stream.some((l) => l.includes('"type":"result"'))).toBe(true);
   }, 120_000);
 
   // Servers a test starts would count as its leaks: each kill and restart is a hook of its own.
@@ -279,6 +290,16 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
         [1, 'baton', QUESTION],
         [2, 'alice', null],
       ]);
+
+      // What people read: `baton logs --transcript` over the API, both turns with what each cost.
+      const printed = await runBaton(['logs', String(asking), '--transcript'], { env: { BATON_URL: server.url, BATON_TOKEN: API_TOKEN } });
+      expect(printed.code, printed.stderr).toBe(0);
+      expect(printed.stdout).toContain(`run #${asking} analyse #1 · succeeded · 2 turn(s) · $0.0248`);
+      expect(printed.stdout).toContain("── turn 1 · baton's prompt ──");
+      expect(printed.stdout).toMatch(/ {2}▸ Bash \{"command":"baton ask /);
+      expect(printed.stdout).toContain(`  > ${QUESTION}`);
+      expect(printed.stdout).toContain('── turn 2 · reply from @alice ──\n  Use PostgreSQL.');
+      expect(printed.stdout).toMatch(/\(turn 2: \$0\.0124 · [\d,]+ tokens · /);
     }, 180_000);
   });
 

@@ -7,8 +7,12 @@ import { startTestApp, type TestApp } from '../helpers/app.js';
 import { eventually, eventuallyContains, hasChromium, launchChromium, login, openPage } from '../helpers/browser.js';
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 
-/** Where the screenshots a reviewer looks at go (committed; docs/dashboard.md shows them). */
+/**
+ * Where the screenshots a reviewer looks at go (committed; docs/dashboard.md shows them). They are
+ * written only with BATON_SCREENSHOTS=1 (docs/testing.md): a test run never changes the checkout.
+ */
 const SCREENSHOTS = path.resolve(import.meta.dirname, '../../docs/screenshots');
+const WRITE_SCREENSHOTS = process.env.BATON_SCREENSHOTS === '1';
 
 describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in headless Chromium', { timeout: 90_000 }, () => {
   let browser: Browser;
@@ -20,7 +24,7 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
 
   beforeAll(async () => {
     browser = await launchChromium();
-    fs.mkdirSync(SCREENSHOTS, { recursive: true });
+    if (WRITE_SCREENSHOTS) fs.mkdirSync(SCREENSHOTS, { recursive: true });
   });
   afterAll(async () => {
     await browser?.close();
@@ -45,7 +49,8 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     await t?.cleanup();
   });
 
-  const shot = (name: string) => page.screenshot({ path: path.join(SCREENSHOTS, `${name}.png`) });
+  /** The page as a reviewer sees it: taken on every run (it must render), kept only with BATON_SCREENSHOTS=1. */
+  const shot = (name: string) => page.screenshot(WRITE_SCREENSHOTS ? { path: path.join(SCREENSHOTS, `${name}.png`) } : {});
   const rowIds = () => page.$$eval('#runs tbody tr', (rows) => rows.map((row) => Number(row.getAttribute('data-run-id'))));
   /** Sets the filter form's fields and submits it. */
   async function filter(fields: { q?: string; status?: string; stage?: string; repo?: string; since?: string }) {
@@ -236,6 +241,33 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     const text = await page.innerText('#run-view');
     expect(text.split('prompt is too long').length - 1).toBe(1);
     expect(await page.evaluate('window.marker')).toBe(1);
+  });
+
+  it('counts a running run’s elapsed time up on its page, and stops counting when it ends', async () => {
+    const { engine } = server.app;
+    const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 8 });
+    await engine.resume();
+    await eventually(async () => (await engine.get(run.id))?.status, 'running');
+    await engine.pause();
+    // The page's Date and timers are Playwright's clock: it runs as a real one, and the test can
+    // move it a minute on at once, firing the timers due meanwhile.
+    await page.clock.install();
+    await login(page, server.url);
+    await page.evaluate(`location.hash = '#/runs/${run.id}'`);
+    await eventually(() => page.textContent('#run-status'), 'running');
+    expect(await page.textContent('#run-elapsed')).toMatch(/^\d+s$/);
+    await page.clock.fastForward(65_000);
+    await eventually(async () => /^1m \d+s$/.test((await page.textContent('#run-elapsed')) ?? ''), true);
+
+    await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
+    await eventually(() => page.textContent('#run-status'), 'succeeded');
+    const ended = (await engine.get(run.id))!;
+    const figure = await page.textContent('#run-elapsed');
+    // What it took, from the run's own times, not the page's clock.
+    expect(figure).toMatch(/^\d+s$/);
+    expect(Number(figure!.slice(0, -1))).toBe(Math.round((ended.finishedAt! - ended.startedAt!) / 1000));
+    await page.clock.fastForward(65_000);
+    expect(await page.textContent('#run-elapsed')).toBe(figure);
   });
 
   it('shows a dead run’s error once, says why its log is empty, and names a missing run or issue without empty sections', async () => {

@@ -133,7 +133,7 @@ describe('baton doctor', { timeout: 120_000 }, () => {
   it.each([
     [
       'claude --foo',
-      'BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], e.g. ["claude","--foo"], got "claude --foo"',
+      'BATON_AGENT_COMMAND must be a JSON array of strings such as ["aider","--message","{prompt}"], e.g. ["claude","--foo"], got "claude --foo"; see docs/troubleshooting.md#the-agent-command',
     ],
     [JSON.stringify(['aider', '{prompt}']), 'BATON_AGENT_COMMAND for stream-json output names the Claude Code executable only'],
   ])('agrees with config check and serve about BATON_AGENT_COMMAND=%s', async (command, problem) => {

@@ -52,9 +52,7 @@ describe('a run whose server died while provisioning', () => {
       return current && current.status !== 'running' ? current : null;
     }, 'the run to end');
     expect(finished).toMatchObject({ status: 'succeeded', summary: RESULT });
-    const transitions = (await engine.events(run.id)).filter(
-      (e) => e.type !== 'run:progress' && e.type !== 'run:prompt',
-    );
+    const transitions = (await engine.events(run.id)).filter((e) => e.type !== 'run:progress' && e.type !== 'run:prompt');
     expect(transitions.map((e) => e.type)).toEqual([
       'run:queued',
       'run:claimed',

@@ -68,14 +68,21 @@ describe('status comment hook', () => {
   const fire = (hook: ReturnType<typeof createStatusCommentHook>, run: Run, event: RunEvent) =>
     store.transaction((_trx, scope) => hook(scope, { run, event }));
 
-  it('queues a comment for queued and started, and a final one with summary, duration and cost', async () => {
+  it('queues a comment for queued and started, and a final one with summary, duration, tokens and cost (computed: it says so)', async () => {
     const hook = createStatusCommentHook({ outbox: createOutbox({ store, handlers: {} }), accounts });
     await fire(hook, makeRun(), makeEvent('run:queued'));
     await fire(hook, makeRun({ status: 'running', workspaceName: 'baton-12' }), makeEvent('run:started'));
     await fire(hook, makeRun({ status: 'running' }), makeEvent('run:progress'));
     await fire(
       hook,
-      makeRun({ status: 'succeeded', summary: 'Added the endpoint and tests.', durationMs: 252_000, costUsd: 0.4216 }),
+      makeRun({
+        status: 'succeeded',
+        summary: 'Added the endpoint and tests.',
+        durationMs: 252_000,
+        costUsd: 0.4216,
+        costSource: 'computed',
+        usage: { inputTokens: 1200, outputTokens: 340, cacheReadInputTokens: 40_000, cacheCreationInputTokens: 0 },
+      }),
       makeEvent('run:succeeded'),
     );
 
@@ -83,7 +90,7 @@ describe('status comment hook', () => {
     expect(list.map((e) => (e.payload as { body: string }).body)).toEqual([
       '⏳ **develop** is queued (run 12).',
       '🚀 **develop** started in workspace `baton-12` (run 12).',
-      '✅ **develop** finished in 4m 12s · cost $0.42 · run 12\n\nAdded the endpoint and tests.',
+      '✅ **develop** finished in 4m 12s · tokens 1,200 in + 40,000 cached / 340 out · cost $0.42 (computed from tokens) · run 12\n\nAdded the endpoint and tests.',
     ]);
     for (const entry of list) {
       expect(entry).toMatchObject({ kind: 'comment', orderingKey: 'comment:acme/app#42', runId: 12, status: 'pending' });

@@ -283,7 +283,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     expect(bodies(3)).toEqual([
       '⏳ **review-code** is queued (run 7).',
       '🚀 **review-code** started in workspace `baton-7` (run 7).',
-      '✅ **review-code** finished in 1m 30s · cost $1.50 · run 7\n\nLGTM',
+      '✅ **review-code** finished in 1m 30s · tokens n/a · cost $1.50 · run 7\n\nLGTM',
     ]);
   });
 
@@ -329,7 +329,7 @@ describe.each(STORE_KINDS)('outbox on $kind', ({ kind, create }) => {
     expect(bodies(1)).toEqual([
       `⏳ **review-code** is queued (run ${ok.run.id}).`,
       `🚀 **review-code** started in workspace \`ws-${ok.run.id}\` (run ${ok.run.id}).`,
-      `✅ **review-code** finished in 2m 5s · cost $0.50 · run ${ok.run.id}\n\nLooks good.`,
+      `✅ **review-code** finished in 2m 5s · tokens n/a · cost $0.50 · run ${ok.run.id}\n\nLooks good.`,
     ]);
     expect(gitea.comments('acme', 'app', 1).map((c) => c.author)).toEqual(['claude-review', 'claude-review', 'claude-review']);
     expect(gitea.comments('acme', 'app', 2).map((c) => c.author)).toEqual(['claude-dev', 'claude-dev', 'claude-dev']);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readRunnerSettings } from '../../src/cli/agent.js';
+import { readRunnerSettings } from '../../src/cli/agent-settings.js';
 import { formatRunnerSecrets, parseRunnerSecrets, RUNNER_ENV } from '../../src/runner-contract/index.js';
 import { runnerEnv, runnerSecrets, type WorkspaceSpec } from '../../src/workspaces/index.js';
 

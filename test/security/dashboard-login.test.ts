@@ -187,6 +187,7 @@ describe('dashboard login and sessions (issue #12)', () => {
     const elsewhere = await login(ADMIN_TOKEN, { headers: { host: 'baton.example.com' } });
     expect(elsewhere.status).toBe(403);
     expect(JSON.parse(elsewhere.body).error).toMatchObject({ code: 'insecure_transport' });
+    expect(JSON.parse(elsewhere.body).error.message).toContain('docs/troubleshooting.md#dashboard-login');
     expect(elsewhere.headers['set-cookie']).toBeUndefined();
     // Behind a TLS proxy, Secure.
     const proxied = await login(ADMIN_TOKEN, { headers: { host: 'baton.example.com', 'x-forwarded-proto': 'https' } });

@@ -40,6 +40,14 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     server = await startTestApp(t, {
       env: { GITEA_URL: gitea.url, GITEA_DEV_TOKEN: DEV_TOKEN, GITEA_REVIEW_TOKEN: REVIEW_TOKEN },
       deps: { provider },
+      // An operator's own stage that pushes only docs branches, and one that pushes nothing.
+      file: [
+        'pipeline:',
+        '  stages:',
+        '    docs: { build: light, triggers: [{ event: labeled, label: docs }], push: ["docs/*"] }',
+        '    notes: { build: light, triggers: [{ event: labeled, label: notes }], push: [] }',
+        '',
+      ].join('\n'),
     });
   });
   afterEach(async () => {
@@ -48,13 +56,13 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     await gitea?.close();
   });
 
-  async function startRun(account: 'dev' | 'review' = 'dev') {
+  async function startRun(account: 'dev' | 'review' = 'dev', stage?: string, payload: Record<string, unknown> = {}) {
     const { run } = await server.app.engine.enqueue({
-      stage: account === 'dev' ? 'develop' : 'review-code',
+      stage: stage ?? (account === 'dev' ? 'develop' : 'review-code'),
       owner: 'acme',
       repo: 'app',
       number: 1,
-      payload: { account },
+      payload: { account, ...payload },
     });
     await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
@@ -105,25 +113,105 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     );
   });
 
-  it('refuses a push to the default branch before it reaches the forge, and lets a branch of its own through', async () => {
-    const { id, spec } = await startRun();
-    const basic = `Basic ${Buffer.from(`x-access-token:${spec.forgeToken}`).toString('base64')}`;
-    const push = (ref: string) =>
+  const pusher = (capability: string) => {
+    const basic = `Basic ${Buffer.from(`x-access-token:${capability}`).toString('base64')}`;
+    return (ref: string) =>
       fetch(`${server.url}/gateway/acme/app.git/git-receive-pack`, {
         method: 'POST',
         headers: { authorization: basic, 'content-type': 'application/x-git-receive-pack-request' },
         body: pushBody(ref),
       });
+  };
+
+  it('refuses a push to the default branch before it reaches the forge, and lets a branch of its own through', async () => {
+    const { id, spec } = await startRun();
+    const push = pusher(spec.forgeToken!);
+    // Refused in git's report-status, so `git push` shows `! [remote rejected] main -> main (…)`.
     const toMain = await push('refs/heads/main');
-    expect(toMain.status).toBe(403);
-    expect(await toMain.text()).toContain('a push to the default branch main');
-    expect((await push('refs/tags/v1')).status).toBe(403);
+    expect(toMain.status).toBe(200);
+    expect(toMain.headers.get('content-type')).toBe('application/x-git-receive-pack-result');
+    const report = await toMain.text();
+    expect(report.startsWith('000eunpack ok\n')).toBe(true);
+    expect(report).toContain("ng refs/heads/main baton's forge gateway refused this: a push to the default branch main\n");
+    expect(report.endsWith('0000')).toBe(true);
+    expect(await (await push('refs/tags/v1')).text()).toContain('ng refs/tags/v1 ');
+    expect(gitea.requests.some((r) => r.path.endsWith('git-receive-pack'))).toBe(false);
+    // A branch that does not name the run's issue is not the develop stage's to push.
+    const stray = await push('refs/heads/baton/develop-1');
+    expect(await stray.text()).toContain(
+      "ng refs/heads/baton/develop-1 baton's forge gateway refused this: a push to baton/develop-1: the develop stage may push only a branch naming issue #1",
+    );
     expect(gitea.requests.some((r) => r.path.endsWith('git-receive-pack'))).toBe(false);
     // Its own branch passes the gateway (the fake forge does not speak git, so it answers itself).
-    const own = await push('refs/heads/baton/develop-1');
+    const own = await push('refs/heads/feature/issue-1-fix-it');
     expect(own.status).not.toBe(403);
+    expect(await own.text()).not.toContain('refused');
     expect(gitea.requests.some((r) => r.path === '/acme/app.git/git-receive-pack')).toBe(true);
     expect(await logOf(id)).toContainEqual('[gateway] refused: a push to the default branch main');
+  });
+
+  it("pushes only what the stage's rules name: the pull request's head, an operator's pattern, nothing", async () => {
+    const rework = await startRun('dev', 'rework-pr', { isPull: true, headRef: 'feature/issue-9-thing' });
+    const push = pusher(rework.spec.forgeToken!);
+    expect(await (await push('refs/heads/feature/issue-1-other')).text()).toContain('ng refs/heads/feature/issue-1-other ');
+    expect(await (await push('refs/heads/feature/issue-9-thing')).text()).not.toContain('refused');
+    expect(await logOf(rework.id)).toContainEqual(
+      "[gateway] refused: a push to feature/issue-1-other: the rework-pr stage may push only the pull request's head feature/issue-9-thing (pipeline.stages.rework-pr.push)",
+    );
+    await server.app.engine.cancel(rework.id);
+
+    const docs = await startRun('dev', 'docs');
+    const pushDocs = pusher(docs.spec.forgeToken!);
+    expect(await (await pushDocs('refs/heads/feature/issue-1-x')).text()).toContain('ng refs/heads/feature/issue-1-x ');
+    expect(await (await pushDocs('refs/heads/docs/intro')).text()).not.toContain('refused');
+    await server.app.engine.cancel(docs.id);
+
+    const notes = await startRun('dev', 'notes');
+    const refs = await fetch(`${server.url}/gateway/acme/app.git/info/refs?service=git-receive-pack`, {
+      headers: { authorization: `Basic ${Buffer.from(`${notes.spec.forgeToken}:x-oauth-basic`).toString('base64')}` },
+    });
+    expect(refs.status).toBe(403);
+    expect(await refs.text()).toContain('the notes stage may push no branch (pipeline.stages.notes.push)');
+  });
+
+  it("refuses the bot's other rights on the run's own repository: settings, collaborators, keys, hooks, file writes, merges", async () => {
+    const { id, spec } = await startRun();
+    const cap = spec.forgeToken!;
+    const json = { 'content-type': 'application/json' };
+    const attempts: [string, string, unknown][] = [
+      ['PUT', '/api/v1/repos/acme/app/collaborators/mallory', { permission: 'admin' }],
+      ['POST', '/api/v1/repos/acme/app/keys', { title: 'k', key: 'ssh-ed25519 AAAA', read_only: false }],
+      ['POST', '/api/v1/repos/acme/app/hooks', { type: 'gitea', config: { url: 'https://evil.example' } }],
+      ['PATCH', '/api/v1/repos/acme/app', { default_branch: 'feature/issue-1-x', private: false }],
+      ['DELETE', '/api/v1/repos/acme/app', undefined],
+      ['PUT', '/api/v1/repos/acme/app/contents/README.md', { content: 'b3duZWQ=', branch: 'main', sha: 'x' }],
+      ['POST', '/api/v1/repos/acme/app/contents', { branch: 'main', files: [] }],
+      ['DELETE', '/api/v1/repos/acme/app/branch_protections/main', undefined],
+      ['POST', '/api/v1/repos/acme/app/pulls/2/merge', { Do: 'merge' }],
+      ['POST', '/api/v1/repos/acme/app/releases', { tag_name: 'v9', target_commitish: 'main' }],
+      ['POST', '/api/v1/repos/acme/app/transfer', { new_owner: 'mallory' }],
+    ];
+    const before = gitea.requests.length;
+    for (const [method, path, body] of attempts) {
+      const res = await gateway(path, cap, {
+        method,
+        headers: json,
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+      expect(res.status, `${method} ${path}`).toBe(403);
+    }
+    // None reached the forge (baton's own status comments on the issue aside).
+    expect(gitea.requests.slice(before).filter((r) => !r.path.endsWith('/issues/1/comments'))).toEqual([]);
+    const log = await logOf(id);
+    expect(log).toContainEqual(
+      '[gateway] refused: PUT /api/v1/repos/acme/app/collaborators/mallory is not a change runs may make through the gateway',
+    );
+    expect(log).toContainEqual('[gateway] refused: the develop stage may not merge pull requests (pipeline.stages.develop.merge)');
+    expect(log).toContainEqual('[gateway] refused: a release through the gateway must be a draft (publishing one makes its tag)');
+    // What the prompts do still passes: a comment on the issue.
+    expect(
+      (await gateway('/api/v1/repos/acme/app/issues/1/comments', cap, { method: 'POST', headers: json, body: '{"body":"ok"}' })).status,
+    ).toBe(201);
   });
 
   it('lets the review account only comment and review', async () => {

@@ -135,6 +135,7 @@ data "coder_parameter" "issue_number" {
 data "coder_parameter" "gitea_url" {
   name         = "gitea_url"
   display_name = "Forge URL"
+  description  = "For a Gitea run, baton's forge gateway (CALLBACK_URL/gateway): the run reaches the forge only through baton. The forge itself for GitHub and GitLab runs."
   type         = "string"
   default      = ""
   mutable      = false
@@ -157,7 +158,7 @@ data "coder_parameter" "gitea_repo" {
 data "coder_parameter" "gitea_token" {
   name         = "gitea_token"
   display_name = "Forge token of the stage's bot account"
-  description  = "Secret, handed to the runner in its secrets file. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  description  = "Secret, handed to the runner in its secrets file. For a Gitea run a capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository; the bot's token for GitHub and GitLab runs. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
   type         = "string"
   default      = ""
   mutable      = false
@@ -588,15 +589,19 @@ resource "coder_metadata" "run" {
 }
 
 # ---- What a workspace can reach: the same allow-list local runs have, as far as Kubernetes can say
-# it. A NetworkPolicy matches addresses, not names: the forge, baton and the Coder deployment are
-# given as CIDRs, and the agent's API (api.anthropic.com and the other hosts Claude Code needs,
+# it. A NetworkPolicy matches addresses, not names: baton (CALLBACK_URL) and the Coder deployment
+# are given as CIDRs, and the agent's API (api.anthropic.com and the other hosts Claude Code needs,
 # behind a CDN whose addresses change) as public addresses outside every private range. Loopback,
 # link-local (cloud metadata at 169.254.169.254), the cluster's and the node's private networks
 # stay unreachable except what is listed. Needs a CNI that enforces NetworkPolicy (Calico, Cilium;
 # not flannel alone). Name-based rules need an FQDN-aware policy (CiliumNetworkPolicy toFQDNs).
+# A Gitea run needs no route to the forge: its API calls, clones and pushes go through baton's
+# forge gateway (CALLBACK_URL/gateway), and the capability it holds is worth nothing at the forge
+# itself. Do not list the forge unless runs need it directly: GitHub or GitLab runs, or a clone
+# source on another host (a declared repository, MAINTENANCE_REPOS).
 
 variable "egress_allow_cidrs" {
-  description = "CIDRs a workspace may reach besides DNS and public addresses: the forge, baton's CALLBACK_URL, the Coder deployment (its agent connects there), a package registry mirror. Example: [\"10.0.4.12/32\"]."
+  description = "CIDRs a workspace may reach besides DNS and public addresses: baton's CALLBACK_URL (where a Gitea run also reaches the forge, through baton's forge gateway), the Coder deployment (its agent connects there), a package registry mirror; the forge itself only for GitHub or GitLab runs or a clone source elsewhere. Example: [\"10.0.4.12/32\"]."
   type        = list(string)
   default     = []
 }

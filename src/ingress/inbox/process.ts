@@ -1,82 +1,20 @@
 import { RetryLaterError } from '../../background/index.js';
-import type { ChatCommand, Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
+import type { Pipeline, RouteResult, ForgeEvent } from '../../pipeline/index.js';
 import { commandOf, LABEL_COMPARING_KINDS, route as routeEvent } from '../../pipeline/index.js';
-import { readCommandContext, refuseCommand, runCommand, waitingRunOf, type CommandDeps } from './commands.js';
-import type { EnqueueResult, Run, TaskRequest } from '../../runs/index.js';
+import type { EnqueueResult, TaskRequest } from '../../runs/index.js';
 import type { Store, TransactionScope } from '../../store/index.js';
-import {
-  allowsStage,
-  classify,
-  readDeliveryHeaders,
-  readRepository,
-  toForgeEvent,
-  WEBHOOK_ROUTES,
-  type WebhookRoute,
-} from '../gitea/index.js';
-import { classifyGitHub, gitHubForgeEvent, GITHUB_WEBHOOK_PATH } from '../github/index.js';
-import { classifyGitLab, gitLabForgeEvent, GITLAB_WEBHOOK_PATH } from '../gitlab/index.js';
+import { allowsStage, readDeliveryHeaders, WEBHOOK_ROUTES, type WebhookRoute } from '../gitea/index.js';
 import { canWrite, type PermissionLookup } from '../permissions.js';
 import { pullRequestHeads } from '../heads.js';
 import { factOf, forgeFacts } from '../facts.js';
 import { createIngressState, type IssueRef } from '../state.js';
+import { isFromBot, processCommand, processReply, type Finish } from './chat-delivery.js';
+import { waitingRunOf, type CommandDeps } from './commands.js';
 import { DeliveryLeaseLostError } from './errors.js';
+import { labelMemoryScope, messageOf, normalize } from './normalize.js';
 import { readPermissionFailure } from './permission-answer.js';
-import type { InboxStore } from './store.js';
+import type { EarlierCopy, InboxStore } from './store.js';
 import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './types.js';
-
-/**
- * The one label memory every endpoint shares (migration 0010's `scope` column keeps its old
- * per-path rows, unused): the same label change delivered to two paths is one change.
- */
-export const LABEL_MEMORY_SCOPE = 'gitea';
-
-/**
- * The label memory of a forge: Gitea's and Forgejo's is the one above, each other forge has its
- * own. GitLab numbers merge requests apart from issues (`!7` is not `#7`), so they have one more.
- */
-export function labelMemoryScope(forge: ForgeEvent['forge'], isPull = false): string {
-  if (forge === 'gitlab') return isPull ? 'gitlab:mr' : 'gitlab';
-  return forge === 'github' ? forge : LABEL_MEMORY_SCOPE;
-}
-
-/**
- * The endpoint catch-up's deliveries of a forge carry: `sync` for Gitea (as always), `sync:github`
- * for GitHub. Their bodies are Gitea-shaped whatever the forge (src/catchup/synthesize.ts), so
- * they are read as Gitea's, with the forge the endpoint names.
- */
-export function syncEndpoint(forge: ForgeEvent['forge']): string {
-  return forge === 'github' || forge === 'gitlab' ? `sync:${forge}` : 'sync';
-}
-
-type Normalized = { event: ForgeEvent; labelsKnown: boolean } | { unsupported: string } | { invalid: string };
-
-/** The delivery as a ForgeEvent, read as the forge that sent it sends it. */
-function normalize(
-  endpoint: string,
-  headers: ReturnType<typeof readDeliveryHeaders>,
-  stored: Record<string, string>,
-  payload: Record<string, unknown>,
-): Normalized {
-  try {
-    if (endpoint === GITHUB_WEBHOOK_PATH) {
-      const classified = classifyGitHub(stored['x-github-event'] ?? '', payload);
-      if ('unsupported' in classified) return classified;
-      return gitHubForgeEvent(classified, payload);
-    }
-    if (endpoint === GITLAB_WEBHOOK_PATH) {
-      const classified = classifyGitLab(stored['x-gitlab-event'] ?? '', payload);
-      if ('unsupported' in classified) return classified;
-      return gitLabForgeEvent(classified, payload);
-    }
-    const classified = classify(headers, payload);
-    if ('unsupported' in classified) return classified;
-    readRepository(payload);
-    const synced = /^sync:(github|gitlab)$/.exec(endpoint)?.[1] as 'github' | 'gitlab' | undefined;
-    return toForgeEvent(classified, payload, synced ?? headers.forge);
-  } catch (err) {
-    return { invalid: messageOf(err) };
-  }
-}
 
 /** What a run request came to, in the verdict. */
 export interface RunAnswer {
@@ -132,34 +70,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
 
   return async function processDelivery(claimed, options = {}) {
     const { delivery } = claimed;
-    // The forge fact this delivery carries (an issue opened, a comment, a review), once known.
-    let fact: FactToRecord | undefined;
-    const finish = (verdict: DeliveryVerdict & { runs?: RunAnswer[] }, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
-      record(claimed, verdict, write, fact);
-
-    const headers = readDeliveryHeaders((name) => delivery.headers[name.toLowerCase()]);
-    let payload: Record<string, unknown>;
-    try {
-      const value: unknown = JSON.parse(delivery.body);
-      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('payload must be a JSON object');
-      payload = value as Record<string, unknown>;
-    } catch (err) {
-      return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
-    }
-    const normalized = normalize(delivery.endpoint, headers, delivery.headers, payload);
-    if ('unsupported' in normalized) {
-      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: unsupported event "${normalized.unsupported.slice(0, 80)}"` });
-    }
-    if ('invalid' in normalized) return finish({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${normalized.invalid}` });
-    const { event, labelsKnown } = normalized;
-    const memoryScope = labelMemoryScope(event.forge, event.isPull);
-    const webhookRoute: WebhookRoute = routes.get(delivery.endpoint) ?? everything;
-    if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
-      return finish({
-        outcome: DELIVERY_OUTCOME.ignored,
-        verdict: `ignored: ${event.kind} events are not handled by ${webhookRoute.path}`,
-      });
-    }
+    const read = readEvent(delivery);
+    if (isSettled(read)) return record(claimed, read.settled);
+    const { event, labelsKnown, headers, webhookRoute } = read;
 
     // Earlier copies of this body (or delivery id): what they acted on, and the labels they saw.
     const copies = options.force ? [] : await deps.inbox.earlierCopies(delivery, delivery.receivedAt - deps.retentionMs);
@@ -167,28 +80,94 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     if (pendingCopy) {
       // Only a copy with the same delivery id can be of another subject (and so not yet done):
       // it will have the effect.
-      return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${pendingCopy.id}` });
+      return record(claimed, { outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${pendingCopy.id}` });
     }
-    const actedOn = new Set(copies.flatMap((c) => c.stages));
+    const known = await factOfDelivery(event, copies, options);
+    if (isSettled(known)) return record(claimed, known.settled);
+    const finish: Finish = (verdict, write) => record(claimed, verdict, write, known.fact);
 
-    // One effect per forge fact, however baton learnt of it: its webhook, or catch-up reading the
-    // forge API after that webhook was lost (source `sync`), whichever came second finds it acted
-    // on. Only the first copy of a body counts (later copies are the copies logic's above).
+    const chat = await processChat(claimed, event, copies, finish);
+    if (chat) return chat;
+
+    const memory = await readMemory(delivery, event, labelsKnown, copies, options);
+    const routed = routeDelivery(event, webhookRoute, memory, copies);
+    if (isSettled(routed)) return finish(routed.settled, routed.write);
+    const refused = await checkPermission(event, memory);
+    if (refused) return finish(refused.settled, refused.write);
+
+    const requests = routed;
+    const { labelsBefore, rememberLabels } = memory;
+    return finish({ outcome: DELIVERY_OUTCOME.started, verdict: '', labelsBefore, stages: requests.map((r) => r.stage) }, async (scope) => {
+      const answers: RunAnswer[] = [];
+      for (const request of requests) answers.push(await enqueue(scope, request, event, headers.delivery));
+      await rememberLabels?.(scope);
+      return answers;
+    });
+  };
+
+  /** The delivery as a ForgeEvent of an event its endpoint handles, or the verdict why not. */
+  function readEvent(
+    delivery: ClaimedDelivery['delivery'],
+  ): Settled | { event: ForgeEvent; labelsKnown: boolean; headers: ReturnType<typeof readDeliveryHeaders>; webhookRoute: WebhookRoute } {
+    const headers = readDeliveryHeaders((name) => delivery.headers[name.toLowerCase()]);
+    let payload: Record<string, unknown>;
+    try {
+      const value: unknown = JSON.parse(delivery.body);
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('payload must be a JSON object');
+      payload = value as Record<string, unknown>;
+    } catch (err) {
+      return settled({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${messageOf(err)}` });
+    }
+    const normalized = normalize(delivery.endpoint, headers, delivery.headers, payload);
+    if ('unsupported' in normalized) {
+      return settled({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: unsupported event "${normalized.unsupported.slice(0, 80)}"` });
+    }
+    if ('invalid' in normalized) return settled({ outcome: DELIVERY_OUTCOME.invalid, verdict: `invalid payload: ${normalized.invalid}` });
+    const { event, labelsKnown } = normalized;
+    const webhookRoute: WebhookRoute = routes.get(delivery.endpoint) ?? everything;
+    if (webhookRoute.kinds && !webhookRoute.kinds.includes(event.kind)) {
+      return settled({
+        outcome: DELIVERY_OUTCOME.ignored,
+        verdict: `ignored: ${event.kind} events are not handled by ${webhookRoute.path}`,
+      });
+    }
+    return { event, labelsKnown, headers, webhookRoute };
+  }
+
+  /**
+   * One effect per forge fact, however baton learnt of it: its webhook, or catch-up reading the
+   * forge API after that webhook was lost (source `sync`), whichever came second finds it acted
+   * on. Only the first copy of a body counts (later copies are the copies logic's above).
+   */
+  async function factOfDelivery(
+    event: ForgeEvent,
+    copies: readonly EarlierCopy[],
+    options: ProcessOptions,
+  ): Promise<Settled | { fact?: FactToRecord }> {
     const key = copies.length === 0 ? factOf(event) : undefined;
-    if (key !== undefined) {
-      fact = { owner: event.owner, repo: event.repo, forge: event.forge, key, force: options.force === true };
-      if (!options.force && (await forgeFacts.seen(deps.store.db, event.owner, event.repo, [key], event.forge)).has(key)) {
-        fact = undefined;
-        return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: ${describeFact(key)} already acted on` });
-      }
+    if (key === undefined) return {};
+    if (!options.force && (await forgeFacts.seen(deps.store.db, event.owner, event.repo, [key], event.forge)).has(key)) {
+      return settled({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: ${describeFact(key)} already acted on` });
     }
+    return { fact: { owner: event.owner, repo: event.repo, forge: event.forge, key, force: options.force === true } };
+  }
 
+  /** A ChatOps command, or the reply to a run's question: its verdict; null when the delivery is neither. */
+  async function processChat(claimed: ClaimedDelivery, event: ForgeEvent, copies: readonly EarlierCopy[], finish: Finish) {
     // ChatOps replies through Gitea's accounts and reads runs by repository name: on GitHub and
     // GitLab a comment is a comment, never a command, until commands know the forge.
     const commandForge = event.forge !== 'github' && event.forge !== 'gitlab';
     const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
     if (command && deps.commands) {
-      return processCommand(deps.commands, claimed, { ...event, number: event.number! }, command, copies.length > 0, fact);
+      return processCommand(
+        deps,
+        deps.commands,
+        finish,
+        claimed.delivery.id,
+        { ...event, number: event.number! },
+        command,
+        copies.length > 0,
+      );
     }
     // A plain new comment on an issue whose run asked a question is the reply that resumes it.
     const waiting =
@@ -197,10 +176,23 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
             throw new RetryLaterError(`could not read the issue's runs: ${messageOf(err)}`, { cause: err });
           })
         : undefined;
-    if (waiting && deps.commands && !isFromBot(event)) {
-      return processReply(deps.commands, claimed, event, waiting, fact);
-    }
+    if (waiting && deps.commands && !isFromBot(deps.pipeline, event)) return processReply(deps.commands, finish, event, waiting);
+    return null;
+  }
 
+  /**
+   * What the delivery's rules compare against: the labels the issue had before (a copy's
+   * snapshot, else the label memory) and whether the pull request's head was acted on; and the
+   * writes that move both memories forward, with the verdict.
+   */
+  async function readMemory(
+    delivery: ClaimedDelivery['delivery'],
+    event: ForgeEvent,
+    labelsKnown: boolean,
+    copies: readonly EarlierCopy[],
+    options: ProcessOptions,
+  ): Promise<DeliveryMemory> {
+    const memoryScope = labelMemoryScope(event.forge, event.isPull);
     const issue: IssueRef | undefined =
       event.number !== undefined && LABEL_COMPARING_KINDS.includes(event.kind)
         ? { owner: event.owner, repo: event.repo, number: event.number }
@@ -239,11 +231,22 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
             await rememberHead?.(scope);
           }
         : undefined;
+    return { previous, labelsBefore, head, headSeen, rememberLabels };
+  }
 
+  /** The stages the delivery starts (its endpoint's, not yet acted on by a copy), or the verdict why none. */
+  function routeDelivery(
+    event: ForgeEvent,
+    webhookRoute: WebhookRoute,
+    memory: DeliveryMemory,
+    copies: readonly EarlierCopy[],
+  ): Settled | TaskRequest[] {
+    const { headSeen, head, labelsBefore, rememberLabels } = memory;
+    const actedOn = new Set(copies.flatMap((c) => c.stages));
     let result: RouteResult =
       headSeen && event.kind === 'pr_synchronized'
         ? { ignored: `head ${head!.sha.slice(0, 12)} already acted on` }
-        : routeEvent(headSeen ? { ...event, kind: 'pr_labels' } : event, deps.pipeline, { previousLabels: previous });
+        : routeEvent(headSeen ? { ...event, kind: 'pr_labels' } : event, deps.pipeline, { previousLabels: memory.previous });
     if (Array.isArray(result)) {
       const kept = result.filter((r) => allowsStage(webhookRoute, r.stage));
       result = kept.length > 0 ? kept : { ignored: 'no trigger matches' };
@@ -251,97 +254,28 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     if (Array.isArray(result) && actedOn.size > 0) {
       const fresh = result.filter((r) => !actedOn.has(r.stage));
       if (fresh.length === 0) {
-        return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
+        return settled({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
       }
       result = fresh;
     } else if (!Array.isArray(result) && copies.length > 0) {
-      return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
+      return settled({ outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate of delivery ${copies[0]!.id}`, labelsBefore });
     }
     if (!Array.isArray(result)) {
-      return finish({ outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: ${result.ignored}`, labelsBefore }, async (scope) => {
-        await rememberLabels?.(scope);
-        return [];
-      });
+      return settled(
+        { outcome: DELIVERY_OUTCOME.ignored, verdict: `ignored: ${result.ignored}`, labelsBefore },
+        rememberingOnly(rememberLabels),
+      );
     }
+    return result;
+  }
 
-    if (deps.permissionOf) {
-      let permitted: boolean;
-      try {
-        permitted = canWrite(await deps.permissionOf(event.owner, event.repo, event.sender, event.forge));
-        deps.onPermissionProblem?.(null);
-      } catch (err) {
-        const failure = readPermissionFailure(err);
-        if (failure.kind === 'transient') {
-          throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
-        }
-        if (failure.kind === 'misconfigured') {
-          const problem =
-            `the forge refused baton's permission lookup on ${event.owner}/${event.repo} (${failure.message}): ` +
-            'the dev bot token must belong to a site admin or a repository admin to read other users’ permission ' +
-            '(or turn webhooks.requireWritePermission off); replay the delivery once fixed';
-          deps.onPermissionProblem?.(problem);
-          // The label memory stays where it was, so a replay after the fix sees the same labels as new.
-          return finish({ outcome: DELIVERY_OUTCOME.misconfigured, verdict: `misconfigured: ${problem}`, labelsBefore });
-        }
-        // 404: Gitea does not know the sender (a deleted account, gitea-actions).
-        return finish(
-          {
-            outcome: DELIVERY_OUTCOME.notPermitted,
-            verdict: `not permitted: sender ${event.sender} is unknown to the forge`,
-            labelsBefore,
-          },
-          async (scope) => {
-            await rememberLabels?.(scope);
-            return [];
-          },
-        );
-      }
-      if (!permitted) {
-        return finish(
-          { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} lacks write permission`, labelsBefore },
-          async (scope) => {
-            await rememberLabels?.(scope);
-            return [];
-          },
-        );
-      }
-    }
-
-    const requests = result;
-    return finish({ outcome: DELIVERY_OUTCOME.started, verdict: '', labelsBefore, stages: requests.map((r) => r.stage) }, async (scope) => {
-      const answers: RunAnswer[] = [];
-      for (const request of requests) answers.push(await enqueue(scope, request, event, headers.delivery));
-      await rememberLabels?.(scope);
-      return answers;
-    });
-  };
-
-  /**
-   * A command: from a bot or an ignored user it is nothing (a bot's reply quoting the help must
-   * not loop); from someone without write access it gets a reply saying so; otherwise it is
-   * carried out with its reaction and reply, in the verdict's transaction.
-   */
-  async function processCommand(
-    commands: NonNullable<DeliveryProcessorDeps['commands']>,
-    claimed: ClaimedDelivery,
-    event: ForgeEvent & { number: number },
-    command: ChatCommand,
-    copied: boolean,
-    fact: FactToRecord | undefined,
-  ) {
-    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
-      record(claimed, verdict, write, fact);
-    const sender = event.sender.toLowerCase();
-    if (deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender)) {
-      return finish({
-        outcome: DELIVERY_OUTCOME.ignored,
-        verdict: `ignored: command from ${deps.pipeline.botUsers.includes(sender) ? 'a bot' : 'an ignored user'}`,
-      });
-    }
-    if (copied) return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: 'duplicate: an earlier copy of this command was taken' });
-    let permitted = false;
+  /** With `webhooks.requireWritePermission`: the verdict when the sender may not start runs, else null. */
+  async function checkPermission(event: ForgeEvent, memory: DeliveryMemory): Promise<Settled | null> {
+    if (!deps.permissionOf) return null;
+    const { labelsBefore, rememberLabels } = memory;
+    let permitted: boolean;
     try {
-      permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+      permitted = canWrite(await deps.permissionOf(event.owner, event.repo, event.sender, event.forge));
       deps.onPermissionProblem?.(null);
     } catch (err) {
       const failure = readPermissionFailure(err);
@@ -349,82 +283,25 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
         throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
       }
       if (failure.kind === 'misconfigured') {
-        return finish({
-          outcome: DELIVERY_OUTCOME.misconfigured,
-          verdict: `misconfigured: the forge refused the permission lookup of a command (${failure.message})`,
-        });
+        const problem =
+          `the forge refused baton's permission lookup on ${event.owner}/${event.repo} (${failure.message}): ` +
+          'the dev bot token must belong to a site admin or a repository admin to read other users’ permission ' +
+          '(or turn webhooks.requireWritePermission off); replay the delivery once fixed';
+        deps.onPermissionProblem?.(problem);
+        // The label memory stays where it was, so a replay after the fix sees the same labels as new.
+        return settled({ outcome: DELIVERY_OUTCOME.misconfigured, verdict: `misconfigured: ${problem}`, labelsBefore });
       }
-    }
-    if (!permitted) {
-      return finish(
-        { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: ${event.sender} lacks write permission for a command` },
-        async (scope) => {
-          await refuseCommand(commands, scope, event);
-          return [];
-        },
+      // 404: Gitea does not know the sender (a deleted account, gitea-actions).
+      return settled(
+        { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} is unknown to the forge`, labelsBefore },
+        rememberingOnly(rememberLabels),
       );
     }
-    const context = await readCommandContext(commands, event, command).catch((err: unknown) => {
-      throw new RetryLaterError(`could not read the issue's runs: ${messageOf(err)}`, { cause: err });
-    });
-    const verdict: DeliveryVerdict = { outcome: DELIVERY_OUTCOME.command, verdict: `command ${command.name}` };
-    return finish(verdict, async (scope) => {
-      const result = await runCommand(commands, scope, event, command, context, deps.pipeline, `delivery-${claimed.delivery.id}`);
-      if (!result) {
-        // Taken already: catch-up delivered the comment again after its webhook (or the reverse).
-        Object.assign(verdict, { outcome: DELIVERY_OUTCOME.duplicate, verdict: `duplicate: command ${command.name} already taken` });
-        return [];
-      }
-      const said = `command ${command.name}: ${result.reply.split('\n')[0]!.slice(0, 200)}`;
-      verdict.verdict = said;
-      return result.runIds.map((runId, i) => ({ stage: result.stages[i]!, runId, outcome: 'queued' as const, reason: said }));
-    });
-  }
-
-  function isFromBot(event: ForgeEvent): boolean {
-    const sender = event.sender.toLowerCase();
-    return deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender);
-  }
-
-  /**
-   * A reply to a waiting run's question, from someone with write access, resumes its session;
-   * anyone else's comment does not (and starts nothing either: the issue waits for its answer).
-   */
-  async function processReply(
-    commands: NonNullable<DeliveryProcessorDeps['commands']>,
-    claimed: ClaimedDelivery,
-    event: ForgeEvent,
-    run: Run,
-    fact: FactToRecord | undefined,
-  ) {
-    const finish = (verdict: DeliveryVerdict, write?: (scope: TransactionScope) => Promise<RunAnswer[]>) =>
-      record(claimed, verdict, write, fact);
-    let permitted = false;
-    try {
-      permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
-    } catch (err) {
-      const failure = readPermissionFailure(err);
-      if (failure.kind === 'transient') {
-        throw new RetryLaterError(`permission lookup failed: ${failure.message}`, { delayMs: failure.retryAfterMs, cause: err });
-      }
-    }
-    if (!permitted) {
-      return finish({
-        outcome: DELIVERY_OUTCOME.notPermitted,
-        verdict: `not permitted: ${event.sender} may not answer run ${run.id}'s question`,
-      });
-    }
-    return finish({ outcome: DELIVERY_OUTCOME.started, verdict: `reply resumes run ${run.id}` }, async (scope) => {
-      const resumed = await commands.engine.resumeIn(scope, run.id, { text: event.comment?.body ?? '', by: event.sender });
-      return [
-        {
-          stage: resumed.stage,
-          runId: resumed.id,
-          outcome: 'queued' as const,
-          reason: `reply by ${event.sender} resumes run ${resumed.id}`,
-        },
-      ];
-    });
+    if (permitted) return null;
+    return settled(
+      { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} lacks write permission`, labelsBefore },
+      rememberingOnly(rememberLabels),
+    );
   }
 
   async function enqueue(scope: TransactionScope, request: TaskRequest, event: ForgeEvent, deliveryId?: string): Promise<RunAnswer> {
@@ -477,6 +354,37 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
   }
 }
 
+type Write = (scope: TransactionScope) => Promise<RunAnswer[]>;
+
+/** A verdict reached before the end: recorded as it is, with what it writes. */
+interface Settled {
+  settled: DeliveryVerdict;
+  write?: Write;
+}
+
+const settled = (verdict: DeliveryVerdict, write?: Write): Settled => ({ settled: verdict, ...(write ? { write } : {}) });
+
+function isSettled(value: object): value is Settled {
+  return 'settled' in value;
+}
+
+/** A verdict that starts nothing but still moves the memories forward. */
+const rememberingOnly =
+  (rememberLabels: ((scope: TransactionScope) => Promise<void>) | undefined): Write =>
+  async (scope) => {
+    await rememberLabels?.(scope);
+    return [];
+  };
+
+/** What readMemory found: the labels before, the pull request's head, and the write that moves both forward. */
+interface DeliveryMemory {
+  previous: readonly string[] | null;
+  labelsBefore: string[] | null;
+  head: { sha: string; number: number } | undefined;
+  headSeen: boolean;
+  rememberLabels: ((scope: TransactionScope) => Promise<void>) | undefined;
+}
+
 /** A fact to record with the verdict; `force`: a replay, which acts whether or not it is recorded. */
 interface FactToRecord {
   owner: string;
@@ -496,10 +404,6 @@ function describeFact(key: string): string {
 
 function summarise(answers: readonly RunAnswer[]): string {
   return answers.map((a) => (answers.length > 1 ? `${a.stage}: ${a.reason}` : a.reason)).join('; ');
-}
-
-function messageOf(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).slice(0, 300);
 }
 
 /** Never seen and seen without labels mean the same to the rules: every label that appears is new. */

@@ -24,6 +24,7 @@ import { knownRepositories } from './0095-known-repositories.js';
 import { conversations } from './0125-conversations.js';
 import { forgeFacts } from './0090-forge-facts.js';
 import { runsListIndexes } from './0120-runs-list-indexes.js';
+import { queueCountsIndex } from './0121-queue-counts-index.js';
 
 export type { Migration } from './types.js';
 
@@ -63,4 +64,5 @@ export const migrations: readonly Migration[] = [
   conversations,
   forgeFacts,
   runsListIndexes,
+  queueCountsIndex,
 ].sort((a, b) => a.name.localeCompare(b.name));

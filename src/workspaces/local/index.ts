@@ -1,4 +1,6 @@
-export { createLocalProvider, runnerEnv, runnerSecrets, type LocalProviderOptions, type LocalSandboxOptions } from './provider.js';
+export { createLocalProvider } from './provider.js';
+export type { LocalProviderOptions, LocalSandboxOptions } from './options.js';
+export { runnerEnv, runnerSecrets } from './runner-env.js';
 export { createLocalProviderFromConfig, NO_EGRESS_GATE_WARNING, NO_SANDBOX_WARNING } from './from-config.js';
 export { RELAY_PORT, type LocalEgressOptions } from './egress.js';
 export { hiddenPaths } from './hidden-paths.js';

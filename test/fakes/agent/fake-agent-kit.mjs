@@ -2,6 +2,7 @@
 // record a test reads back, stdin, JSONL output and waiting to be killed. Each fake parses its
 // argv the way its real CLI does (see SOURCES.md); this file knows nothing of any CLI.
 import fs from 'node:fs';
+import path from 'node:path';
 
 /** Every agent credential variable a run could carry: a fake records which ones reached it. */
 const CREDENTIAL_ENV = [
@@ -43,7 +44,19 @@ export function record(facts) {
   );
 }
 
-export const mode = () => process.env.FAKE_AGENT_MODE ?? 'success';
+/**
+ * `.fake-agent.json` of the repository (the working directory): {"modeByIssue": {"<ISSUE_NUMBER>":
+ * "<mode>"}}, so one server's runs can behave differently per issue; FAKE_AGENT_MODE wins.
+ */
+function settings() {
+  try {
+    return JSON.parse(fs.readFileSync(path.join(process.cwd(), '.fake-agent.json'), 'utf8'));
+  } catch {
+    return {};
+  }
+}
+
+export const mode = () => process.env.FAKE_AGENT_MODE ?? settings().modeByIssue?.[process.env.ISSUE_NUMBER ?? ''] ?? 'success';
 
 export const emit = (event) => process.stdout.write(`${JSON.stringify(event)}\n`);
 

@@ -12,36 +12,85 @@
 //
 // FAKE_AGENT_MODE: success (default) | auth | rate-limited | unreachable | server-error | crash |
 // hang | token-overrun (one turn reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
+import { randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { emit, fail, hang, mode, readStdin, record, sleep } from './fake-agent-kit.mjs';
 
-const FLAGS = new Set([
+// `codex exec --help` and `codex exec resume --help` of 0.171.0: each subcommand has its own
+// options (resume has no --sandbox, --color, --cd, --profile, --oss, --add-dir); exec's options go
+// before `resume`, and an exec option after it is `unexpected argument` (exit 2).
+const EXEC_FLAGS = [
   '--json',
   '--skip-git-repo-check',
   '--dangerously-bypass-approvals-and-sandbox',
+  '--dangerously-bypass-hook-trust',
+  '--approve-for-me',
   '--ephemeral',
   '--oss',
-  '--full-auto',
-]);
-const VALUED = new Map([
-  ['-m', 'model'],
-  ['--model', 'model'],
-  ['-s', 'sandbox'],
-  ['--sandbox', 'sandbox'],
-  ['-c', 'config'],
-  ['--config', 'config'],
-  ['-C', 'cd'],
-  ['--cd', 'cd'],
-  ['--color', 'color'],
-  ['-o', 'output-last-message'],
-  ['--output-last-message', 'output-last-message'],
-  ['-p', 'profile'],
-  ['--profile', 'profile'],
-]);
-const SANDBOX = ['read-only', 'workspace-write', 'danger-full-access'];
-const COLOR = ['always', 'never', 'auto'];
+  '--strict-config',
+  '--worktree',
+  '--trust',
+  '--ignore-user-config',
+  '--ignore-rules',
+];
+const EXEC_VALUED = {
+  '-c': 'config',
+  '--config': 'config',
+  '--enable': 'enable',
+  '--disable': 'disable',
+  '--remote': 'remote',
+  '--remote-auth-token-env': 'remote-auth-token-env',
+  '-i': 'image',
+  '--image': 'image',
+  '-m': 'model',
+  '--model': 'model',
+  '--local-provider': 'local-provider',
+  '-p': 'profile',
+  '--profile': 'profile',
+  '-s': 'sandbox',
+  '--sandbox': 'sandbox',
+  '-C': 'cd',
+  '--cd': 'cd',
+  '--add-dir': 'add-dir',
+  '--thread-source': 'thread-source',
+  '--cyber-access-program': 'cyber-access-program',
+  '--output-schema': 'output-schema',
+  '--color': 'color',
+  '-o': 'output-last-message',
+  '--output-last-message': 'output-last-message',
+};
+const RESUME_ONLY_FLAGS = ['--last', '--all'];
+const NOT_IN_RESUME = ['-p', '--profile', '-s', '--sandbox', '-C', '--cd', '--add-dir', '--color', '--local-provider'];
+const EXEC = {
+  usage: 'codex exec [OPTIONS] [PROMPT]\n       codex exec [OPTIONS] <COMMAND> [ARGS]',
+  flags: new Set(EXEC_FLAGS),
+  valued: new Map(Object.entries(EXEC_VALUED)),
+  // The first positional that names a subcommand ends exec's own options.
+  subcommands: new Set(['resume', 'fork', 'review', 'help']),
+};
+const RESUME = {
+  usage: 'codex exec resume [OPTIONS] [SESSION_ID] [PROMPT]',
+  flags: new Set([...EXEC_FLAGS.filter((f) => !['--approve-for-me', '--oss'].includes(f)), ...RESUME_ONLY_FLAGS]),
+  valued: new Map(Object.entries(EXEC_VALUED).filter(([name]) => !NOT_IN_RESUME.includes(name))),
+  subcommands: new Set(),
+};
+const CHOICES = {
+  sandbox: { placeholder: '--sandbox <SANDBOX_MODE>', values: ['read-only', 'workspace-write', 'danger-full-access'] },
+  color: { placeholder: '--color <COLOR>', values: ['always', 'never', 'auto'] },
+  'cyber-access-program': { placeholder: '--cyber-access-program <PROGRAM>', values: ['standard', 'daybreak_blue', 'daybreak_red'] },
+};
 
-function parse(argv) {
-  const options = {};
+function unexpected(arg, usage) {
+  fail(
+    `error: unexpected argument '${arg}' found\n\n  tip: to pass '${arg}' as a value, use '-- ${arg}'\n\nUsage: ${usage}\n\nFor more information, try '--help'.`,
+    2,
+  );
+}
+
+/** clap: options anywhere among the positionals until `--` or a subcommand; `--name=value` works. */
+function parse(argv, spec, options = {}) {
   const positionals = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i];
@@ -50,54 +99,69 @@ function parse(argv) {
       break;
     }
     if (arg === '-' || !arg.startsWith('-')) {
+      if (positionals.length === 0 && spec.subcommands.has(arg)) return { options, positionals, subcommand: arg, rest: argv.slice(i + 1) };
       positionals.push(arg);
       continue;
     }
     const eq = arg.startsWith('--') ? arg.indexOf('=') : -1;
     const name = eq > 0 ? arg.slice(0, eq) : arg;
-    if (FLAGS.has(name) && eq < 0) {
+    if (spec.flags.has(name) && eq < 0) {
       options[name.slice(2)] = true;
       continue;
     }
-    const key = VALUED.get(name);
-    if (!key)
-      fail(`error: unexpected argument '${arg}' found\n\nUsage: codex exec [OPTIONS] [PROMPT]\n\nFor more information, try '--help'.`, 2);
+    const key = spec.valued.get(name);
+    if (!key) unexpected(eq > 0 ? name : arg, spec.usage);
     let value;
     if (eq > 0) value = arg.slice(eq + 1);
     else {
-      if (i + 1 >= argv.length) fail(`error: a value is required for '${name} <${key.toUpperCase()}>' but none was supplied`, 2);
+      if (i + 1 >= argv.length)
+        fail(
+          `error: a value is required for '${name} <${key.toUpperCase()}>' but none was supplied\n\nFor more information, try '--help'.`,
+          2,
+        );
       value = argv[++i];
     }
-    if (key === 'sandbox' && !SANDBOX.includes(value)) {
-      fail(`error: invalid value '${value}' for '--sandbox <SANDBOX_MODE>'\n  [possible values: ${SANDBOX.join(', ')}]`, 2);
+    const choice = CHOICES[key];
+    if (choice && !choice.values.includes(value)) {
+      fail(
+        `error: invalid value '${value}' for '${choice.placeholder}'\n  [possible values: ${choice.values.join(', ')}]\n\nFor more information, try '--help'.`,
+        2,
+      );
     }
-    if (key === 'color' && !COLOR.includes(value)) fail(`error: invalid value '${value}' for '--color <COLOR>'`, 2);
     options[key] = value;
   }
-  return { options, positionals };
+  return { options, positionals, subcommand: null, rest: [] };
 }
 
 const argv = process.argv.slice(2);
 if (argv[0] !== 'exec') fail('fake-codex: only `codex exec` is emulated', 2);
-const { options, positionals } = parse(argv.slice(1));
+const exec = parse(argv.slice(1), EXEC);
+let options = exec.options;
 let resume = null;
-let promptArg = positionals[0];
-if (positionals[0] === 'resume') {
-  resume = positionals[1] ?? null;
-  if (!resume) fail('error: the session id is required (or --last)', 2);
-  promptArg = positionals[2];
-}
+let promptArg = exec.positionals[0];
+if (exec.subcommand === 'resume') {
+  const sub = parse(exec.rest, RESUME, { ...exec.options });
+  options = sub.options;
+  resume = sub.positionals[0] ?? null;
+  if (!resume) fail('Error: resume requires a SESSION_ID or --last', 1);
+  promptArg = sub.positionals[1];
+} else if (exec.subcommand) fail(`fake-codex: \`codex exec ${exec.subcommand}\` is not emulated`, 2);
 let prompt = promptArg;
 let promptSource = 'argument';
 if (prompt === undefined || prompt === '-') {
   promptSource = 'stdin';
   prompt = readStdin();
   if (prompt.trim() === '') fail('No prompt provided via stdin.', 1);
+} else if (!process.stdin.isTTY) {
+  // "If stdin is piped and a prompt is also provided, stdin is appended as a `<stdin>` block".
+  process.stderr.write('Reading additional input from stdin...\n');
+  const piped = readStdin();
+  if (piped.trim() !== '') prompt = `${prompt}\n\n<stdin>\n${piped.trimEnd()}\n</stdin>`;
 }
 if (!options.json) fail('fake-codex: only --json output is emulated', 2);
 record({ agent: 'codex', prompt, promptSource, options, resume, model: options.model ?? 'gpt-5-codex' });
 
-const thread = resume ?? '0199a213-81c0-7800-8aa1-bbab2a035a53';
+const thread = openThread(resume, prompt);
 emit({ type: 'thread.started', thread_id: thread });
 emit({ type: 'turn.started' });
 const m = mode();
@@ -174,3 +238,48 @@ const usage =
 emit({ type: 'turn.completed', usage });
 if (m === 'token-overrun') await hang();
 process.exit(0);
+
+/**
+ * Sessions as 0.171.0 keeps them: `$CODEX_HOME/sessions/YYYY/MM/DD/rollout-<local time>-<thread
+ * id>.jsonl` (CODEX_HOME defaults to ~/.codex), a `session_meta` line first, then the turn's
+ * items. `resume <id>` finds the file by id whatever the working directory (seen with the real
+ * CLI: a HOME holding only that sessions/ directory resumes); without it the CLI prints
+ * `Error: thread/resume: thread/resume failed: no rollout found for thread id <id> (code -32600)`
+ * and exits 1 before any event.
+ */
+function openThread(resumeId, text) {
+  const home = process.env.CODEX_HOME ?? path.join(process.env.HOME ?? os.homedir(), '.codex');
+  const sessions = path.join(home, 'sessions');
+  const line = (type, payload) => `${JSON.stringify({ timestamp: new Date().toISOString(), type, payload })}\n`;
+  const userMessage = line('response_item', { type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
+  if (resumeId !== null) {
+    const found = findRollout(sessions, resumeId);
+    if (!found) fail(`Error: thread/resume: thread/resume failed: no rollout found for thread id ${resumeId} (code -32600)`, 1);
+    fs.appendFileSync(found, userMessage);
+    return resumeId;
+  }
+  const id = randomUUID();
+  const now = new Date();
+  const pad = (n) => String(n).padStart(2, '0');
+  const day = path.join(sessions, String(now.getFullYear()), pad(now.getMonth() + 1), pad(now.getDate()));
+  const stamp = `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}T${pad(now.getHours())}-${pad(now.getMinutes())}-${pad(now.getSeconds())}`;
+  fs.mkdirSync(day, { recursive: true });
+  fs.writeFileSync(
+    path.join(day, `rollout-${stamp}-${id}.jsonl`),
+    line('session_meta', { session_id: id, id, cwd: process.cwd(), originator: 'codex_exec', cli_version: '0.171.0', source: 'exec' }) +
+      userMessage,
+  );
+  return id;
+}
+
+function findRollout(dir, id) {
+  if (!fs.existsSync(dir)) return null;
+  for (const entry of fs.readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      const found = findRollout(full, id);
+      if (found) return found;
+    } else if (entry.name.startsWith('rollout-') && entry.name.endsWith(`-${id}.jsonl`)) return full;
+  }
+  return null;
+}

@@ -9,11 +9,17 @@
 //                           environment variables before running: GEMINI_API_KEY, …`, exit 41, no stream
 //   a prompt starting "/"   a slash command, not a prompt (emulated as exit 42: none is known here)
 //
-// FAKE_AGENT_MODE: success (default) | rate-limited | server-error | turn-limit | bad-input |
+// FAKE_AGENT_MODE: success (default) | auth (as without a key) | rate-limited | server-error | unreachable |
+// turn-limit | bad-input |
 // crash | hang | token-overrun (a result reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { emit, fail, hang, mode, readStdin, record } from './fake-agent-kit.mjs';
 
 const CHOICES = { 'output-format': ['text', 'json', 'stream-json'], 'approval-mode': ['default', 'auto_edit', 'yolo', 'plan'] };
+// `gemini --help` of 0.61.0 (yargs, strict): booleans, strings (nargs 1) and arrays.
 const FLAGS = new Map([
   ['--skip-trust', 'skip-trust'],
   ['-y', 'yolo'],
@@ -22,6 +28,14 @@ const FLAGS = new Map([
   ['--debug', 'debug'],
   ['-s', 'sandbox'],
   ['--sandbox', 'sandbox'],
+  ['--acp', 'acp'],
+  ['--experimental-acp', 'experimental-acp'],
+  ['-l', 'list-extensions'],
+  ['--list-extensions', 'list-extensions'],
+  ['--list-sessions', 'list-sessions'],
+  ['--screen-reader', 'screen-reader'],
+  ['--raw-output', 'raw-output'],
+  ['--accept-raw-output-risk', 'accept-raw-output-risk'],
 ]);
 const VALUED = new Map([
   ['-o', 'output-format'],
@@ -31,14 +45,28 @@ const VALUED = new Map([
   ['--model', 'model'],
   ['-p', 'prompt'],
   ['--prompt', 'prompt'],
+  ['-i', 'prompt-interactive'],
+  ['--prompt-interactive', 'prompt-interactive'],
+  ['-w', 'worktree'],
+  ['--worktree', 'worktree'],
   ['-r', 'resume'],
   ['--resume', 'resume'],
+  ['--session-file', 'session-file'],
   ['--session-id', 'session-id'],
+  ['--delete-session', 'delete-session'],
+  ['--policy', 'policy'],
+  ['--admin-policy', 'admin-policy'],
+  ['--allowed-mcp-server-names', 'allowed-mcp-server-names'],
+  ['--allowed-tools', 'allowed-tools'],
+  ['-e', 'extensions'],
+  ['--extensions', 'extensions'],
+  ['--include-directories', 'include-directories'],
 ]);
 
+// The real CLI prints yargs' message first, then the usage (seen with 0.61.0).
 function usageError(message) {
   fail(
-    `Usage: gemini [options] [command]\n\nGemini CLI - Defaults to interactive mode. Use -p/--prompt for non-interactive (headless) mode.\n\n${message}`,
+    `${message}\nUsage: gemini [options] [command]\n\nGemini CLI - Defaults to interactive mode. Use -p/--prompt for non-interactive (headless) mode.`,
     1,
   );
 }
@@ -81,7 +109,7 @@ const stdin = readStdin();
 const given = options.prompt ?? (positionals.length ? positionals.join(' ') : undefined);
 const prompt = stdin ? (given ? `${stdin}\n\n${given}` : stdin) : (given ?? '');
 if (options['output-format'] !== 'stream-json') fail('fake-gemini: only --output-format stream-json is emulated', 2);
-if (!process.env.GEMINI_API_KEY) {
+if (!process.env.GEMINI_API_KEY || mode() === 'auth') {
   fail(
     `Please set an Auth method in ${process.env.HOME}/.gemini/settings.json or specify one of the following environment variables before running: GEMINI_API_KEY, GOOGLE_GENAI_USE_VERTEXAI, GOOGLE_GENAI_USE_GCA`,
     41,
@@ -97,7 +125,7 @@ record({
   options,
   resume: options.resume ?? null,
   yolo,
-  model: options.model ?? 'gemini-2.5-pro',
+  model: options.model ?? 'auto',
 });
 const m = mode();
 if (m === 'bad-input' || (prompt.startsWith('/') && !prompt.startsWith('//') && !prompt.startsWith('/*'))) {
@@ -105,8 +133,8 @@ if (m === 'bad-input' || (prompt.startsWith('/') && !prompt.startsWith('//') && 
 }
 
 const now = () => new Date().toISOString();
-const session = options.resume ?? '8c8fcbe3-8a9d-417b-b3b8-af7758af997b';
-const model = options.model ?? 'gemini-2.5-pro';
+const session = openSession(options.resume ?? null, prompt);
+const model = options.model ?? 'auto';
 emit({ type: 'init', timestamp: now(), session_id: session, model });
 emit({ type: 'message', timestamp: now(), role: 'user', content: prompt });
 const stats = (input, cached, output) => ({
@@ -126,6 +154,9 @@ const apiError = (message) => {
 };
 if (m === 'rate-limited')
   apiError('[API Error: You have exhausted your capacity on this model. Your quota will reset after 0s. (Status: 429 RESOURCE_EXHAUSTED)]');
+// No network: 0.61.0 retries (`Attempt 1 failed. Retrying with backoff... Error: exception TypeError:
+// fetch failed sending request` on stderr); what it prints once the retries are spent is approximated.
+if (m === 'unreachable') apiError('exception TypeError: fetch failed sending request');
 if (m === 'server-error') apiError('[API Error: The model is overloaded. Please try again later. (Status: 503 UNAVAILABLE)]');
 emit({ type: 'message', timestamp: now(), role: 'assistant', content: 'Let me look', delta: true });
 emit({ type: 'tool_use', timestamp: now(), tool_name: 'list_directory', tool_id: 'list_directory-1', parameters: { dir_path: '.' } });
@@ -157,3 +188,64 @@ emit({
 });
 if (m === 'token-overrun') await hang();
 process.exit(0);
+
+/**
+ * Sessions as 0.61.0 keeps them: `~/.gemini/projects.json` maps the working directory to a project
+ * id (its base name in lower case, non-alphanumerics as `-`: /tmp/tmp.r9OdwNniDi is
+ * `tmp-r9odwnnidi`), and each session is `~/.gemini/tmp/<project id>/chats/session-<YYYY-MM-DDTHH-MM>-<first
+ * 8 of the id>.jsonl` whose first line holds `sessionId` and `projectHash` (sha256 of the
+ * directory). `--resume <uuid>` looks only in the current directory's project; a session it
+ * cannot find is `Error resuming session: Invalid session identifier "<id>".` with where it
+ * searched, exit 42, before any event.
+ */
+function openSession(resumeId, text) {
+  const home = path.join(process.env.HOME ?? os.homedir(), '.gemini');
+  const cwd = process.cwd();
+  const registry = path.join(home, 'projects.json');
+  let projects = {};
+  try {
+    projects = JSON.parse(fs.readFileSync(registry, 'utf8')).projects ?? {};
+  } catch {
+    // No registry yet: the first session makes one.
+  }
+  const project =
+    projects[cwd] ??
+    path
+      .basename(cwd)
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '-');
+  const chats = path.join(home, 'tmp', project, 'chats');
+  const message = `${JSON.stringify({ $set: { messages: [{ type: 'user', content: [{ text }] }] } })}\n`;
+  if (resumeId !== null) {
+    const found = fs.existsSync(chats)
+      ? fs.readdirSync(chats).find((f) => {
+          const first = fs.readFileSync(path.join(chats, f), 'utf8').split('\n')[0];
+          try {
+            return JSON.parse(first).sessionId === resumeId;
+          } catch {
+            return false;
+          }
+        })
+      : undefined;
+    if (!found) {
+      fail(
+        `Error resuming session: Invalid session identifier "${resumeId}".\n  Searched for sessions in ${chats}.\n  Use --list-sessions to see available sessions, then use --resume {number}, --resume {uuid}, or --resume latest.`,
+        42,
+      );
+    }
+    fs.appendFileSync(path.join(chats, found), message);
+    return resumeId;
+  }
+  const id = randomUUID();
+  fs.mkdirSync(chats, { recursive: true });
+  fs.writeFileSync(registry, JSON.stringify({ projects: { ...projects, [cwd]: project } }, null, 2));
+  const stamp = new Date().toISOString().slice(0, 16).replace(':', '-');
+  const meta = {
+    sessionId: id,
+    projectHash: createHash('sha256').update(cwd).digest('hex'),
+    startTime: new Date().toISOString(),
+    kind: 'main',
+  };
+  fs.writeFileSync(path.join(chats, `session-${stamp}-${id.slice(0, 8)}.jsonl`), `${JSON.stringify(meta)}\n${message}`);
+  return id;
+}

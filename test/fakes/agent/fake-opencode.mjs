@@ -3,14 +3,21 @@
 // as its yargs parser does, joins the message words with stdin as it does, and prints its JSON
 // lines `{type, timestamp, sessionID, …}` (SOURCES.md says what was checked and how).
 //
-//   unknown option          yargs strict: stderr `Unknown argument: bogus`, exit 1
+//   unknown option          yargs strict: the command's help on stderr (no message), exit 1
 //   no message, no stdin    stderr `Error: You must provide a message or a command`, exit 1
 //   without --auto          every permission the agent asks for is auto-rejected
 //
-// FAKE_AGENT_MODE: success (default) | auth | rate-limited | server-error | crash | hang |
+//   --session=<unknown id>  stderr `Error: Session not found`, exit 1
+//
+// FAKE_AGENT_MODE: success (default) | auth | rate-limited | server-error | unreachable | crash | hang |
 // token-overrun (steps of FAKE_AGENT_TOKENS tokens, default 200,000, every 20 ms until killed).
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { emit, fail, hang, mode, readStdin, record, sleep } from './fake-agent-kit.mjs';
 
+// `opencode run --help` of 1.18.33 (yargs, strict, with the global --print-logs, --log-level, --pure).
 const FLAGS = new Map([
   ['--auto', 'auto'],
   ['--print-logs', 'print-logs'],
@@ -18,7 +25,10 @@ const FLAGS = new Map([
   ['-c', 'continue'],
   ['--continue', 'continue'],
   ['--fork', 'fork'],
+  ['--share', 'share'],
   ['--thinking', 'thinking'],
+  ['-i', 'interactive'],
+  ['--interactive', 'interactive'],
 ]);
 const VALUED = new Map([
   ['--format', 'format'],
@@ -27,11 +37,35 @@ const VALUED = new Map([
   ['-s', 'session'],
   ['--session', 'session'],
   ['--agent', 'agent'],
+  ['--command', 'command'],
   ['--log-level', 'log-level'],
   ['--title', 'title'],
   ['--variant', 'variant'],
   ['--dir', 'dir'],
+  ['-f', 'file'],
+  ['--file', 'file'],
+  ['--attach', 'attach'],
+  ['-p', 'password'],
+  ['--password', 'password'],
+  ['-u', 'username'],
+  ['--username', 'username'],
+  ['--port', 'port'],
 ]);
+const CHOICES = { format: ['default', 'json'], 'log-level': ['DEBUG', 'INFO', 'WARN', 'ERROR'] };
+
+const USAGE = `opencode run [message..]
+
+run opencode with a message
+
+Positionals:
+  message  message to send                                                     [array] [default: []]
+`;
+
+/**
+ * The CLI's yargs `.fail()`: for `Unknown argument…`, `Invalid values:` and `Not enough non-option
+ * arguments` it shows the command's help on stderr and nothing else (no message), then exits 1.
+ */
+const usageError = () => fail(USAGE, 1);
 
 function parse(argv) {
   const options = {};
@@ -53,12 +87,10 @@ function parse(argv) {
       continue;
     }
     const key = VALUED.get(name);
-    if (!key)
-      fail(`opencode run [message..]\n\nrun opencode with a message\n\nUnknown argument: ${arg.replace(/^-+/, '').split('=')[0]}`, 1);
-    const value = eq > 0 ? arg.slice(eq + 1) : argv[++i];
-    if (key === 'format' && !['default', 'json'].includes(value)) {
-      fail(`Invalid values:\n  Argument: format, Given: "${value}", Choices: "default", "json"`, 1);
-    }
+    if (!key) usageError();
+    // A string option with nothing after it is "" (`-m` alone runs the default model).
+    const value = eq > 0 ? arg.slice(eq + 1) : (argv[++i] ?? '');
+    if (CHOICES[key] && !CHOICES[key].includes(value)) usageError();
     options[key] = value;
   }
   return { options, positionals };
@@ -81,7 +113,7 @@ record({
   model: options.model ?? 'opencode/big-pickle',
 });
 
-const sessionID = options.session ?? 'ses_dcb6e00aeffei8fI42d9eG7ixN';
+const sessionID = openSession(options.session || null, message);
 const messageID = 'msg_2349b1f66001Q5fh0PMOJk9A7w';
 let n = 0;
 const part = (type, fields) => ({ id: `prt_${String(++n).padStart(4, '0')}`, sessionID, messageID, type, ...fields });
@@ -94,6 +126,14 @@ const m = mode();
 if (m === 'auth') error('ProviderAuthError', { providerID: 'anthropic', message: 'invalid x-api-key' });
 if (m === 'rate-limited') error('APIError', { message: 'Rate limit exceeded: 429 Too Many Requests', statusCode: 429, isRetryable: true });
 if (m === 'server-error') error('APIError', { message: 'Overloaded', statusCode: 529, isRetryable: true });
+// Seen with 1.18.33 and no network.
+if (m === 'unreachable') {
+  error('APIError', {
+    message: 'Cannot connect to API: Unable to connect. Is the computer able to access the url?',
+    isRetryable: true,
+    metadata: { url: 'https://opencode.ai/zen/v1/chat/completions' },
+  });
+}
 const step = (input, output, cost, read = 0) => {
   out('step_start', { part: part('step-start', { snapshot: '4b825dc642cb6eb9a060e54bf8d69288fbee4904' }) });
   return () =>
@@ -130,3 +170,27 @@ out('text', {
 });
 finish2();
 process.exit(0);
+
+/**
+ * Sessions live in `$XDG_DATA_HOME/opencode/opencode.db` (SQLite, ~/.local/share by default) in
+ * the real CLI; the fake keeps one JSON file per session under `storage/session/` there instead,
+ * which is enough for a restore of that directory to resume. An unknown `--session` is `Error:
+ * Session not found` on stderr, exit 1, before any event (seen with 1.18.33).
+ */
+function openSession(resumeId, text) {
+  const data = path.join(process.env.XDG_DATA_HOME ?? path.join(process.env.HOME ?? os.homedir(), '.local', 'share'), 'opencode');
+  const dir = path.join(data, 'storage', 'session');
+  if (resumeId !== null) {
+    const file = path.join(dir, `${path.basename(resumeId)}.json`);
+    if (!fs.existsSync(file)) fail('Error: Session not found', 1);
+    const session = JSON.parse(fs.readFileSync(file, 'utf8'));
+    session.messages.push(text);
+    fs.writeFileSync(file, JSON.stringify(session));
+    return resumeId;
+  }
+  // `ses_` and 26 more characters, as the real ids (ses_dc7e560a9ffe4E4s4yOmq45Ega).
+  const id = `ses_${randomBytes(13).toString('hex')}`;
+  fs.mkdirSync(dir, { recursive: true });
+  fs.writeFileSync(path.join(dir, `${id}.json`), JSON.stringify({ id, directory: process.cwd(), messages: [text] }));
+  return id;
+}

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -14,19 +15,30 @@ import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
- * The network of a run, attacked from inside by an agent, through the real `baton serve` (built
- * CLI, SQLite, local workspaces in real bubblewrap): it tries direct TCP to PostgreSQL on
- * 127.0.0.1:5432, to baton's own port, to a loopback service and to Redis' port, to the cloud
- * metadata address; through its egress gate a host not on the list, the database and baton's
- * port, and baton's API as `baton.internal`; another run's workspace; and the memory of the
- * processes it can see (the runner holds CALLBACK_TOKEN); the forge itself, directly, through the
- * gate (only the forge gateway leads there). Each fails, while the same run clones over git's HTTP
- * through the forge gateway and reports to a host the operator allowed.
+ * The agent is untrusted (issue #24): a spying agent, run through the real `baton serve` (built
+ * CLI, SQLite, local workspaces in real bubblewrap), tries every attack an agent on baton's host
+ * found, and each fails:
+ *
+ * - the network: direct TCP to PostgreSQL on 127.0.0.1:5432, to baton's own port, to a loopback
+ *   service and to Redis' port, to the cloud metadata address; through its egress gate a host not
+ *   on the list, the database and baton's port, baton's API as `baton.internal`; the forge itself,
+ *   directly (only the forge gateway leads there);
+ * - the bot's tokens: in its environment, in files it can read, in every visible process's
+ *   environ, cmdline and memory (`/proc`), where the runner holds CALLBACK_TOKEN too;
+ * - its capability: on another repository, for the bot's other rights on its own (collaborators,
+ *   a file written to the default branch through the API), for a push to the default branch and to
+ *   a branch of another issue, and after the run has ended;
+ * - what it reports: a negative token count and cost, which must not credit the daily budget;
+ * - another run's workspace.
+ *
+ * Meanwhile the same run clones over git's HTTP through the forge gateway, pushes a branch of its
+ * issue, comments on its issue, and reports to a host the operator allowed.
  */
 
 const SPY = fileURLToPath(new URL('../fakes/agent/network-spy.mjs', import.meta.url));
 const SECRET = 'spying-network-webhook-secret';
 const DEV_TOKEN = `dev-token-${randomUUID()}`;
+const REVIEW_TOKEN = `review-token-${randomUUID()}`;
 const ADMIN_TOKEN = `baton_admin-${randomUUID()}`;
 
 interface Attempt {
@@ -46,6 +58,11 @@ interface Report {
   memory: { pid: number; ok: boolean; error?: string }[];
   tokens: string[];
   files: string[];
+  forge: {
+    api: { name: string; status: number; body: string }[];
+    pushes: { name: string; ref: string; ok: boolean; output: string }[];
+  };
+  secrets: { found: { where: string; needle: number }[]; scanned: { processes: number; files: number; memoryBytes: number } };
 }
 
 const listen = async (server: net.Server) => {
@@ -61,7 +78,7 @@ const reachableFromHost = (port: number) =>
     s.once('error', () => resolve(false));
   });
 
-describe('a run attacked from inside: its network is only what its gate allows', () => {
+describe('the agent is untrusted: a spying agent through serve, each attack refused', () => {
   let root: string;
   let dataDir: string;
   let gitea: FakeGitea;
@@ -98,13 +115,17 @@ describe('a run attacked from inside: its network is only what its gate allows',
 
     gitea = await createFakeGitea();
     gitea.addUser('claude-dev', { token: DEV_TOKEN });
-    gitea.addUser('claude-review', { token: `review-${randomUUID()}` });
+    gitea.addUser('claude-review', { token: REVIEW_TOKEN });
     gitea.addUser('alice');
     // A private repository served over git's smart HTTP by the fake forge itself.
     gitea.addRepo('acme', 'app', { private: true, git: true });
     // Only senders with write access start runs (webhooks.requireWritePermission); the bot asks as an admin.
     gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'alice', 'write');
+    // Another repository the bot may write to: the run's capability must be worth nothing there.
+    gitea.addRepo('acme', 'other', { private: true });
+    gitea.addCollaborator('acme', 'other', 'claude-dev', 'admin');
+    gitea.addIssue('acme', 'other', { title: 'elsewhere', author: 'alice' });
     for (let n = 1; n <= 8; n++) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });
 
     const config = path.join(root, 'baton.yaml');
@@ -117,6 +138,10 @@ describe('a run attacked from inside: its network is only what its gate allows',
         `  gitConfig: ${JSON.stringify(gitConfig)}`,
         'egress:',
         `  allow: ["127.0.0.1:${allowedPort}"]`,
+        // A daily budget a negative claim would switch off for the day.
+        'budgets:',
+        '  tokensPerDay: 100000',
+        '  costUsdPerDay: 50',
         '',
       ].join('\n'),
     );
@@ -125,7 +150,7 @@ describe('a run attacked from inside: its network is only what its gate allows',
         HOST: '127.0.0.1',
         GITEA_URL: gitea.url,
         GITEA_DEV_TOKEN: DEV_TOKEN,
-        GITEA_REVIEW_TOKEN: `review-${randomUUID()}`,
+        GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
         WEBHOOK_SECRET: SECRET,
         BATON_BOOTSTRAP_TOKEN: ADMIN_TOKEN,
         DATABASE_URL: `sqlite:${path.join(dataDir, 'baton.db')}`,
@@ -152,6 +177,30 @@ describe('a run attacked from inside: its network is only what its gate allows',
         paths: [path.join(dataDir, 'workspaces'), dataDir],
         reportUrl: `http://127.0.0.1:${allowedPort}/report`,
         hangIssues: ['7'],
+        needles: [DEV_TOKEN, REVIEW_TOKEN, ADMIN_TOKEN, SECRET],
+        forge: {
+          api: [
+            { name: 'other repository', method: 'GET', path: '/api/v1/repos/acme/other' },
+            { name: 'other issue', method: 'POST', path: '/api/v1/repos/acme/other/issues/1/comments', body: { body: 'spy' } },
+            { name: 'collaborator', method: 'PUT', path: '/api/v1/repos/acme/app/collaborators/mallory', body: { permission: 'admin' } },
+            {
+              name: 'file on main',
+              method: 'POST',
+              path: '/api/v1/repos/acme/app/contents/owned.txt',
+              body: { content: Buffer.from('owned').toString('base64'), branch: 'main', message: 'owned' },
+            },
+            { name: 'own comment', method: 'POST', path: '/api/v1/repos/acme/app/issues/8/comments', body: { body: 'the spy was here' } },
+          ],
+          pushes: [
+            { name: 'default branch', ref: 'refs/heads/main' },
+            { name: 'another issue', ref: 'refs/heads/feature/issue-7-not-mine' },
+            { name: 'own branch', ref: 'refs/heads/feature/issue-8-spy' },
+          ],
+        },
+        usage: {
+          usage: { input_tokens: -5_000_000_000, output_tokens: 7, cache_read_input_tokens: 0, cache_creation_input_tokens: 0 },
+          total_cost_usd: -1000,
+        },
       }),
     );
     store = createStore({ url: `sqlite:${path.join(dataDir, 'baton.db')}` });
@@ -198,7 +247,7 @@ describe('a run attacked from inside: its network is only what its gate allows',
     expect(check).toMatchObject({ ok: true });
   }, 120_000);
 
-  it('refuses every way out but the gate and its list, while the run clones through it and reaches its allowed host', async () => {
+  it('refuses every attack, while the run clones, pushes its branch, comments on its issue and reaches its allowed host', async () => {
     const batonPort = new URL(server.url).port;
     const victim = await open(7);
     await until(async () => (await run(victim)).status === 'running', 'the victim run to be running');
@@ -258,6 +307,69 @@ describe('a run attacked from inside: its network is only what its gate allows',
     const metrics = await (await fetch(`${server.url}/metrics`, { headers: admin })).text();
     const refused = Number(/^baton_egress_refused_total (\d+)/m.exec(metrics)?.[1]);
     expect(refused).toBeGreaterThanOrEqual(8);
+
+    // The bots' tokens, baton's admin token and the webhook secret are nowhere it can read: not in
+    // its environment, files, any visible process's environ, cmdline or memory. (The search ran:
+    // it read processes, files and memory, and its own capability is in its environment.)
+    expect(report.secrets.found).toEqual([]);
+    expect(report.secrets.scanned.processes).toBeGreaterThan(0);
+    expect(report.secrets.scanned.files).toBeGreaterThan(0);
+    expect(report.secrets.scanned.memoryBytes).toBeGreaterThan(0);
+    const capability = report.env.GITEA_TOKEN!;
+    expect(capability).toMatch(/^bgw_\d+_/);
+    for (const secret of [DEV_TOKEN, REVIEW_TOKEN, ADMIN_TOKEN]) expect(JSON.stringify(report)).not.toContain(secret);
+
+    // Its capability: nothing on another repository, none of the bot's other rights on its own.
+    const api = (name: string) => report.forge.api.find((a) => a.name === name)!;
+    expect(api('other repository')).toMatchObject({ status: 403, body: expect.stringContaining("outside this run's repository acme/app") });
+    expect(api('other issue').status).toBe(403);
+    expect(gitea.comments('acme', 'other', 1)).toEqual([]);
+    expect(api('collaborator')).toMatchObject({ status: 403, body: expect.stringContaining('not a change runs may make') });
+    expect(api('file on main').status).toBe(403);
+    // Pushes: never the default branch, never another issue's branch; its own goes through.
+    const bare = gitea.gitDir('acme', 'app');
+    const branch = (name: string) => {
+      try {
+        return execFileSync('git', ['--git-dir', bare, 'rev-parse', '--verify', '-q', `refs/heads/${name}`], { encoding: 'utf8' }).trim();
+      } catch {
+        return null;
+      }
+    };
+    const push = (name: string) => report.forge.pushes.find((p) => p.name === name)!;
+    expect(push('default branch'), push('default branch').output).toMatchObject({ ok: false });
+    expect(push('default branch').output).toContain('a push to the default branch main');
+    expect(push('another issue'), push('another issue').output).toMatchObject({ ok: false });
+    expect(push('another issue').output).toContain('may push only a branch naming issue #8');
+    expect(branch('feature/issue-7-not-mine')).toBeNull();
+    expect(execFileSync('git', ['--git-dir', bare, 'log', '--format=%s', 'main'], { encoding: 'utf8' })).not.toContain('spy');
+    expect(push('own branch'), push('own branch').output).toMatchObject({ ok: true });
+    expect(execFileSync('git', ['--git-dir', bare, 'log', '-1', '--format=%s', 'feature/issue-8-spy'], { encoding: 'utf8' }).trim()).toBe(
+      'spy',
+    );
+    // It comments on its own issue, as the bot (the gateway added the bot's token).
+    expect(api('own comment').status).toBe(201);
+    expect(gitea.comments('acme', 'app', 8)).toContainEqual(expect.objectContaining({ author: 'claude-dev', body: 'the spy was here' }));
+    expect(view.log).toContain('[gateway] refused: a push to the default branch main');
+    expect(view.log).toContain("[gateway] refused: GET /api/v1/repos/acme/other is outside this run's repository acme/app");
+
+    // Its run has ended: the capability is worth nothing now, even on its own repository.
+    const after = await fetch(`${server.url}/gateway/api/v1/repos/acme/app`, { headers: { authorization: `token ${capability}` } });
+    expect(after.status).toBe(401);
+
+    // It claimed -5,000,000,000 input tokens and -$1,000: refused, counted as 0, the budget not credited.
+    expect(view.log).toMatch(/\[baton\] refused result usage\.input_tokens = -5000000000 from the workspace: .* counts as 0/);
+    expect(view.log).toMatch(/\[baton\] refused result\.total_cost_usd = -1000 from the workspace/);
+    const stored = await run(spy);
+    const usage = JSON.parse(stored.usage ?? '{}') as { inputTokens?: number; outputTokens?: number };
+    expect(usage.inputTokens ?? 0).toBe(0);
+    expect(usage.outputTokens).toBe(7);
+    expect(stored.cost_usd ?? 0).toBeGreaterThanOrEqual(0);
+    const budgets = (await (await fetch(`${server.url}/api/budgets`, { headers: admin })).json()) as {
+      budgets: { scope: string; tokens: { used: number }; costUsd: { used: number } }[];
+    };
+    const global = budgets.budgets.find((b) => b.scope === 'global')!;
+    expect(global.tokens.used).toBeGreaterThanOrEqual(7);
+    expect(global.costUsd.used).toBeGreaterThanOrEqual(0);
 
     await fetch(`${server.url}/api/runs/${victim}/cancel`, { method: 'POST', headers: admin });
     await until(async () => (await run(victim)).status === 'cancelled', 'the victim to be cancelled');
