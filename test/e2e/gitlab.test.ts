@@ -100,7 +100,10 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     );
     fs.writeFileSync(
       path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+        // The fake agent neither approves nor writes a note: review-code's success is its result
+        // here. develop's success is checked on GitLab (the fake agent pushes nothing).
+        'pipeline:\n  stages:\n    review-code: { success: result }\n',
     );
     env = {
       HOME: home,
@@ -244,7 +247,20 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     labels.previous = [{ ...(labels.current[0] as object) }];
     labels.current = [{ ...(labels.current[0] as object) }, { ...(labels.current[0] as object), id: 999, title: 'ready-for-development' }];
     const id = await routed(await send('issue', labeled), 'develop');
-    expect(await finished(id)).toMatchObject({ status: 'succeeded', key: `develop:${PROJECT_KEY}#23` });
+    // The agent says it succeeded; GitLab has no merge request from a branch of #23: the run
+    // fails, and the note on the issue says why.
+    const missing =
+      'The agent reported success but pushed nothing to a branch of issue #23 (`feature/issue-23-…`, `fix/issue-23-…`) and opened or updated no pull request.';
+    expect(await finished(id)).toMatchObject({
+      status: 'failed',
+      key: `develop:${PROJECT_KEY}#23`,
+      last_error: `outcome_missing: ${missing}`,
+    });
+    const note = await until(
+      () => gitlab.notes(NAMESPACE, PROJECT, 23).find((n) => n.body.includes('**develop** failed')),
+      'the failure note on #23',
+    );
+    expect(note).toMatchObject({ author: 'claude-dev', body: expect.stringContaining(missing) });
   });
 
   it('reviews an opened merge request and a push to it, as the review bot, on the merge request', async () => {
