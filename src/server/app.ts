@@ -397,6 +397,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     databaseUrl: config.database.url,
     minFreeSpaceBytes: config.minFreeSpaceBytes,
     permissionProblem: inbox.permissionProblem,
+    spoolDir: spool?.dir,
   });
   const hono = createHttpApp({
     logger,
