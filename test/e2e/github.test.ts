@@ -84,7 +84,10 @@ describe('baton serve with GitHub: webhook → run → comment, end to end', () 
     );
     fs.writeFileSync(
       path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+        // The fake agent submits no review: review-code's success is its result here. The other
+        // stages' success is checked on GitHub (the fake agent pushes nothing).
+        'pipeline:\n  stages:\n    review-code: { success: result }\n',
     );
     env = {
       HOME: home,
@@ -150,15 +153,24 @@ describe('baton serve with GitHub: webhook → run → comment, end to end', () 
   const opened = githubExample('issues', 'opened');
   const openedDelivery = randomUUID();
 
-  it('makes a run of a signed issues.opened whose status comments reach GitHub as the dev bot', async () => {
+  it('makes a run of a signed issues.opened whose status comments reach GitHub as the dev bot; its claimed success is checked there', async () => {
     const id = await routed(await send('issues', opened, { delivery: openedDelivery }), 'fix-bug');
     const row = await finished(id);
+    // The agent said it succeeded, but GitHub has no pull request of the issue: the run fails,
+    // and the comment on the issue says why.
+    const missing =
+      'The agent reported success but pushed nothing to a branch of issue #1 (`feature/issue-1-…`, `fix/issue-1-…`) and opened or updated no pull request.';
     expect(row, `${row.last_error}\n${server.output()}`).toMatchObject({
-      status: 'succeeded',
+      status: 'failed',
       key: `fix-bug:github:${OWNER}/${REPO}#1`,
       forge: 'github',
+      last_error: `outcome_missing: ${missing}`,
     });
-    const final = await until(() => github.comments(OWNER, REPO, 1).find((c) => c.body.includes('finished')), 'the final comment on #1');
+    const final = await until(
+      () => github.comments(OWNER, REPO, 1).find((c) => c.body.includes('**fix-bug** failed')),
+      'the final comment on #1',
+    );
+    expect(final.body).toContain(missing);
     expect(final.author).toBe('claude-dev');
     const comments = github.comments(OWNER, REPO, 1);
     expect(comments.some((c) => c.body.includes('**fix-bug** is queued'))).toBe(true);
