@@ -29,8 +29,10 @@ const MAX_SESSION_FILES = 5_000;
 /**
  * Most bytes of one turn's agent stream kept in the transcript: its first and last half each (how
  * the turn began, and how it ended: the final answer and the cost); the lines between are counted.
+ * The runner holds them as lines and packs them at once: 4 MiB took a runner on a 32 MiB heap
+ * past its limit (test/e2e/agent-output.test.ts), 1 MiB stays well inside.
  */
-const MAX_STREAM_BYTES = 4 * 1024 * 1024;
+const MAX_STREAM_BYTES = 1024 * 1024;
 const QUESTION_FILE = 'question.jsonl';
 
 export const TRANSCRIPT_FORMAT = 'baton-transcript';

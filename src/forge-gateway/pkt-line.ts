@@ -35,8 +35,11 @@ export function readRefUpdates(body: Uint8Array): { updates: RefUpdate[]; capabi
       line = line.slice(0, nul);
     }
     line = line.replace(/\n$/, '');
-    // A push certificate or shallow lines are not ref updates: a gateway that cannot read the
-    // push refuses it rather than let unknown commands through.
+    // A shallow repository's push starts with its shallow boundaries (`*shallow` before the
+    // commands; send-pack.c sends them over HTTP): they name commits, not refs.
+    if (updates.length === 0 && /^shallow [0-9a-f]{40,64}$/.test(line)) continue;
+    // A push certificate is not a ref update: a gateway that cannot read the push refuses it
+    // rather than let unknown commands through.
     const match = /^([0-9a-f]{40,64}) ([0-9a-f]{40,64}) (refs\/\S+)$/.exec(line);
     if (!match) return { error: `unexpected push command: ${line.slice(0, 80)}` };
     updates.push({ oldOid: match[1]!, newOid: match[2]!, ref: match[3]! });

@@ -90,14 +90,14 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     let created = false;
     try {
       const spec = options.buildSpec(run, name, token);
-      await engine.recordWorkspace(run.id, leaseToken, {
+      const { earlierTokenHashes } = await engine.recordWorkspace(run.id, leaseToken, {
         workspaceName: name,
         callbackTokenHash: hashCallbackToken(token),
         tokenCap: spec.tokenCap,
         maxDurationMs: spec.maxDurationMs,
       });
       log.info({ workspace: name, attempt: run.attempts }, 'provisioning workspace');
-      let workspace = await provider.create(spec);
+      let workspace = await provider.create({ ...spec, adoptableTokenHashes: earlierTokenHashes });
       created = true;
       if (provider.waitUntilRunning) workspace = await provider.waitUntilRunning(name);
       await engine.markRunning(run.id, leaseToken, { workspaceId: workspace.id });

@@ -3,7 +3,13 @@ import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from
 import type { BudgetsConfig } from '../budgets/index.js';
 import type { QueueConfig } from './config-section.js';
 import type { Store, TransactionScope } from '../store/index.js';
-import { createCallbackTokenChecks, hashCallbackToken, rememberReplacedToken, type CallbackTokenChecks } from './callback-tokens.js';
+import {
+  createCallbackTokenChecks,
+  earlierTokenHashes,
+  hashCallbackToken,
+  rememberReplacedToken,
+  type CallbackTokenChecks,
+} from './callback-tokens.js';
 import { claimInOneTrip, claimInTransaction } from './claim.js';
 import { completeRun } from './complete.js';
 import {
@@ -221,6 +227,8 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
           .where('lease_token', '=', leaseToken)
           .executeTakeFirst();
         if (Number(result.numUpdatedRows) !== 1) throw new LeaseLostError(runId);
+        // The workspace of an earlier attempt, if it lives, was started with one of these.
+        return { earlierTokenHashes: await earlierTokenHashes(scope.trx, runId) };
       });
     },
 

@@ -253,7 +253,7 @@ export interface RunEngine extends RunQueries {
     runId: number,
     leaseToken: string,
     details: { workspaceName: string; callbackTokenHash: string; tokenCap?: number; maxDurationMs?: number },
-  ): Promise<void>;
+  ): Promise<{ earlierTokenHashes: string[] }>;
   /** provisioning → running: the workspace is up; the lease is released, the slot kept. */
   markRunning(runId: number, leaseToken: string, details: { workspaceId: string }): Promise<Run>;
   /**

@@ -374,7 +374,17 @@ export function createApp(config: Config, deps: AppDeps): App {
   if (config.gitlab.url) {
     webhookRoutes.route(
       '/',
-      createGitLabIngress({ inbox: inbox.inbox, webhooks: config.webhooks, secret: config.gitlab.webhookSecret, logger, now }),
+      // The same spool again: GitLab disables a hook that fails 4 times in a row.
+      createGitLabIngress({
+        inbox: inbox.inbox,
+        webhooks: config.webhooks,
+        secret: config.gitlab.webhookSecret,
+        logger,
+        now,
+        spool,
+        acceptBudgetMs: config.webhooks.acceptBudgetMs,
+        onRefused: () => ingressRefused.inc({}),
+      }),
     );
   }
   let forgeDeliverySeen = false;
@@ -387,6 +397,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     databaseUrl: config.database.url,
     minFreeSpaceBytes: config.minFreeSpaceBytes,
     permissionProblem: inbox.permissionProblem,
+    spoolDir: spool?.dir,
   });
   const hono = createHttpApp({
     logger,

@@ -34,19 +34,39 @@ export function readinessChecks(deps: {
   freeSpace?: FreeSpace;
   /** The inbox's permission lookup problem (the forge refused it), or null. */
   permissionProblem?: () => string | null;
+  /**
+   * The replica's spool (webhooks.spoolDir). With one, taking webhooks does not need the database
+   * (a delivery it cannot store in time is spooled), so `/ready/ingress` asks the spool's
+   * directory instead: a load balancer that took every replica out while the database is away
+   * would lose what the forges send once.
+   */
+  spoolDir?: string;
 }): ReadinessCheck[] {
-  const { store, dataDir, provider } = deps;
+  const { store, dataDir, provider, spoolDir } = deps;
+  const needsDatabase = spoolDir === undefined;
   const checks: ReadinessCheck[] = [
-    { name: 'database', ingress: true, check: () => store.ping() },
+    { name: 'database', ingress: needsDatabase, check: () => store.ping() },
     {
       name: 'migrations',
-      ingress: true,
+      ingress: needsDatabase,
       check: async () => {
         const pending = await store.pendingMigrations();
         if (pending.length > 0) throw new Error(`pending: ${pending.join(', ')} (run "baton migrate" or start baton serve)`);
       },
     },
     { name: 'data directory', ingress: true, check: () => checkWritable(dataDir) },
+    ...(spoolDir === undefined
+      ? []
+      : [
+          {
+            name: 'spool',
+            ingress: true,
+            check: async () => {
+              await fs.promises.mkdir(spoolDir, { recursive: true, mode: 0o700 });
+              await checkWritable(spoolDir);
+            },
+          },
+        ]),
   ];
   if (!deps.forgeUrl) {
     // Without GITEA_URL baton can run manual runs fine; a forge sending webhooks, though, expects

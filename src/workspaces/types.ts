@@ -73,6 +73,13 @@ export interface WorkspaceSpec {
   callbackUrl: string;
   /** Per-run secret the workspace presents on its callback; only its hash is stored. */
   callbackToken: string;
+  /**
+   * SHA-256 (hex) of the callback tokens of this run's earlier attempts: a workspace of this name
+   * is adopted only when its runner was started with this token or one of these, so a run never
+   * takes over the workspace of another run that had its name (a database restored from a backup
+   * numbers runs again). Undefined: any workspace of the name is adopted.
+   */
+  adoptableTokenHashes?: readonly string[];
   /** Longest the run may take (the runner's `BATON_MAX_DURATION_MS`); providers with autostop must outlast it. */
   maxDurationMs?: number;
   /**

@@ -1,13 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.js';
-import { createBareRepo, serveGitRepos, type GitHttpServer } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { processedDelivery } from '../helpers/deliveries.js';
@@ -16,9 +13,10 @@ import { until } from '../helpers/until.js';
 
 /**
  * A forge outage during the clones, through the real `baton serve` (local workspaces, the real
- * `baton agent` and git): while Gitea's git HTTP answers 500 every run's clone fails; each is tried
- * again in a fresh workspace at the queue's pace, and once the forge is back every run succeeds
- * within its attempts, with the outage on its timeline.
+ * `baton agent` and git, through baton's forge gateway to the fake Gitea's git smart HTTP): while
+ * the forge answers every git request with 500 every run's clone fails; each is tried again in a
+ * fresh workspace at the queue's pace, and once the forge is back every run succeeds within its
+ * attempts, with the outage on its timeline.
  */
 
 const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
@@ -27,12 +25,11 @@ const DEV_TOKEN = `dev-token-${randomUUID()}`;
 const REVIEW_TOKEN = `review-token-${randomUUID()}`;
 const TERMINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'];
 const ISSUES = [1, 2, 3, 4];
+const GIT_PATHS = /^\/acme\/app(\.git)?\/(info\/refs|git-upload-pack)$/;
 
 describe('baton serve: a forge outage during the clones', () => {
   let root: string;
   let gitea: FakeGitea;
-  let git: GitHttpServer;
-  let forge: http.Server;
   let server: ServeHandle;
   let store: Store;
 
@@ -40,32 +37,16 @@ describe('baton serve: a forge outage during the clones', () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-clone-outage-'));
     // Runs are sandboxed as nobody when this suite runs as root: it must reach the workspaces.
     fs.chmodSync(root, 0o711);
-    const repos = path.join(root, 'repos');
-    fs.mkdirSync(path.join(repos, 'acme'), { recursive: true });
-    createBareRepo(path.join(repos, 'acme'), 'app');
-    git = await serveGitRepos(repos, { token: DEV_TOKEN });
     gitea = await createFakeGitea();
     gitea.addUser('claude-dev', { token: DEV_TOKEN });
     gitea.addUser('claude-review', { token: REVIEW_TOKEN });
     gitea.addUser('alice');
-    gitea.addRepo('acme', 'app');
+    // A private repository: every git request needs the bot's token, which the gateway adds.
+    gitea.addRepo('acme', 'app', { git: true, private: true });
     // Senders need write access (checked by default), which the dev bot asks as repository admin.
     gitea.addCollaborator('acme', 'app', 'claude-dev', 'admin');
     gitea.addCollaborator('acme', 'app', 'alice', 'write');
     for (const n of ISSUES) gitea.addIssue('acme', 'app', { title: `issue ${n}`, author: 'alice' });
-    // GITEA_URL as one Gitea serves it: the API, and the repositories over git's HTTP protocol.
-    forge = http.createServer((req, res) => {
-      const target = /^\/[^/]+\/[^/]+\.git\//.test(req.url ?? '') ? git.url : gitea.url;
-      const upstream = http.request(new URL(req.url ?? '/', target), { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
-      upstream.on('error', () => res.destroy());
-      req.pipe(upstream);
-    });
-    await new Promise<void>((resolve) => forge.listen(0, '127.0.0.1', resolve));
-    const forgeUrl = `http://127.0.0.1:${(forge.address() as AddressInfo).port}`;
-
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const gitConfig = path.join(home, '.gitconfig');
@@ -83,7 +64,7 @@ describe('baton serve: a forge outage during the clones', () => {
       {
         HOME: home,
         HOST: '127.0.0.1',
-        GITEA_URL: forgeUrl,
+        GITEA_URL: gitea.url,
         GITEA_DEV_TOKEN: DEV_TOKEN,
         GITEA_REVIEW_TOKEN: REVIEW_TOKEN,
         WEBHOOK_SECRET: SECRET,
@@ -106,18 +87,14 @@ describe('baton serve: a forge outage during the clones', () => {
       }
     } finally {
       await store?.close();
-      await new Promise<void>((resolve) => {
-        forge?.close(() => resolve());
-        forge?.closeAllConnections();
-      });
-      await git?.close();
       await gitea?.close();
       fs.rmSync(root, { recursive: true, force: true });
     }
   }, 60_000);
 
   it('ends every run succeeded once the forge is back, each retried in a fresh workspace with the reason', async () => {
-    git.outage(500);
+    // Every git request (info/refs, upload-pack) answers 500 until the forge is back.
+    gitea.failNext(Number.MAX_SAFE_INTEGER, { path: GIT_PATHS });
     const runIds: number[] = [];
     for (const number of ISSUES) {
       const payload = fixtureJson('issues-opened.json') as { issue: { number: number }; number?: number };
@@ -140,7 +117,7 @@ describe('baton serve: a forge outage during the clones', () => {
       const retried = await store.db.selectFrom('run_events').select('run_id').where('type', '=', 'run:retrying').distinct().execute();
       return retried.length === ISSUES.length;
     }, 'each run to be retried after a refused clone');
-    git.outage(null);
+    gitea.clearFaults();
 
     for (const id of runIds) {
       const done = await until(async () => {
@@ -158,6 +135,7 @@ describe('baton serve: a forge outage during the clones', () => {
         .execute();
       for (const r of retries) expect(JSON.parse(r.data ?? '{}')).toMatchObject({ error: 'clone_unavailable' });
     }
-    expect(git.refusedDuringOutage).toBeGreaterThanOrEqual(ISSUES.length);
+    const refused = gitea.requests.filter((r) => GIT_PATHS.test(r.path) && r.status === 500);
+    expect(refused.length).toBeGreaterThanOrEqual(ISSUES.length);
   });
 });

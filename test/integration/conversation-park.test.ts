@@ -188,6 +188,59 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     await until(() => gitea.comments('acme', 'app', issue).find((c) => c.body.includes('got none in time')), 'the expiry comment');
   });
 
+  it('asks several questions in one run: each parks it, each reply resumes the same session as a turn, the whole conversation counts', async () => {
+    await start();
+    const { run } = await app!.app.engine.enqueue({
+      stage: 'analyse',
+      owner: 'acme',
+      repo: 'app',
+      number: issue,
+      payload: { account: 'dev' },
+    });
+    const questions = () => gitea.comments('acme', 'app', issue).filter((c) => c.body.includes('has a question'));
+    await ask(await specOf(run.id), 'Which database?');
+    await until(() => questions().length === 1, 'the first question');
+    expect((await comment('alice', 'PostgreSQL.')).outcome).toBe('started');
+
+    // The second turn asks again: the run waits again, with the new question open.
+    const second = await specOf(run.id, 1);
+    expect(second.resume).toMatchObject({ reply: 'PostgreSQL.', by: 'alice' });
+    await ask(second, 'Which version of PostgreSQL?');
+    expect(await status(run.id)).toBe('waiting');
+    await until(() => questions().length === 2, 'the second question');
+    expect(questions()[1]!.body).toContain('> Which version of PostgreSQL?');
+    const waiting = (await app!.app.engine.conversation(run.id))!;
+    expect(waiting).toMatchObject({ question: 'Which version of PostgreSQL?', reply: null, turns: 2, costUsd: 0.5 });
+    expect(waiting.usage).toMatchObject({ inputTokens: 200, outputTokens: 20 });
+
+    expect((await comment('alice', '16, please.')).outcome).toBe('started');
+    // The third turn resumes the same session with the second reply; the token cap knows both turns before.
+    expect((await app!.app.engine.get(run.id))!.payload.resume).toEqual({
+      sessionId: '5f0c1a2b-0000-4000-8000-000000000001',
+      prompt: '16, please.',
+      by: 'alice',
+      tokensBefore: 220,
+    });
+    const third = await specOf(run.id, 2);
+    expect(third.resume).toEqual({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', reply: '16, please.', by: 'alice' });
+    await call(third, '/complete', {
+      method: 'POST',
+      body: JSON.stringify({
+        status: 'succeeded',
+        summary: 'PostgreSQL 16 it is.',
+        usage: { inputTokens: 50, outputTokens: 5, cacheReadInputTokens: 0, cacheCreationInputTokens: 0 },
+        costUsd: 0.5,
+        durationMs: 1,
+      }),
+    });
+    const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.engine.get(run.id) : null), 'the answer');
+    expect(done!.costUsd).toBeCloseTo(1.0);
+    expect(done!.usage).toMatchObject({ inputTokens: 250, outputTokens: 25 });
+    expect((await app!.app.engine.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });
+    // One run, three workspaces, one after another.
+    expect(provider.created.filter((s) => s.runId === run.id)).toHaveLength(3);
+  });
+
   it('cancels a waiting run with @baton cancel', async () => {
     await start();
     const { run } = await app!.app.engine.enqueue({

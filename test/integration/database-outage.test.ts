@@ -91,13 +91,15 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     expect((await app.hono.request('/ready')).status).toBe(200);
 
     proxy!.stall();
-    for (const probe of ['/ready', '/ready/ingress']) {
-      const asked = Date.now();
-      const down = await app.hono.request(probe);
-      expect(Date.now() - asked, `${probe} answered in time`).toBeLessThan(1_000);
-      expect(down.status).toBe(503);
-      expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
-    }
+    const asked = Date.now();
+    const down = await app.hono.request('/ready');
+    expect(Date.now() - asked, '/ready answered in time').toBeLessThan(1_000);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toMatchObject({ failing: expect.arrayContaining(['database']) });
+    // Taking webhooks needs only the spool while the database is away: the load balancer keeps
+    // the replica (a forge sends each webhook once), and the delivery is spooled.
+    const ingress = await app.hono.request('/ready/ingress');
+    expect(ingress.status, JSON.stringify(await ingress.clone().json())).toBe(200);
     // A statement sent into the stall fails within its timeout plus the read margin instead of
     // waiting for TCP, and its connection is dropped rather than handed out again.
     const started = Date.now();

@@ -10,6 +10,7 @@ import { createMemoryProvider } from '../../src/workspaces/index.js';
 import { ADMIN_TOKEN, bearer } from '../helpers/app.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
+import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
 import { silentLogger } from '../helpers/logger.js';
 import { PG_URL, postgresAvailable } from '../helpers/stores.js';
 import { createTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.js';
@@ -18,6 +19,7 @@ import { until } from '../helpers/until.js';
 const available = await postgresAvailable();
 const SECRET = 'spool-webhook-secret';
 const GITHUB_SECRET = 'spool-github-secret';
+const GITLAB_SECRET = 'spool-gitlab-secret';
 
 /**
  * The accept path never depends on the database: a delivery the database cannot store within the
@@ -59,6 +61,9 @@ describe.skipIf(!available)('the webhook spool, with PostgreSQL away', () => {
         GITHUB_URL: 'https://github.example',
         GITHUB_WEBHOOK_SECRET: GITHUB_SECRET,
         GITHUB_DEV_TOKEN: 'github-dev-token',
+        GITLAB_URL: 'https://gitlab.example',
+        GITLAB_WEBHOOK_SECRET: GITLAB_SECRET,
+        GITLAB_DEV_TOKEN: 'gitlab-dev-token',
         LOG_LEVEL: 'silent',
       },
       dir,
@@ -180,7 +185,7 @@ describe.skipIf(!available)('the webhook spool, with PostgreSQL away', () => {
     await killed.stop();
   });
 
-  it("keeps GitHub's deliveries in the same spool while the database is away", async () => {
+  it("keeps GitHub's and GitLab's deliveries in the same spool while the database is away", async () => {
     app = await appBehindProxy();
     await app.start();
     proxy!.cut();
@@ -194,19 +199,29 @@ describe.skipIf(!available)('the webhook spool, with PostgreSQL away', () => {
     });
     expect(response.status).toBe(202);
     expect(await response.json()).toEqual({ ok: true, spooled: true });
+    const gitlabBody = JSON.stringify(gitlabExample('issue'));
+    const key = '0b4c7f0e-0000-4000-8000-000000000026';
+    const fromGitLab = await app.hono.request('/webhook/gitlab', {
+      method: 'POST',
+      headers: gitlabHeaders({ event: 'Issue Hook', token: GITLAB_SECRET, idempotencyKey: key }),
+      body: gitlabBody,
+    });
+    // GitLab disables a hook after 4 failures in a row: a database away is no failure of the hook.
+    expect(fromGitLab.status).toBe(202);
+    expect(await fromGitLab.json()).toEqual({ ok: true, spooled: true });
     expect(gitea.answer).toEqual({ ok: true, spooled: true });
     proxy!.restore();
     await until(
       async () => {
         // In the inbox is what the spool promises (their effect is the worker's: no forge answers here).
         const ids = new Set((await inboxRows()).map((r) => r.delivery_id));
-        return ids.size >= 2;
+        return ids.size >= 3;
       },
-      'both spooled deliveries in the inbox',
+      'the three spooled deliveries in the inbox',
       60_000,
       200,
     );
     // One spool, in arrival order, each forge's delivery under its own id.
-    expect((await inboxRows()).map((r) => r.delivery_id)).toEqual([gitea.delivery, `123456789:${guid}`]);
+    expect((await inboxRows()).map((r) => r.delivery_id)).toEqual([gitea.delivery, `123456789:${guid}`, `gitlab:${key}`]);
   });
 });

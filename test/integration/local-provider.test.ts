@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
@@ -158,6 +158,36 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
     expect((await second.get('alive'))?.status).toBe('running');
     await second.stop('alive');
     await until(async () => (await second.get('alive'))?.status === 'stopped', 'alive to be stopped');
+  });
+
+  it("adopts a workspace of its name only when its runner holds one of the run's tokens (a restored database numbers runs again)", async () => {
+    const hash = (token: string) => createHash('sha256').update(token).digest('hex');
+    const record = () => JSON.parse(fs.readFileSync(path.join(dataDir, 'workspaces', 'renumbered', 'runner.json'), 'utf8'));
+    const first = provider();
+    await first.create({ ...defaultSpec('renumbered'), callbackToken: 'token-of-the-forgotten-run', adoptableTokenHashes: [] });
+    await until(async () => (await first.get('renumbered'))?.status === 'running', 'the first run to be running');
+    const forgotten = record() as { pid: number; claim: string; tokenHash: string };
+    expect(forgotten.tokenHash).toBe(hash('token-of-the-forgotten-run'));
+
+    // A later attempt of the same run (its earlier token kept by the engine) adopts it: same runner.
+    const restarted = provider();
+    await restarted.create({
+      ...defaultSpec('renumbered'),
+      callbackToken: 'token-of-a-later-attempt',
+      adoptableTokenHashes: [hash('token-of-the-forgotten-run')],
+    });
+    expect(record()).toMatchObject({ claim: forgotten.claim, pid: forgotten.pid });
+
+    // Another run of that name, which knows none of its tokens: the old runner is ended, a new one started.
+    const errors: string[] = [];
+    const restored = provider({ onError: (message) => errors.push(message) });
+    const ws = await restored.create({ ...defaultSpec('renumbered'), callbackToken: 'token-of-the-new-run-42', adoptableTokenHashes: [] });
+    expect(ws.status).toBe('running');
+    const fresh = record() as { pid: number; claim: string; tokenHash: string };
+    expect(fresh.claim).not.toBe(forgotten.claim);
+    expect(fresh.tokenHash).toBe(hash('token-of-the-new-run-42'));
+    expect(fs.existsSync(`/proc/${forgotten.pid}`) && !fs.readFileSync(`/proc/${forgotten.pid}/stat`, 'utf8').includes(') Z')).toBe(false);
+    expect(errors).toEqual([expect.stringContaining('was started for another run')]);
   });
 
   it('does not mistake an unrelated process with a recycled pid for the runner', async () => {

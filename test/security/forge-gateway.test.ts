@@ -1,3 +1,7 @@
+import { spawn, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createMemoryProvider, type MemoryProvider } from '../../src/workspaces/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
@@ -291,5 +295,45 @@ describe('forge gateway: where git goes', () => {
     expect(other.cloneUrl).toBe('https://mirror.example.invalid/acme/tools.git');
     expect(other.forgeToken).toMatch(/^bgw_/);
     expect(JSON.stringify(other)).not.toContain(DEV_TOKEN);
+  });
+
+  it('takes real git through it: a shallow clone pushes a branch of its issue, and is refused the default branch in git’s words', async () => {
+    const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 3 });
+    await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    const spec = provider.created.find((s) => s.runId === run.id)!;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-gateway-git-'));
+    try {
+      const header = `http.extraHeader=Authorization: Basic ${Buffer.from(`${spec.forgeToken}:x-oauth-basic`).toString('base64')}`;
+      // Asynchronously: the gateway answers from this process.
+      const git = (...args: string[]) =>
+        new Promise<{ status: number | null; stderr: string }>((resolve) => {
+          const child = spawn('git', ['-c', header, '-c', 'user.name=t', '-c', 'user.email=t@example.invalid', ...args], {
+            cwd: dir,
+            env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+          });
+          let stderr = '';
+          child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+          child.on('close', (status) => resolve({ status, stderr }));
+        });
+      const cloned = await git('clone', '-q', '--depth', '1', `${server.url}/gateway/acme/app.git`, 'work');
+      expect(cloned.status, cloned.stderr).toBe(0);
+      fs.writeFileSync(path.join(dir, 'work', 'x.txt'), 'x\n');
+      const inWork = (...args: string[]) => git('-C', 'work', ...args);
+      await inWork('add', 'x.txt');
+      expect((await inWork('commit', '-q', '-m', 'x')).status).toBe(0);
+      const own = await inWork('push', 'origin', 'HEAD:refs/heads/feature/issue-3-x');
+      expect(own.status, own.stderr).toBe(0);
+      const bare = gitea.gitDir('acme', 'app');
+      expect(
+        spawnSync('git', ['--git-dir', bare, 'log', '-1', '--format=%s', 'feature/issue-3-x'], { encoding: 'utf8' }).stdout.trim(),
+      ).toBe('x');
+      const main = await inWork('push', 'origin', 'HEAD:refs/heads/main');
+      expect(main.status).not.toBe(0);
+      expect(main.stderr).toContain(
+        "[remote rejected] HEAD -> main (baton's forge gateway refused this: a push to the default branch main)",
+      );
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -3,8 +3,9 @@ import { Hono, type Context } from 'hono';
 import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
 import { forgeRepository } from '../../runs/index.js';
-import type { IngressLogger, WebhookAnswer } from '../gitea/index.js';
+import type { IngressLogger } from '../gitea/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
+import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { gitLabNumberOf, readGitLabRepository } from './normalize.js';
 
@@ -19,6 +20,16 @@ export interface GitLabIngressDeps {
   secret?: string;
   logger?: IngressLogger;
   now?: () => number;
+  /**
+   * The replica's spool, the same one Gitea's and GitHub's endpoints use: a delivery the inbox
+   * cannot store within `acceptBudgetMs` is kept there and answered 202 (a GitLab hook that fails
+   * 4 times in a row is disabled). Without one it is refused with 503.
+   */
+  spool?: Pick<Spool, 'append' | 'pending' | 'refused'>;
+  /** @default 2_000 */
+  acceptBudgetMs?: number;
+  /** Called for every delivery refused with 503 (stored neither in the database nor in the spool). */
+  onRefused?: () => void;
 }
 
 const JSON_TYPES = /^application\/([a-z0-9.+-]+\+)?json$/;
@@ -39,6 +50,13 @@ export function createGitLabIngress(deps: GitLabIngressDeps): Hono {
   const now = deps.now ?? Date.now;
   const logger = deps.logger ?? silent;
   const webhooks = deps.webhooks ?? parseWebhooksConfig(undefined).webhooks;
+  const store = createDeliveryAcceptor({
+    inbox: deps.inbox,
+    ...(deps.spool ? { spool: deps.spool } : {}),
+    ...(deps.acceptBudgetMs !== undefined ? { acceptBudgetMs: deps.acceptBudgetMs } : {}),
+    ...(deps.onRefused ? { onRefused: deps.onRefused } : {}),
+    logger,
+  });
   const app = new Hono();
   app.post(
     GITLAB_WEBHOOK_PATH,
@@ -87,26 +105,20 @@ export function createGitLabIngress(deps: GitLabIngressDeps): Hono {
       typeof attributes === 'object' && attributes !== null && typeof (attributes as Record<string, unknown>).action === 'string'
         ? ((attributes as Record<string, unknown>).action as string)
         : undefined;
-    try {
-      const stored = await deps.inbox.insert({
-        source: DELIVERY_SOURCE.webhook,
-        endpoint: GITLAB_WEBHOOK_PATH,
-        // Prefixed: another forge's delivery ids are another space.
-        deliveryId: key === undefined ? null : `gitlab:${key}`,
-        event,
-        eventType: action === undefined ? null : `${event}.${action}`.slice(0, 100),
-        headers: keptHeaders(all),
-        body: decode(raw),
-        // Named with its forge: a Gitea or GitHub repository of the same name is another repository.
-        repository: repository ? forgeRepository('gitlab', repository.owner, repository.repo) : null,
-        number: gitLabNumberOf(payload),
-        receivedAt: now(),
-      });
-      return { ok: true, id: stored.id };
-    } catch (err) {
-      logger.error({ delivery: key, err: errorMessage(err) }, 'webhook delivery could not be stored');
-      throw new HttpError(503, 'unavailable', 'temporarily unable to store the delivery', { cause: err });
-    }
+    return store({
+      source: DELIVERY_SOURCE.webhook,
+      endpoint: GITLAB_WEBHOOK_PATH,
+      // Prefixed: another forge's delivery ids are another space.
+      deliveryId: key === undefined ? null : `gitlab:${key}`,
+      event,
+      eventType: action === undefined ? null : `${event}.${action}`.slice(0, 100),
+      headers: keptHeaders(all),
+      body: decode(raw),
+      // Named with its forge: a Gitea or GitHub repository of the same name is another repository.
+      repository: repository ? forgeRepository('gitlab', repository.owner, repository.repo) : null,
+      number: gitLabNumberOf(payload),
+      receivedAt: now(),
+    });
   }
   return app;
 }

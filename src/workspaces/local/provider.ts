@@ -5,7 +5,16 @@ import { createHealthCheck } from './health.js';
 import { checkName, DELETE_MARKER, isValidName, RECORD, STOP_MARKER } from './layout.js';
 import { createLocalContext, type LocalProviderOptions } from './options.js';
 import { isRunAlive, isRunnerAlive, readRunnerRecord, type RunnerRecord } from './runner-process.js';
-import { confirmSpawned, launchRunner, openGate, prepareRunDirs, recordExit, recordRunner, writeClaim } from './runner-start.js';
+import {
+  confirmSpawned,
+  launchRunner,
+  openGate,
+  prepareRunDirs,
+  recordExit,
+  recordRunner,
+  tokenHashOf,
+  writeClaim,
+} from './runner-start.js';
 import { killLeftovers, terminate, waitForExit } from './termination.js';
 
 /**
@@ -87,6 +96,19 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
     return { id: spec.name, name: spec.name, status: 'running', createdAt: claim.startedAt };
   };
 
+  /**
+   * Whether the workspace of `spec.name` was started for this run: its runner holds the callback
+   * token of this attempt or of an earlier one. One started for another run that had the same
+   * name (a database restored from a backup gives its numbers out again) is not: adopting it
+   * would leave this run waiting on a runner whose callbacks it refuses, beside its own work.
+   */
+  const belongsToRun = (spec: WorkspaceSpec): boolean => {
+    if (spec.adoptableTokenHashes === undefined) return true;
+    const record = readRunnerRecord(path.join(dirOf(spec.name), RECORD));
+    if (!record || record.tokenHash === null) return true;
+    return record.tokenHash === tokenHashOf(spec.callbackToken) || spec.adoptableTokenHashes.includes(record.tokenHash);
+  };
+
   const removeWorkspace = async (name: string): Promise<void> => {
     const dir = dirOf(name);
     const record = readRunnerRecord(path.join(dir, RECORD));
@@ -117,7 +139,17 @@ export function createLocalProvider(options: LocalProviderOptions): WorkspacePro
       const inFlight = creating.get(spec.name);
       if (inFlight) return inFlight;
       const existing = read(spec.name);
-      if (existing && existing.status !== 'deleting' && existing.status !== 'failed') return existing;
+      if (existing && existing.status !== 'deleting' && existing.status !== 'failed') {
+        if (belongsToRun(spec)) return existing;
+        // Another run's (its own run is unknown to this database): ended and removed, never
+        // adopted, so only this run's own runner works on the run.
+        const record = readRunnerRecord(path.join(dirOf(spec.name), RECORD));
+        ctx.onError(
+          `local workspace ${spec.name} was started for another run ${record?.runId ?? '?'} (its callback token is not one of run ${spec.runId}'s, as after a database restore); it is removed and made again`,
+          new Error('workspace of another run'),
+        );
+        await removeWorkspace(spec.name);
+      }
       if (existing?.status === 'failed') {
         // A start that never recorded its runner (its baton died meanwhile) may have left one running.
         await killLeftovers(ctx, dirOf(spec.name), readRunnerRecord(path.join(dirOf(spec.name), RECORD)));

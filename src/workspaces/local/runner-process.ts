@@ -40,6 +40,14 @@ export interface RunnerRecord {
    * records.
    */
   claim: string | null;
+  /**
+   * SHA-256 (hex) of the callback token the runner was started with: who the workspace belongs
+   * to. A run adopts the workspace of its name only when this is one of its own tokens' (the
+   * current attempt's or an earlier one's): a database restored from a backup numbers runs again,
+   * and its run 42 must not take over the live workspace of the run 42 it forgot. null in older
+   * records (adopted by name, as before).
+   */
+  tokenHash: string | null;
 }
 
 export function readRunnerRecord(file: string): RunnerRecord | null {
@@ -59,6 +67,7 @@ export function readRunnerRecord(file: string): RunnerRecord | null {
       runId: typeof parsed.runId === 'number' ? parsed.runId : 0,
       stage: typeof parsed.stage === 'string' ? parsed.stage : '',
       claim: typeof parsed.claim === 'string' ? parsed.claim : null,
+      tokenHash: typeof parsed.tokenHash === 'string' ? parsed.tokenHash : null,
     };
   } catch {
     return null;

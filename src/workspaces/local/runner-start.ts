@@ -1,5 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { PermanentError } from '../../background/index.js';
@@ -35,6 +35,11 @@ export function prepareRunDirs(ctx: LocalContext, spec: WorkspaceSpec, dir: stri
  * runner's environment. 'wx' makes the claim atomic: a second baton creating the same name gets
  * EEXIST and adopts this one.
  */
+/** SHA-256 (hex) of a callback token, as the runs store it (runs/callback-tokens.ts `hashCallbackToken`). */
+export function tokenHashOf(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
 export function writeClaim(ctx: LocalContext, spec: WorkspaceSpec, dir: string): RunnerRecord {
   const claim: RunnerRecord = {
     pid: null,
@@ -45,6 +50,7 @@ export function writeClaim(ctx: LocalContext, spec: WorkspaceSpec, dir: string):
     runId: spec.runId,
     stage: spec.stage,
     claim: randomUUID(),
+    tokenHash: tokenHashOf(spec.callbackToken),
   };
   writing(spec.name, () => fs.writeFileSync(path.join(dir, RECORD), JSON.stringify(claim), { flag: 'wx', mode: 0o600 }));
   return claim;

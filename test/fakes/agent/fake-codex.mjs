@@ -11,7 +11,10 @@
 //   `--` ends the options; `--name=value` works.
 //
 // FAKE_AGENT_MODE: success (default) | auth | rate-limited | unreachable | server-error | crash |
-// hang | token-overrun (one turn reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
+// hang | token-overrun (one turn reporting FAKE_AGENT_TOKENS tokens, default 5,000,000) | develop (does
+// what a develop run must: commits on feature/issue-<ISSUE_NUMBER>-codex, pushes it and opens a pull
+// request through GITEA_URL with GITEA_TOKEN, as the model's shell commands would, with git and curl).
+import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -221,6 +224,7 @@ emit({
 });
 if (m === 'crash') process.exit(1);
 if (m === 'hang') await hang();
+if (m === 'develop') openPullRequest();
 emit({
   type: 'item.completed',
   item: { id: 'item_2', type: 'file_change', changes: [{ path: 'src/app.ts', kind: 'update' }], status: 'completed' },
@@ -282,4 +286,46 @@ function findRollout(dir, id) {
     } else if (entry.name.startsWith('rollout-') && entry.name.endsWith(`-${id}.jsonl`)) return full;
   }
   return null;
+}
+
+/** The develop stage's work, as the agent's own shell commands (git, curl) would do it. */
+function openPullRequest() {
+  const sh = (cmd, args) => execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  const branch = `feature/issue-${process.env.ISSUE_NUMBER}-codex`;
+  const base = sh('git', ['rev-parse', '--abbrev-ref', 'HEAD']);
+  sh('git', ['checkout', '--quiet', '-b', branch]);
+  fs.writeFileSync('CODEX.md', `Work for issue #${process.env.ISSUE_NUMBER}.\n`);
+  sh('git', ['add', 'CODEX.md']);
+  sh('git', ['-c', 'user.name=Codex', '-c', 'user.email=codex@example.invalid', 'commit', '--quiet', '-m', 'Work for the issue']);
+  sh('git', ['push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`]);
+  // <gateway>/<owner>/<repo>.git: the repository the run is on.
+  const [owner, repo] = sh('git', ['remote', 'get-url', 'origin'])
+    .replace(/\.git$/, '')
+    .split('/')
+    .slice(-2);
+  const answer = sh('curl', [
+    '--silent',
+    '--show-error',
+    '--fail-with-body',
+    '-X',
+    'POST',
+    '-H',
+    `Authorization: token ${process.env.GITEA_TOKEN}`,
+    '-H',
+    'Content-Type: application/json',
+    '--data',
+    JSON.stringify({ head: branch, base, title: `Issue #${process.env.ISSUE_NUMBER}`, body: `Closes #${process.env.ISSUE_NUMBER}` }),
+    `${process.env.GITEA_URL}/api/v1/repos/${owner}/${repo}/pulls`,
+  ]);
+  emit({
+    type: 'item.completed',
+    item: {
+      id: 'item_pr',
+      type: 'command_execution',
+      command: 'curl …/pulls',
+      aggregated_output: answer.slice(0, 200),
+      exit_code: 0,
+      status: 'completed',
+    },
+  });
 }

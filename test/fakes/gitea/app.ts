@@ -384,6 +384,53 @@ export function createFakeGiteaApp(options: FakeGiteaAppOptions): Hono<Env> {
     return c.json(paginate(c, all).map((i) => renderPullRequest(base(), state, repo, i)));
   });
 
+  // routers/api/v1/repo/pull.go CreatePullRequest (CreatePullRequestOption {head, base, title,
+  // body}): head == base is 422 `Invalid PullRequest: There are no changes between the head and the
+  // base`; a head or base branch the git repository lacks is 404 (parseCompareInfo); an unmerged
+  // pull request with the same head and base is 409; else 201 with the PullRequest, posted by the
+  // signed-in user, its head at the branch's commit. Reading the repository is enough (the route's
+  // reqRepoReader(unit.TypePullRequests)): pushing the head is what takes write access.
+  app.post('/api/v1/repos/:owner/:repo/pulls', async (c) => {
+    const repo = c.get('repo');
+    if (repo.archived) return apiError(c, 423, 'repo is archived');
+    const form = ((await jsonBody(c)) ?? {}) as Record<string, unknown>;
+    const head = typeof form.head === 'string' ? form.head : '';
+    const baseRef = typeof form.base === 'string' && form.base !== '' ? form.base : repo.defaultBranch;
+    const title = typeof form.title === 'string' ? form.title : '';
+    if (title === '') return apiError(c, 422, '[Title]: Required');
+    if (head === baseRef) return apiError(c, 422, 'Invalid PullRequest: There are no changes between the head and the base');
+    const bare = bareRepoPath(options.gitRoot(), repo.owner, repo.name);
+    const headCommit = readBranch(bare, head);
+    const baseCommit = readBranch(bare, baseRef);
+    if (!headCommit || !baseCommit) return notFound(c);
+    const open = [...state.issues.values()].find(
+      (i) =>
+        i.repoId === repo.id && i.pull && !i.pull.merged && i.state === 'open' && i.pull.headRef === head && i.pull.baseRef === baseRef,
+    );
+    if (open)
+      return apiError(
+        c,
+        409,
+        `pull request already exists for these targets [id: ${open.id}, issue_id: ${open.number}, head_branch: ${head}, base_branch: ${baseRef}]`,
+      );
+    const now = state.timestamp();
+    const issue: IssueRecord = {
+      id: state.nextId('issue'),
+      repoId: repo.id,
+      number: repo.nextIndex++,
+      title,
+      body: typeof form.body === 'string' ? form.body : '',
+      state: 'open',
+      authorId: c.get('user').id,
+      labelIds: [],
+      pull: { headRef: head, headSha: headCommit.id, baseRef, baseSha: baseCommit.id, draft: false, merged: false, mergeable: true },
+      createdAt: now,
+      updatedAt: now,
+    };
+    state.issues.set(issue.id, issue);
+    return c.json(renderPullRequest(base(), state, repo, issue), 201);
+  });
+
   // routers/api/v1/repo/issue_comment.go ListIssueCommentsAndTimeline: every comment and event of
   // the issue, oldest first, `since`/`before` on updated_at, paged by `page`/`limit`; its
   // X-Total-Count is the length of the page sent, not the total (SetTotalCountHeader(len(apiComments))).

@@ -136,4 +136,37 @@ describe('fake Gitea git smart HTTP', () => {
     // The default branch the repository API reports is the one the bare repository's HEAD names.
     expect(git(gitea.gitDir('acme', 'lib'), 'symbolic-ref', 'HEAD')).toBe('refs/heads/develop');
   });
+
+  it('opens a pull request from a pushed branch as CreatePullRequest does: 201, then 409 for the same targets; 422 and 404 otherwise', async () => {
+    const work = path.join(dir, 'work');
+    const auth = { 'http.extraHeader': `Authorization: token ${dev}` };
+    expect((await gitRun(dir, ['clone', '--quiet', `${gitea.url}/acme/app.git`, 'work'], auth)).code).toBe(0);
+    git(work, 'checkout', '--quiet', '-b', 'feature/issue-1-x');
+    fs.writeFileSync(path.join(work, 'b.txt'), 'b\n');
+    git(work, 'add', '-A');
+    git(work, '-c', 'user.name=T', '-c', 'user.email=t@example.invalid', 'commit', '--quiet', '-m', 'b');
+    expect((await gitRun(work, ['push', '--quiet', 'origin', 'HEAD'], auth)).code).toBe(0);
+    const create = (body: object) =>
+      fetch(`${gitea.url}/api/v1/repos/acme/app/pulls`, {
+        method: 'POST',
+        headers: { authorization: `token ${dev}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const opened = await create({ head: 'feature/issue-1-x', base: 'main', title: 'Fix #1', body: 'Closes #1' });
+    expect(opened.status).toBe(201);
+    expect(await opened.json()).toMatchObject({
+      title: 'Fix #1',
+      state: 'open',
+      user: { login: 'claude-dev' },
+      head: { ref: 'feature/issue-1-x', sha: git(work, 'rev-parse', 'HEAD') },
+      base: { ref: 'main' },
+    });
+    expect((await create({ head: 'feature/issue-1-x', base: 'main', title: 'again' })).status).toBe(409);
+    expect((await create({ head: 'main', base: 'main', title: 'same' })).status).toBe(422);
+    expect((await create({ head: 'no-such-branch', base: 'main', title: 'missing' })).status).toBe(404);
+    const listed = (await (
+      await fetch(`${gitea.url}/api/v1/repos/acme/app/pulls`, { headers: { authorization: `token ${dev}` } })
+    ).json()) as unknown[];
+    expect(listed).toHaveLength(1);
+  });
 });
