@@ -1,5 +1,5 @@
 /**
- * Catch-up from the forge API (issue #10 item 4): what webhooks missed while baton was down or
+ * Catch-up from the forge API: what webhooks missed while baton was down or
  * unreachable, read from the forge and put in the inbox with source `sync`.
  */
 export { catchupSection, CATCHUP_DEFAULTS, type CatchupConfig } from './config-section.js';

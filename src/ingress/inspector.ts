@@ -7,7 +7,7 @@ import type { Spool, SpoolHealth } from './spool/index.js';
 type Row = Selectable<InboxDeliveriesTable>;
 
 /**
- * The deliveries inspector (issue #10 item 7): reads of the inbox for people (API, CLI, dashboard)
+ * The deliveries inspector: reads of the inbox for people (API, CLI, dashboard)
  * and the replay of one delivery. It never processes anything itself: the inbox worker stays the
  * one place that does.
  *

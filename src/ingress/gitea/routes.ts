@@ -4,12 +4,12 @@ import type { ForgeEventKind } from '../../pipeline/index.js';
  * The webhook paths. `/webhook/gitea` takes every event. The legacy paths come from the n8n
  * workflows baton replaces: each Gitea webhook there pointed at one workflow, so each path acts
  * only on the events its name promises and only starts the stages that workflow started;
- * anything else is answered 202 with the reason. Each path keeps its own label memory (`scope`),
- * because two webhooks delivering the same label change must both see the label as new.
+ * anything else is answered 202 with the reason. Every path reads and moves the same label memory
+ * (LABEL_MEMORY_SCOPE, inbox/normalize.ts): one label change delivered to two paths is one change,
+ * and each path starts only its own stages from it.
  */
 export interface WebhookRoute {
   path: string;
-  scope: string;
   /** Event kinds acted on; undefined = all. */
   kinds?: readonly ForgeEventKind[];
   /** Stages this path may start; undefined = all. */
@@ -21,18 +21,17 @@ export interface WebhookRoute {
 const ISSUE_LIFECYCLE: ForgeEventKind[] = ['issue_opened', 'issue_edited', 'issue_closed', 'issue_reopened'];
 
 export const WEBHOOK_ROUTES: readonly WebhookRoute[] = [
-  { path: '/webhook/gitea', scope: 'gitea' },
-  { path: '/webhook/gitea-issue-triage', scope: 'gitea-issue-triage', kinds: ISSUE_LIFECYCLE, stages: ['analyse', 'fix-bug'] },
-  { path: '/webhook/gitea-issue-label', scope: 'gitea-issue-label', kinds: ['issue_labels', 'pr_labels'], excludeStages: ['release'] },
-  { path: '/webhook/gitea-issue-comment', scope: 'gitea-issue-comment', kinds: ['issue_comment', 'pr_comment'] },
+  { path: '/webhook/gitea' },
+  { path: '/webhook/gitea-issue-triage', kinds: ISSUE_LIFECYCLE, stages: ['analyse', 'fix-bug'] },
+  { path: '/webhook/gitea-issue-label', kinds: ['issue_labels', 'pr_labels'], excludeStages: ['release'] },
+  { path: '/webhook/gitea-issue-comment', kinds: ['issue_comment', 'pr_comment'] },
   {
     path: '/webhook/gitea-pr-review',
-    scope: 'gitea-pr-review',
     kinds: ['pr_opened', 'pr_synchronized', 'pr_edited', 'pr_closed', 'pr_reopened'],
     stages: ['review-code'],
   },
-  { path: '/webhook/gitea-pr-review-rework', scope: 'gitea-pr-review-rework', kinds: ['review'], stages: ['rework-pr', 'test'] },
-  { path: '/webhook/gitea-release', scope: 'gitea-release', kinds: ['issue_opened', 'issue_labels', 'release'], stages: ['release'] },
+  { path: '/webhook/gitea-pr-review-rework', kinds: ['review'], stages: ['rework-pr', 'test'] },
+  { path: '/webhook/gitea-release', kinds: ['issue_opened', 'issue_labels', 'release'], stages: ['release'] },
 ];
 
 export function allowsStage(route: WebhookRoute, stage: string): boolean {

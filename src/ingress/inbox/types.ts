@@ -14,7 +14,7 @@ export const DELIVERY_STATUS = {
 export type DeliveryStatus = (typeof DELIVERY_STATUS)[keyof typeof DELIVERY_STATUS];
 
 /**
- * Where a delivery came from: a forge webhook, catch-up from the forge API (issue #10 item 4), or
+ * Where a delivery came from: a forge webhook, catch-up from the forge API, or
  * an operator's replay of an earlier one (the inspector, item 7: a new row; it bypasses dedup).
  */
 export const DELIVERY_SOURCE = {
