@@ -1,6 +1,6 @@
 // Shared pieces of the dashboard: DOM building, the API client, notices and formatting.
 
-export const FINAL = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'dead']);
+export const FINAL = new Set(['succeeded', 'failed', 'timed_out', 'cancelled', 'dead', 'expired']);
 
 export const $ = (sel, root = document) => root.querySelector(sel);
 

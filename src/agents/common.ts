@@ -1,4 +1,5 @@
 import { checkClaim, type RefusedClaim } from '../budgets/index.js';
+import { SESSION_ID_FORM } from '../runner-contract/index.js';
 import { RunFailure } from './errors.js';
 import { FAILURE_KIND } from './outcome.js';
 import type { AgentInvocation } from './types.js';
@@ -79,7 +80,7 @@ export function viaStdin(executable: string, args: string[], prompt: string): Ag
 }
 
 /** Session ids come back from the agent's own stream (attacker-influenced): a strict form, never an option. */
-const SESSION_ID = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+const SESSION_ID = SESSION_ID_FORM;
 
 export function checkSessionId(sessionId: string): string {
   if (!SESSION_ID.test(sessionId))

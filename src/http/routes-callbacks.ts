@@ -13,7 +13,7 @@ import {
   type RunOutcome,
   type Usage,
 } from '../runs/index.js';
-import { MAX_PROMPT_CHARS } from '../runner-contract/index.js';
+import { MAX_PROMPT_CHARS, SESSION_ID_FORM } from '../runner-contract/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
 
 /** Largest callback or progress body a workspace may send. */
@@ -165,7 +165,7 @@ function parseQuestion(value: unknown): Question | null {
   if (typeof value !== 'object' || typeof q.text !== 'string' || q.text.trim() === '' || typeof q.sessionId !== 'string') {
     throw new HttpError(400, 'invalid_body', 'question must be { text, sessionId, for? } with a non-empty text');
   }
-  if (!/^[A-Za-z0-9-]{1,100}$/.test(q.sessionId)) throw new HttpError(400, 'invalid_body', 'question.sessionId must be a session id');
+  if (!SESSION_ID_FORM.test(q.sessionId)) throw new HttpError(400, 'invalid_body', 'question.sessionId must be a session id');
   const forWhom = typeof q.for === 'string' && /^[\w.@-]{1,80}$/.test(q.for) ? q.for : null;
   return { text: q.text.trim(), sessionId: q.sessionId, for: forWhom };
 }

@@ -80,6 +80,13 @@ export interface CompletionBody {
   question?: AskedQuestion;
 }
 
+/**
+ * The form of an agent CLI's session id that baton keeps and resumes: Claude Code, Codex CLI and
+ * Gemini CLI use UUIDs, OpenCode `ses_<26 letters and digits>`. It comes from the agent's own
+ * stream, so it is checked everywhere it crosses a boundary, and never starts like an option.
+ */
+export const SESSION_ID_FORM = /^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$/;
+
 /** A question of the agent, as the completion carries it. */
 export interface AskedQuestion {
   text: string;

@@ -21,6 +21,7 @@ export {
   AGENT_STATUS,
   FAILURE_KIND,
   MAX_PROMPT_CHARS,
+  SESSION_ID_FORM,
   type AgentStatus,
   type AgentUsage,
   type AskedQuestion,

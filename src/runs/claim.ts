@@ -94,70 +94,94 @@ export async function claimInTransaction(
   const perRepo = limits.perRepositoryConcurrency;
   if (statements && perRepo === 0 && !beforeClaim) return claimStatement(scope, ctx, statements, limits, max, now);
 
-  let state: { paused: number } | undefined;
-  if (statements) {
-    state = (await statements.claimLock.execute(trx, []))[0];
-  } else {
-    let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
-    if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
-    state = await stateQuery.executeTakeFirst();
-  }
+  const state = await lockDispatch(trx, dialect, statements);
   if (!state || state.paused === 1) return [];
   // Under the lock, so budgets are checked by one claim at a time across replicas (budget-holds.ts).
   if (beforeClaim) await beforeClaim(scope);
   // `CLAIM` takes the lock this transaction already holds, and claims under it.
   if (statements && perRepo === 0) return claimStatement(scope, ctx, statements, limits, max, now);
 
+  const free = await freeSlots(trx, limits, max);
+  if (free <= 0) return [];
+  // With a per-repository limit some candidates may be skipped, so look a little further.
+  let chosen = await dueCandidates(trx, dialect, now, perRepo > 0 ? free * 4 + 16 : free);
+  if (perRepo > 0 && chosen.length > 0) chosen = await withinRepositoryLimit(trx, chosen, perRepo, free);
+  if (chosen.length === 0) return [];
+  return markClaimed(scope, ctx, limits, chosen, now);
+}
+
+type Trx = TransactionScope['trx'];
+type Candidate = { id: number; owner: string; repo: string };
+
+/** The `dispatch_state` row, locked: one claim at a time (PostgreSQL; SQLite's writer lock is already held). */
+async function lockDispatch(
+  trx: Trx,
+  dialect: StoreDialect,
+  statements: Pick<PostgresStatements, 'claimLock' | 'claim'> | undefined,
+): Promise<{ paused: number } | undefined> {
+  if (statements) return (await statements.claimLock.execute(trx, []))[0];
+  let stateQuery = trx.selectFrom('dispatch_state').select('paused').where('id', '=', 1);
+  if (dialect === 'postgres') stateQuery = stateQuery.forUpdate();
+  return stateQuery.executeTakeFirst();
+}
+
+/** Slots left under the concurrency limit, at most `max`; counted under the lock. */
+async function freeSlots(trx: Trx, limits: ClaimLimits, max: number): Promise<number> {
   const live = await trx
     .selectFrom('runs')
     .select(({ fn }) => fn.countAll<number>().as('n'))
     .where('status', 'in', SLOT_STATUSES)
     .executeTakeFirstOrThrow();
-  const free = Math.min(max, limits.concurrency - Number(live.n));
-  if (free <= 0) return [];
+  return Math.min(max, limits.concurrency - Number(live.n));
+}
 
-  // With a per-repository limit some candidates may be skipped, so look a little further.
-  const limit = perRepo > 0 ? free * 4 + 16 : free;
-  let chosen: Array<{ id: number; owner: string; repo: string }>;
-  if (dialect === 'sqlite') {
-    chosen = (await trx.executeQuery(CompiledQuery.raw(SQLITE_CANDIDATES, [now, limit]))).rows as typeof chosen;
-  } else {
-    chosen = await trx
-      .selectFrom('runs')
-      .select(['id', 'owner', 'repo'])
-      .where('status', '=', RUN_STATUS.queued)
-      .where('run_at', '<=', now)
-      .orderBy('run_at')
-      .orderBy('id')
-      .limit(limit)
-      .forUpdate()
-      .skipLocked()
-      .execute();
+/** The earliest due queued runs, at most `limit` (PostgreSQL: skipping runs another claim holds). */
+async function dueCandidates(trx: Trx, dialect: StoreDialect, now: number, limit: number): Promise<Candidate[]> {
+  if (dialect === 'sqlite') return (await trx.executeQuery(CompiledQuery.raw(SQLITE_CANDIDATES, [now, limit]))).rows as Candidate[];
+  return trx
+    .selectFrom('runs')
+    .select(['id', 'owner', 'repo'])
+    .where('status', '=', RUN_STATUS.queued)
+    .where('run_at', '<=', now)
+    .orderBy('run_at')
+    .orderBy('id')
+    .limit(limit)
+    .forUpdate()
+    .skipLocked()
+    .execute();
+}
+
+/** The candidates whose repository has a slot left under `perRepo`, in order, at most `free`. */
+async function withinRepositoryLimit(trx: Trx, chosen: Candidate[], perRepo: number, free: number): Promise<Candidate[]> {
+  const busy = await trx
+    .selectFrom('runs')
+    .select(['owner', 'repo', ({ fn }) => fn.countAll<number>().as('n')])
+    .where('status', 'in', SLOT_STATUSES)
+    .groupBy(['owner', 'repo'])
+    .execute();
+  const inUse = new Map(busy.map((b) => [`${b.owner}/${b.repo}`, Number(b.n)]));
+  const picked: Candidate[] = [];
+  for (const c of chosen) {
+    const repoKey = `${c.owner}/${c.repo}`;
+    const used = inUse.get(repoKey) ?? 0;
+    if (used >= perRepo) continue;
+    inUse.set(repoKey, used + 1);
+    picked.push(c);
+    if (picked.length === free) break;
   }
+  return picked;
+}
 
-  if (perRepo > 0 && chosen.length > 0) {
-    const busy = await trx
-      .selectFrom('runs')
-      .select(['owner', 'repo', ({ fn }) => fn.countAll<number>().as('n')])
-      .where('status', 'in', SLOT_STATUSES)
-      .groupBy(['owner', 'repo'])
-      .execute();
-    const inUse = new Map(busy.map((b) => [`${b.owner}/${b.repo}`, Number(b.n)]));
-    const picked: typeof chosen = [];
-    for (const c of chosen) {
-      const repoKey = `${c.owner}/${c.repo}`;
-      const used = inUse.get(repoKey) ?? 0;
-      if (used >= perRepo) continue;
-      inUse.set(repoKey, used + 1);
-      picked.push(c);
-      if (picked.length === free) break;
-    }
-    chosen = picked;
-  }
-  if (chosen.length === 0) return [];
-
+/** The chosen runs to `provisioning` under one fresh lease, each with its `run:claimed` event. */
+async function markClaimed(
+  scope: TransactionScope,
+  ctx: TransitionContext,
+  limits: ClaimLimits,
+  chosen: Candidate[],
+  now: number,
+): Promise<ClaimedRun[]> {
   const leaseToken = randomUUID();
-  const rows = await trx
+  const rows = await scope.trx
     .updateTable('runs')
     .set({
       status: RUN_STATUS.provisioning,

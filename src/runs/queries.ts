@@ -4,8 +4,9 @@ import { branchNamesIssue, buildIssueView } from './issue-view.js';
 import { parseJson, toRun, toRunEvent } from './rows.js';
 import { COUNTED_STATUSES, LIVE_STATUSES, RUN_STATUS, type CountedStatus, type RunStatus } from './states.js';
 import type { QueueOverview, QueueStats, RunFilter, RunQueries, StageCounts } from './types.js';
+import { finishedTotals } from './today-totals.js';
 import { buildUsageReport, usageBounds } from './usage-report.js';
-import { startOfUtcDay, totalTokens } from './usage.js';
+import { startOfUtcDay } from './usage.js';
 
 /** Largest page `list` returns, whatever the filter asks. */
 const MAX_LIST = 500;
@@ -212,7 +213,7 @@ export function createRunQueries(options: { store: Pick<Store, 'db' | 'dialect'>
           .groupBy(['stage', 'status'])
           .execute(),
         isPaused(),
-        db.selectFrom('runs').select(['status', 'usage', 'cost_usd']).where('finished_at', '>=', since).execute(),
+        finishedTotals(db, options.store.dialect, since),
       ]);
       const counts = rows.map((r) => ({ stage: r.stage, status: r.status as RunStatus, count: Number(r.n) }));
       const totals = new Map<string, number>();
@@ -223,24 +224,12 @@ export function createRunQueries(options: { store: Pick<Store, 'db' | 'dialect'>
         const perStage = (stages[stage] ??= { queued: 0, held: 0, provisioning: 0, running: 0, dead: 0, failed: 0 });
         perStage[status as CountedStatus] = count;
       }
-      let tokens = 0;
-      let costUsd = 0;
-      for (const row of today) {
-        costUsd += Number(row.cost_usd ?? 0);
-        tokens += totalTokens(parseJson(row.usage)) ?? 0;
-      }
       return {
         counts,
         summary: {
           ...statsFrom((status) => totals.get(status) ?? 0, paused),
           stages,
-          today: {
-            since,
-            finished: today.length,
-            succeeded: today.filter((r) => r.status === RUN_STATUS.succeeded).length,
-            tokens,
-            costUsd: Math.round(costUsd * 1e6) / 1e6,
-          },
+          today: { since, ...today },
         },
       };
     },

@@ -2,6 +2,7 @@ import { agentAdapter, findPrice } from '../agents/index.js';
 import { fileURLToPath } from 'node:url';
 import { PermanentError } from '../background/index.js';
 import { runLimits } from '../budgets/index.js';
+import { SESSION_ID_FORM } from '../runner-contract/index.js';
 import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
 import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
@@ -146,7 +147,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
  */
 export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number } | null {
   const raw = run.payload.resume as Record<string, unknown> | undefined;
-  if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !/^[A-Za-z0-9-]{1,100}$/.test(raw.sessionId)) return null;
+  if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !SESSION_ID_FORM.test(raw.sessionId)) return null;
   const tokensBefore = typeof raw.tokensBefore === 'number' && Number.isFinite(raw.tokensBefore) ? Math.max(0, raw.tokensBefore) : 0;
   return {
     sessionId: raw.sessionId,

@@ -18,7 +18,7 @@ import { createWorld, type Delivery, type World } from './world.js';
 // killed -9 with deliveries in its spool, restarted while the database is still away, and
 // everything it had answered 2xx must become exactly one run once the database is back.
 
-const EVENTS_PER_ROUND = 24;
+const EVENTS_PER_ROUND = 18;
 const SPOOL_DISK_MB = 4;
 
 let world: World | undefined;
@@ -76,7 +76,7 @@ async function stormRound(w: World, rnd: Random, figures: Figures): Promise<Deli
     }
   })();
   const senders = deliveries.map(async (d, i) => {
-    await faultDelay(i * rnd.int(300, 700));
+    await faultDelay(i * rnd.int(400, 900));
     await w.deliver(d, rnd.int(0, w.ports.length - 1));
     if (d.last) figures.answerMs.push(d.last.answeredAt - d.last.sentAt);
   });

@@ -171,6 +171,8 @@ describe.skipIf(!hasChromium('the dashboard conversation tests'))('a run’s con
     await page.goto(`${server.url}/#/runs/${analyse}`);
     await page.waitForSelector('#run-conversation-turns[data-loaded="true"]');
     await eventuallyContains(() => page.locator('#run-conversation-turns .waiting').textContent(), 'Waiting for a reply on the issue.');
+    const actions = () => page.$$eval('#run-actions button', (buttons) => buttons.map((b) => b.getAttribute('data-action')));
+    await eventually(actions, ['cancel']);
 
     // Another stage of the issue, after it: the issue page shows both, in order, live.
     await page.goto(`${server.url}/#/issues/acme/app/7`);
@@ -199,5 +201,13 @@ describe.skipIf(!hasChromium('the dashboard conversation tests'))('a run’s con
     expect(await page.locator(`#issue-conversation-turns .conversation[data-run-id="${develop}"] .msg.assistant p`).textContent()).toBe(
       'Implemented the deprecation warning.',
     );
+
+    // No reply in time: the run ends `expired`, which is final (Retry starts it again, Cancel is gone).
+    await until(async () => (await server.app.engine.expireWaiting(0)).length > 0, 'the question to expire');
+    await page.goto(`${server.url}/#/runs/${analyse}`);
+    await page.waitForSelector('#run-view[data-loaded="true"]');
+    await eventually(() => page.locator('#run-status').textContent(), 'expired');
+    await eventually(actions, ['retry']);
+    expect(await page.locator('#run-conversation-turns .waiting').count()).toBe(0);
   });
 });

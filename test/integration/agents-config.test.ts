@@ -72,4 +72,27 @@ describe('choosing the agent per stage', () => {
     expect(review.agent).toBeUndefined();
     expect(review.agentSecret).toBeUndefined();
   });
+
+  it("resumes each agent's own form of session id (OpenCode's ses_…), and never one shaped like an option", () => {
+    const { config } = loadConfig(setup('pipeline:\n  stages:\n    analyse: { agent: opencode }\n', ['opencode']), os.tmpdir());
+    const resumed = (sessionId: string) =>
+      buildWorkspaceSpec(
+        config,
+        {
+          id: 7,
+          stage: 'analyse',
+          owner: 'acme',
+          repo: 'app',
+          number: 3,
+          payload: { resume: { sessionId, prompt: 'Use PostgreSQL.', by: 'alice', tokensBefore: 10 } },
+          agentAttempt: 1,
+        } as unknown as Parameters<typeof buildWorkspaceSpec>[1],
+        'ws',
+        'cb',
+      ).resume;
+    for (const id of ['ses_dc7e560a9ffe4E4s4yOmq45Ega', '01a23818-6049-7da3-a432-9fb7269ab714']) {
+      expect(resumed(id)).toEqual({ sessionId: id, reply: 'Use PostgreSQL.', by: 'alice' });
+    }
+    for (const id of ['--dangerously-skip-permissions', 'a b', '../x', '']) expect(resumed(id)).toBeUndefined();
+  });
 });

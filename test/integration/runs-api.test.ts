@@ -294,6 +294,44 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(stats.today).toMatchObject({ tokens: 1200, costUsd: 0.42, finished: 1 });
   });
 
+  it("sums today's finished runs in the database as totalTokens counts them: odd usage fields count 0, runs of yesterday or still going none", async () => {
+    const { engine } = server.app;
+    const now = Date.now();
+    const usages: Array<[string, unknown, number | null]> = [
+      ['succeeded', { inputTokens: 1000, outputTokens: 200, cacheReadTokens: 5000 }, 0.5],
+      ['failed', { inputTokens: '300', outputTokens: -7 }, 0.25],
+      ['succeeded', { inputTokens: 40.5, outputTokens: null }, null],
+      ['dead', [1, 2], null],
+      ['cancelled', null, null],
+    ];
+    const ids: number[] = [];
+    for (const [n, [status, usage, cost]] of usages.entries()) {
+      const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 100 + n });
+      ids.push(run.id);
+      await t.store.db
+        .updateTable('runs')
+        .set({ status, usage: usage === null ? null : JSON.stringify(usage), cost_usd: cost, finished_at: now })
+        .where('id', '=', run.id)
+        .execute();
+    }
+    // Finished before today (UTC): not counted; still queued: not counted.
+    const { run: yesterday } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 200 });
+    await t.store.db
+      .updateTable('runs')
+      .set({
+        status: 'succeeded',
+        usage: JSON.stringify({ inputTokens: 9, outputTokens: 9 }),
+        cost_usd: 9,
+        finished_at: now - 2 * 86_400_000,
+      })
+      .where('id', '=', yesterday.id)
+      .execute();
+    await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 201 });
+
+    const stats = (await (await call('GET', '/api/queue/stats')).json()) as { today: Record<string, number> };
+    expect(stats.today).toMatchObject({ finished: 5, succeeded: 2, tokens: 1240.5, costUsd: 0.75 });
+  });
+
   it('answers 404 for an unknown run and 409 with the reason for an illegal transition', async () => {
     for (const path of ['/api/runs/999', '/api/runs/999/retry', '/api/runs/999/cancel']) {
       const response = await call(path.endsWith('999') ? 'GET' : 'POST', path);
