@@ -8,7 +8,7 @@ import { identify, isWorkspaceCallback, requireToken, type Credentials } from '.
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
 import { createClientAddressResolver } from './client-address.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
-import type { EventHub } from './event-hub.js';
+import type { EventHub } from '../live-events/index.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { conversationRoutes } from './routes-conversation.js';

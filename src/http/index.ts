@@ -1,5 +1,4 @@
 export { createHttpApp, type HttpDeps } from './app.js';
-export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
 export type { ReadinessCheck } from './routes-health.js';
 export type { RunSubmission, RunSubmitter } from './routes-runs.js';
 export { createHttpServer } from './server.js';

@@ -2,7 +2,7 @@ import type { HttpBindings } from '@hono/node-server';
 import { Hono } from 'hono';
 import type { AuthEnv } from './auth.js';
 import { HttpError } from '../web-kit/index.js';
-import type { EventHub } from './event-hub.js';
+import type { EventHub } from '../live-events/index.js';
 
 /**
  * `GET /api/events`: Server-Sent Events, one frame per `run_events` row (`id:` is the row id,

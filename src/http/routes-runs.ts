@@ -13,7 +13,7 @@ import {
 import type { AuthEnv } from './auth.js';
 import { scopeAllows } from '../tokens/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
-import { liveUsage, logLines, reportedPrompt, runView } from './run-view.js';
+import { liveUsage, logLines, reportedPrompt, runView } from '../live-events/index.js';
 
 /** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */
 export interface RunSubmission {

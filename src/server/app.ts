@@ -3,7 +3,8 @@ import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catc
 import type { Config } from './config-types.js';
 import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
-import { createEventHub, createHttpApp, type EventHub } from '../http/index.js';
+import { createHttpApp } from '../http/index.js';
+import { createEventHub, type EventHub } from '../live-events/index.js';
 import {
   createDeliveryInspector,
   createGiteaIngress,

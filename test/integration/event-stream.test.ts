@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { sseMessages } from '../../src/cli/index.js';
-import { createEventHub } from '../../src/http/index.js';
+import { createEventHub } from '../../src/live-events/index.js';
 import { createStore } from '../../src/store/index.js';
 import type { TaskRequest } from '../../src/runs/index.js';
 import { silentLogger } from '../helpers/logger.js';

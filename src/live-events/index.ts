@@ -1,0 +1,2 @@
+export { createEventHub, type EventHub, type EventHubOptions, type EventStreamRequest } from './event-hub.js';
+export { liveUsage, logLines, reportedPrompt, runView } from './run-view.js';
