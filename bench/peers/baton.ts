@@ -4,7 +4,7 @@ import path from 'node:path';
 import type { QueueConfig } from '../../src/runs/index.js';
 import type { ForgeClient } from '../../src/forge/index.js';
 import { createOutbox, createStatusCommentHook } from '../../src/outbox/index.js';
-import { createRunEngine, NOTIFY_CHANNEL, type ClaimedRun, type FullRunEngine, type TransitionHook } from '../../src/runs/index.js';
+import { createRunEngine, NOTIFY_CHANNEL, type ClaimedRun, type RunService, type TransitionHook } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createSchema, dropSchema } from './postgres-schema.js';
 import type { PeerEnvironment, QueuePeer, WorkerHooks } from './types.js';
@@ -45,7 +45,7 @@ export function createBatonPeer(options: BatonPeerOptions, env: PeerEnvironment 
   let dir: string | undefined;
   let producerStore: Store | undefined;
   let workerStore: Store | undefined;
-  let producer: FullRunEngine | undefined;
+  let producer: RunService | undefined;
   let worker: ClaimLoop | undefined;
 
   const openStore = (): Store =>
@@ -134,7 +134,7 @@ interface ClaimLoop {
  * slot is free for, so nothing else does. Left out, as the bench has no delayed runs: the
  * dispatcher's read after each claim of when the next delayed run is due.
  */
-function startClaimLoop(engine: FullRunEngine, listenOn: Store | undefined, hooks: WorkerHooks): ClaimLoop {
+function startClaimLoop(engine: RunService, listenOn: Store | undefined, hooks: WorkerHooks): ClaimLoop {
   let stopped = false;
   let claiming: Promise<void> | undefined;
   let again = false;

@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from '../log/index.js';
-import type { FullRunEngine, Run } from '../runs/index.js';
+import type { RunService, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
 import { readRefUpdates, refusedPushReport } from './pkt-line.js';
 import { branchAllowed, DEFAULT_RIGHTS, describeRules, type RunRights } from './rights.js';
@@ -45,7 +45,7 @@ export interface ForgeGatewayDeps {
   gitUrl?: string;
   /** The bots' real tokens, by account. */
   tokens: { dev?: string; review?: string };
-  engine: Pick<FullRunEngine, 'verifyByTokenHash' | 'appendProgress'>;
+  engine: Pick<RunService, 'verifyByTokenHash' | 'appendProgress'>;
   logger: Pick<Logger, 'warn' | 'info'>;
   /** What the run's stage may push and whether it may merge (`pipeline.stages.<name>.push`, `.merge`). @default DEFAULT_RIGHTS */
   rightsOf?: (run: Run) => RunRights;

@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { DeliveryInspector } from '../ingress/index.js';
-import type { BudgetService, FullRunEngine, Run, RunOutcome, RunQueries } from '../runs/index.js';
+import type { BudgetService, RunService, Run, RunOutcome, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
@@ -26,7 +26,7 @@ import { tokenRoutes } from './routes-tokens.js';
 export interface HttpDeps {
   logger: Logger;
   /** Run changes: callbacks, operator actions. */
-  engine: FullRunEngine;
+  engine: RunService;
   /** Every read of runs. */
   runs: RunQueries;
   tokens: TokenStore;

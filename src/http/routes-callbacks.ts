@@ -7,7 +7,7 @@ import {
   holdsSlot,
   type Question,
   OUTCOME_STATUSES,
-  type FullRunEngine,
+  type RunService,
   type ProgressBatch,
   type Run,
   type RunOutcome,
@@ -39,7 +39,7 @@ export const MISSING_CALLBACK_TOKEN =
  * is the original orchestrator's path, keyed by workspace name.
  */
 export function callbackRoutes(
-  engine: FullRunEngine,
+  engine: RunService,
   logger: Logger,
   /** Checks a claimed success against the forge (success is an outcome); may turn it into a failure. */
   checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>,
@@ -144,7 +144,7 @@ export function callbackRoutes(
 }
 
 /** The run's own callback token (only its hash is stored); the run it names goes into `c.get('run')`. */
-function callbackToken(engine: FullRunEngine, runIdOf: (c: Context) => Promise<number | null>): MiddlewareHandler<CallbackEnv> {
+function callbackToken(engine: RunService, runIdOf: (c: Context) => Promise<number | null>): MiddlewareHandler<CallbackEnv> {
   return async (c, next) => {
     const header = c.req.header('authorization');
     // The original orchestrator's template calls back without a token: say what to change.

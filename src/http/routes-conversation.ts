@@ -1,12 +1,12 @@
 import { Hono } from 'hono';
 import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
-import type { FullRunEngine, RunQueries } from '../runs/index.js';
+import type { RunService, RunQueries } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
 import { conversationView, type RunConversationView } from './conversation-view.js';
 import { HttpError } from '../web-kit/index.js';
 
 export interface ConversationRoutesOptions {
-  engine: Pick<FullRunEngine, 'transcript' | 'conversation'>;
+  engine: Pick<RunService, 'transcript' | 'conversation'>;
   runs: Pick<RunQueries, 'get' | 'issue'>;
   now: () => number;
 }

@@ -3,13 +3,13 @@ import { createLoop, errorMessage, PermanentError, settleWithin } from '../backg
 import type { Logger } from '../log/index.js';
 import type { Store } from '../store/index.js';
 import { transientErrorCode, type WorkspaceProvider, type WorkspaceSpec } from '../workspaces/index.js';
-import { hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine } from './engine.js';
+import { hashCallbackToken, NOTIFY_CHANNEL, type RunService } from './engine.js';
 import { LeaseLostError } from './errors.js';
 import { isLive } from './states.js';
 import type { ClaimedRun, Run } from './types.js';
 
 export interface DispatcherOptions {
-  engine: FullRunEngine;
+  engine: RunService;
   /** Where other replicas' wake-ups arrive (PostgreSQL LISTEN; nothing on SQLite). */
   store: Pick<Store, 'listen'>;
   provider: WorkspaceProvider;

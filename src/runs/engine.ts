@@ -70,7 +70,11 @@ export interface RunEngineOptions {
   retries?: RetryPolicy;
 }
 
-export interface FullRunEngine extends RunEngine, RunMaintenance, CallbackTokenChecks {
+/**
+ * Everything the rest of baton does with runs, as createRunEngine builds it: the transitions
+ * (RunEngine, with its reads), the sweeps (RunMaintenance) and the callback-token checks.
+ */
+export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChecks {
   /**
    * Enqueues inside the caller's transaction, so what else it writes (the inbox's verdict on the
    * delivery that asked for the run) commits or rolls back with the run.
@@ -115,7 +119,7 @@ export interface FullRunEngine extends RunEngine, RunMaintenance, CallbackTokenC
  * `createRunQueries`; the sweeps are maintenance.ts, the token checks callback-tokens.ts, the
  * replica wake-ups replica-hints.ts.
  */
-export function createRunEngine(options: RunEngineOptions): FullRunEngine {
+export function createRunEngine(options: RunEngineOptions): RunService {
   const { store, queue } = options;
   const signals = createEvents<RunSignals>(options.logger ?? consoleLogger);
   const runLog = options.runLog ?? { maxBytes: DEFAULT_RUN_LOG_MAX_BYTES };
@@ -152,7 +156,7 @@ export function createRunEngine(options: RunEngineOptions): FullRunEngine {
   const conversations = createConversationOps(ctx, store.dialect);
   const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
-  const engine: FullRunEngine = {
+  const engine: RunService = {
     ...createRunQueries({ store, concurrency: queue.concurrency }),
     ...createRunMaintenance(ctx),
     ...createCallbackTokenChecks(store.db),

@@ -18,7 +18,7 @@ export {
   type UsageReport,
 } from './usage-report.js';
 export { hookFor } from './transition.js';
-export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type FullRunEngine, type RunEngineOptions } from './engine.js';
+export { createRunEngine, hashCallbackToken, NOTIFY_CHANNEL, type RunService, type RunEngineOptions } from './engine.js';
 export { createDispatcher, type Dispatcher, type DispatcherOptions } from './dispatcher.js';
 export { createTeardownWorker, type TeardownWorker, type TeardownWorkerOptions } from './teardown.js';
 export { createScheduler, dueSlot, type Schedule, type Scheduler, type SchedulerOptions } from './scheduler.js';

@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { createLoop } from '../background/index.js';
 import type { Logger } from '../log/index.js';
-import type { FullRunEngine } from './engine.js';
+import type { RunService } from './engine.js';
 import { slotKey } from './keys.js';
 import type { TaskRequest } from './types.js';
 
@@ -16,7 +16,7 @@ export interface Schedule {
 }
 
 export interface SchedulerOptions {
-  engine: FullRunEngine;
+  engine: RunService;
   schedules: Schedule[];
   logger: Logger;
   now?: () => number;

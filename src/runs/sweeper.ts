@@ -1,10 +1,10 @@
 import { createLoop, type Loop } from '../background/index.js';
 import type { Logger } from '../log/index.js';
-import type { FullRunEngine } from './engine.js';
+import type { RunService } from './engine.js';
 import { RUN_EVENT } from './states.js';
 
 export interface SweeperOptions {
-  engine: FullRunEngine;
+  engine: RunService;
   logger: Logger;
   /**
    * The duration limit of running runs claimed without one of their own (STALE_WORKSPACE_MINUTES);

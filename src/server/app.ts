@@ -29,7 +29,7 @@ import {
   createTeardownWorker,
   NOTIFY_CHANNEL,
   registerRunMetrics,
-  type FullRunEngine,
+  type RunService,
   type RunQueries,
   type Schedule,
   type TransitionHook,
@@ -70,7 +70,7 @@ export interface AppDeps {
 
 export interface App {
   readonly hono: Hono;
-  readonly engine: FullRunEngine;
+  readonly engine: RunService;
   /** Every read of runs (the engine offers the same reads). */
   readonly runs: RunQueries;
   readonly store: Store;

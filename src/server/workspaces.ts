@@ -8,7 +8,7 @@ import type { EgressRefusal } from '../egress/index.js';
 import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
 import type { Logger } from '../log/index.js';
 import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
-import { hashCallbackToken, isLive, RUN_STATUS, type ForgeName, type FullRunEngine, type Run, type RunQueries } from '../runs/index.js';
+import { hashCallbackToken, isLive, RUN_STATUS, type ForgeName, type RunService, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
   createLocalProviderFromConfig,
@@ -190,7 +190,7 @@ export function forgeCloneUrl(
  * Reconcile on start and on every sweep. A provisioning run whose workspace is up needs nothing
  * here: its lease expires, it is re-claimed, and the create adopts the workspace by name.
  */
-export async function reconcileWorkspaces(engine: FullRunEngine, provider: WorkspaceProvider, logger: Logger): Promise<void> {
+export async function reconcileWorkspaces(engine: RunService, provider: WorkspaceProvider, logger: Logger): Promise<void> {
   await reconcile({
     provider,
     logger,

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type FullRunEngine, type Run } from '../../src/runs/index.js';
+import { createRunEngine, type RunService, type Run } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
@@ -19,7 +19,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
   let dir: string;
   let coder: FakeCoder;
   let store: Store;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let server: ServeHandle | undefined;
 
   beforeEach(async () => {

@@ -12,7 +12,7 @@ import {
   type PermissionLookup,
 } from '../../src/ingress/index.js';
 import { parsePipelineConfig } from '../../src/pipeline/index.js';
-import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, type RunService } from '../../src/runs/index.js';
 import { createSqliteTestStore, type TestStore } from './stores.js';
 import { until } from './until.js';
 
@@ -28,7 +28,7 @@ export interface PostResult {
 
 export interface IngressHarness {
   app: Hono;
-  engine: FullRunEngine;
+  engine: RunService;
   processing: InboxProcessing;
   t: TestStore;
   /** Posts a delivery; on 202 waits for its verdict unless `wait` is false. */

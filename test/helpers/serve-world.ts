@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, type RunService } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { freePort } from './baton-bin.js';
@@ -22,7 +22,7 @@ export interface ServeWorld {
   /** The environment `start` gives every server. */
   env: Record<string, string>;
   /** This process's engine on the servers' database. */
-  engine: FullRunEngine;
+  engine: RunService;
   /** Starts a server (more may follow: after a kill, on the same port) and waits until it is ready. */
   start(extra?: Record<string, string>): Promise<ChildHandle>;
   /** Kills every server, closes the store, removes the files and whatever the runs left running. */
@@ -68,7 +68,7 @@ export async function createServeWorld(options: {
   };
   const children: ChildHandle[] = [];
   let store: Store | undefined;
-  let engine: FullRunEngine | undefined;
+  let engine: RunService | undefined;
   return {
     port,
     fixture,

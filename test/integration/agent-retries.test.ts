@@ -3,7 +3,7 @@ import { BACKOFF } from '../../src/background/index.js';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import type { ForgeAccounts } from '../../src/forge/index.js';
 import { createStatusCommentHook } from '../../src/outbox/index.js';
-import { createBudgetService, createRunEngine, type FullRunEngine, type Run, type RunOutcome } from '../../src/runs/index.js';
+import { createBudgetService, createRunEngine, type RunService, type Run, type RunOutcome } from '../../src/runs/index.js';
 import { workspaceName } from '../../src/server/workspaces.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -12,7 +12,7 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let comments: string[];
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 4 };
   const budgets = { timezone: 'UTC', global: { tokens: 1_000_000 }, repositories: {}, stages: {} };

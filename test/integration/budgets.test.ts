@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nextDayStart, type BudgetsConfig } from '../../src/budgets/index.js';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createBudgetService, createRunEngine, type FullRunEngine, type Run, type TaskRequest } from '../../src/runs/index.js';
+import { createBudgetService, createRunEngine, type RunService, type Run, type TaskRequest } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -34,7 +34,7 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     createRunEngine({ store, queue, now: () => clock, random: () => 1, budgets: config });
 
   /** Claims what it can and brings each claimed run up to running. */
-  async function start(engine: FullRunEngine): Promise<Run[]> {
+  async function start(engine: RunService): Promise<Run[]> {
     const claims = await engine.claim();
     const started: Run[] = [];
     for (const { run, leaseToken } of claims) {
@@ -44,7 +44,7 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     return started;
   }
 
-  const statusOf = async (engine: FullRunEngine, ids: number[]) => Promise.all(ids.map(async (id) => (await engine.get(id))!.status));
+  const statusOf = async (engine: RunService, ids: number[]) => Promise.all(ids.map(async (id) => (await engine.get(id))!.status));
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();

@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, hashCallbackToken, type FullRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, hashCallbackToken, type RunService } from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -8,7 +8,7 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 describe.each(STORE_KINDS)('callback tokens across attempts on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
-  let engine: FullRunEngine;
+  let engine: RunService;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();

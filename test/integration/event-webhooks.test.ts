@@ -19,7 +19,7 @@ import {
   type WebhookEntryPayload,
 } from '../../src/event-webhooks/index.js';
 import { createMetricsRegistry } from '../../src/metrics/index.js';
-import { createRunEngine, type FullRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, type RunService } from '../../src/runs/index.js';
 import { bearer, startTestApp } from '../helpers/app.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
@@ -70,7 +70,7 @@ async function startReceiver(secret: string, answer: () => number = () => 200) {
 
 describe.each(STORE_KINDS)('outbound event webhooks on $kind', ({ kind, create }) => {
   let t: TestStore;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let entries: Array<{
     kind: string;
     payload: WebhookEntryPayload;

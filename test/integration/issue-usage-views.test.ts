@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type FullRunEngine, type RunOutcome, type TaskRequest } from '../../src/runs/index.js';
+import { createRunEngine, type RunService, type RunOutcome, type TaskRequest } from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -13,7 +13,7 @@ const NOV30 = Date.UTC(2026, 10, 30);
 describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
-  let engine: FullRunEngine;
+  let engine: RunService;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();

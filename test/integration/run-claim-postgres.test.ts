@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createRunEngine, NOTIFY_CHANNEL, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
+import { createRunEngine, NOTIFY_CHANNEL, type RunService, type TaskRequest } from '../../src/runs/index.js';
 import { createPostgresTestStore, PG_URL, postgresAvailable, type TestStore } from '../helpers/stores.js';
 import { schemaChannel } from '../../src/store/index.js';
 import { until } from '../helpers/until.js';
@@ -15,7 +15,7 @@ const task = (number: number): TaskRequest => ({ stage: 'develop', owner: 'acme'
  */
 describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
   let t: TestStore;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let other: pg.Client | undefined;
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
 

@@ -7,7 +7,7 @@ import {
   IllegalTransitionError,
   LeaseLostError,
   RUN_EVENT,
-  type FullRunEngine,
+  type RunService,
   type Run,
   type RunEvent,
   type RunEventType,
@@ -25,7 +25,7 @@ const task = (over: Partial<TaskRequest> = {}): TaskRequest => ({ stage: 'develo
 describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
-  let engine: FullRunEngine;
+  let engine: RunService;
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
 
   const makeEngine = (over: Partial<QueueConfig> = {}) =>

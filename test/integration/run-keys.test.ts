@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type FullRunEngine, type TaskRequest } from '../../src/runs/index.js';
+import { createRunEngine, type RunService, type TaskRequest } from '../../src/runs/index.js';
 import { applyMigrations } from '../../src/store/migrate.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
@@ -15,7 +15,7 @@ const task = (over: Partial<TaskRequest>): TaskRequest => ({ stage: 'analyse', .
 
 describe.each(STORE_KINDS)('run keys on $kind', ({ kind, create }) => {
   let t: TestStore;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let clock = 1_700_000_000_000;
 
   beforeEach(async (ctx) => {

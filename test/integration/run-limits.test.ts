@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DURATION_GRACE_MS } from '../../src/budgets/index.js';
 import { DEFAULTS } from '../../src/runs/index.js';
 import { loadConfig } from '../../src/server/index.js';
-import { createRunEngine, createSweeper, type FullRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, createSweeper, type RunService } from '../../src/runs/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
 import { runnerEnv } from '../../src/workspaces/index.js';
@@ -140,7 +140,7 @@ describe('per-run limits reach every workspace provider', () => {
 describe.each(STORE_KINDS)('baton enforces the duration limit on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
-  let engine: FullRunEngine;
+  let engine: RunService;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();

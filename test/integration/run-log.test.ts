@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
 import { checkSection } from '../../src/config-schema/index.js';
-import { createRunEngine, runLogSection, type FullRunEngine, type RunEvent } from '../../src/runs/index.js';
+import { createRunEngine, runLogSection, type RunService, type RunEvent } from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -10,7 +10,7 @@ const MAX_BYTES = 64 * 1024;
 
 describe.each(STORE_KINDS)('stored run log on $kind', ({ kind, create }) => {
   let t: TestStore;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let runId: number;
 
   beforeEach(async (ctx) => {

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createDispatcher, createRunEngine, type Dispatcher, type FullRunEngine } from '../../src/runs/index.js';
+import { createDispatcher, createRunEngine, type Dispatcher, type RunService } from '../../src/runs/index.js';
 import { createLocalProvider, createMemoryProvider, transientErrorCode, type MemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
@@ -22,7 +22,7 @@ function diskFull(): Error {
 
 describe.each(STORE_KINDS)('transient provisioning errors on $kind', ({ kind, create }) => {
   let t: TestStore;
-  let engine: FullRunEngine;
+  let engine: RunService;
   let provider: MemoryProvider;
   let dispatcher: Dispatcher;
 
