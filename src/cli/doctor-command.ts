@@ -6,7 +6,7 @@ import { loadConfig, type Config } from '../server/index.js';
 import { createStore, parseDatabaseUrl } from '../store/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
 import { UsageError } from './args.js';
-import { checkForge, checkGitHub } from './doctor-forge.js';
+import { checkForge, checkGitHub, checkGitLab } from './doctor-forge.js';
 import type { Line } from './doctor-lines.js';
 import { checkCallbackUrl, checkPublicUrl } from './doctor-urls.js';
 import { checkWorkspaces } from './doctor-workspaces.js';
@@ -83,7 +83,16 @@ export async function doctorCommand(argv: string[], rawIo: CommandIo, cwd = proc
     return 1;
   }
 
-  for (const group of [checkDatabase, checkDataDir, checkForge, checkGitHub, checkPublicUrl, checkWorkspaces, checkCallbackUrl]) {
+  for (const group of [
+    checkDatabase,
+    checkDataDir,
+    checkForge,
+    checkGitHub,
+    checkGitLab,
+    checkPublicUrl,
+    checkWorkspaces,
+    checkCallbackUrl,
+  ]) {
     for (const line of await group(config, io, extraRepos)) print(line);
   }
   io.out(failed ? `${failed} check${failed === 1 ? '' : 's'} failed` : 'everything checked is fine');

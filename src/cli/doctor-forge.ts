@@ -1,10 +1,10 @@
-import { createGiteaClient, createGitHubClient, ForgeError, type ForgeClient } from '../forge/index.js';
+import { createGiteaClient, createGitHubClient, createGitLabClient, ForgeError, type ForgeClient } from '../forge/index.js';
 import type { Config } from '../server/index.js';
 import { PROBE_MS, type Line } from './doctor-lines.js';
 import type { CommandIo } from './io.js';
 
 // baton doctor's forge checks: GITEA_URL, the webhook secret, each bot's token (valid, of the
-// expected user, its scopes) and its rights on each repository; GitHub's App or token.
+// expected user, its scopes) and its rights on each repository; GitHub's and GitLab's tokens.
 
 /** The repositories the configuration names exactly (patterns with `*` name none). */
 function configuredRepositories(config: Config, extra: readonly string[]): string[] {
@@ -22,8 +22,10 @@ function configuredRepositories(config: Config, extra: readonly string[]): strin
 export async function checkForge(config: Config, io: CommandIo, extra: readonly string[]): Promise<Line[]> {
   const lines: Line[] = [];
   const url = config.gitea.url;
-  if (!url && config.github.url) {
-    lines.push({ status: 'info', check: 'forge', detail: 'GITEA_URL is not set: Gitea and Forgejo are off (GitHub is configured)' });
+  const others = [config.github.url ? 'GitHub' : '', config.gitlab.url ? 'GitLab' : ''].filter(Boolean);
+  if (!url && others.length > 0) {
+    const what = `${others.join(' and ')} ${others.length === 1 ? 'is' : 'are'} configured`;
+    lines.push({ status: 'info', check: 'forge', detail: `GITEA_URL is not set: Gitea and Forgejo are off (${what})` });
     return lines;
   }
   if (!url) {
@@ -86,21 +88,63 @@ export async function checkForge(config: Config, io: CommandIo, extra: readonly 
 export async function checkGitHub(config: Config, io: CommandIo): Promise<Line[]> {
   const { apiUrl, tokens, webhookSecret } = config.github;
   if (!apiUrl) return [];
+  return checkNamedForge(config, {
+    forge: 'github',
+    webhookSecret,
+    secretDetail: 'GITHUB_WEBHOOK_SECRET is set: unsigned GitHub deliveries get 401',
+    tokens,
+    client: (token) => createGitHubClient({ apiUrl, token, fetch: io.fetch, timeoutMs: PROBE_MS }),
+  });
+}
+
+/**
+ * GitLab's bot tokens, when GITLAB_URL is set: the same checks as GitHub's (`GET /api/v4/user`
+ * with each token), and the hook's secret token.
+ */
+export async function checkGitLab(config: Config, io: CommandIo): Promise<Line[]> {
+  const { url, tokens, webhookSecret } = config.gitlab;
+  if (!url) return [];
+  return checkNamedForge(config, {
+    forge: 'gitlab',
+    webhookSecret,
+    secretDetail: 'GITLAB_WEBHOOK_SECRET is set: deliveries without that X-Gitlab-Token get 401',
+    tokens,
+    client: (token) => createGitLabClient({ rootUrl: url, token, fetch: io.fetch, timeoutMs: PROBE_MS }),
+  });
+}
+
+async function checkNamedForge(
+  config: Config,
+  forge: {
+    forge: 'github' | 'gitlab';
+    webhookSecret: string | undefined;
+    secretDetail: string;
+    tokens: { dev?: string; review?: string };
+    client: (token: string) => ForgeClient;
+  },
+): Promise<Line[]> {
+  const prefix = forge.forge.toUpperCase();
+  const guide = `docs/${forge.forge}.md`;
   const lines: Line[] = [
-    webhookSecret
-      ? { status: 'ok', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is set: unsigned GitHub deliveries get 401' }
-      : { status: 'FAIL', check: 'github webhook secret', detail: 'GITHUB_WEBHOOK_SECRET is not set', fix: 'set it (docs/github.md)' },
+    forge.webhookSecret
+      ? { status: 'ok', check: `${forge.forge} webhook secret`, detail: forge.secretDetail }
+      : {
+          status: 'FAIL',
+          check: `${forge.forge} webhook secret`,
+          detail: `${prefix}_WEBHOOK_SECRET is not set`,
+          fix: `set it (${guide})`,
+        },
   ];
   for (const [account, bot] of Object.entries(config.bots)) {
-    const variable = `GITHUB_${account.toUpperCase()}_TOKEN`;
-    const check = `github bot ${account}`;
-    const token = tokens[account as 'dev' | 'review'];
+    const variable = `${prefix}_${account.toUpperCase()}_TOKEN`;
+    const check = `${forge.forge} bot ${account}`;
+    const token = forge.tokens[account as 'dev' | 'review'];
     if (!token) {
-      lines.push({ status: 'FAIL', check, detail: `${variable} is not set`, fix: 'give the machine user’s token (docs/github.md)' });
+      lines.push({ status: 'FAIL', check, detail: `${variable} is not set`, fix: `give the machine user’s token (${guide})` });
       continue;
     }
     try {
-      const me = await createGitHubClient({ apiUrl, token, fetch: io.fetch, timeoutMs: PROBE_MS }).getCurrentUser();
+      const me = await forge.client(token).getCurrentUser();
       if (me.login.toLowerCase() !== bot.username.toLowerCase()) {
         lines.push({
           status: 'FAIL',
