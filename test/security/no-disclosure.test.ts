@@ -55,7 +55,8 @@ describe('no disclosure (issue #12)', () => {
     const anonymous = await fetch(`${server.url}/ready`);
     expect(anonymous.status).toBe(503);
     const open = await anonymous.text();
-    expect(JSON.parse(open)).toEqual({ ready: false, failing: ['data directory'] });
+    // The webhook spool lives in the data directory: it cannot be written either.
+    expect(JSON.parse(open)).toEqual({ ready: false, failing: ['data directory', 'spool'] });
     expect(open).not.toContain(server.dataDir);
 
     const { token } = await server.app.tokens.create('monitor', 'read');
@@ -70,7 +71,7 @@ describe('no disclosure (issue #12)', () => {
     // A wrong token is anyone.
     expect(await (await fetch(`${server.url}/ready`, { headers: bearer('baton_wrong') })).json()).toEqual({
       ready: false,
-      failing: ['data directory'],
+      failing: ['data directory', 'spool'],
     });
     fs.rmSync(server.dataDir, { force: true });
     fs.mkdirSync(server.dataDir);
