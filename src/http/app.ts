@@ -96,7 +96,7 @@ export function createHttpApp(deps: HttpDeps): Hono {
   );
   app.route('/', queueRoutes(deps.runs, deps.now));
   if (deps.gateway) app.route('/', deps.gateway);
-  app.route('/', callbackRoutes(deps.engine, deps.logger, deps.checkOutcome));
+  app.route('/', callbackRoutes(deps.engine, deps.runs, deps.logger, deps.checkOutcome));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));

@@ -8,6 +8,7 @@ import {
   type Question,
   OUTCOME_STATUSES,
   type RunService,
+  type RunQueries,
   type ProgressBatch,
   type Run,
   type RunOutcome,
@@ -40,6 +41,8 @@ export const MISSING_CALLBACK_TOKEN =
  */
 export function callbackRoutes(
   engine: RunService,
+  /** Finds the run a legacy callback names by its workspace. */
+  runs: Pick<RunQueries, 'findByWorkspace'>,
   logger: Logger,
   /** Checks a claimed success against the forge (success is an outcome); may turn it into a failure. */
   checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>,
@@ -48,7 +51,7 @@ export function callbackRoutes(
   // The token first (security checks come first), then the size, then the body.
   const byId = callbackToken(engine, async (c) => parseRunId(c.req.param('id') ?? ''));
   // Unknown names get the same 401 as wrong tokens: the answer must not reveal which runs exist.
-  const byName = callbackToken(engine, async (c) => (await engine.findByWorkspace(c.req.param('name') ?? ''))?.id ?? null);
+  const byName = callbackToken(engine, async (c) => (await runs.findByWorkspace(c.req.param('name') ?? ''))?.id ?? null);
   const limit = limitBody(MAX_BODY_BYTES);
 
   app.post('/api/runs/:id/complete', byId, limit, (c) => complete(c, c.get('run')));

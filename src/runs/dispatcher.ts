@@ -6,10 +6,12 @@ import { transientErrorCode, type WorkspaceProvider, type WorkspaceSpec } from '
 import { hashCallbackToken, NOTIFY_CHANNEL, type RunService } from './engine.js';
 import { LeaseLostError } from './errors.js';
 import { isLive } from './states.js';
-import type { ClaimedRun, Run } from './types.js';
+import type { ClaimedRun, Run, RunQueries } from './types.js';
 
 export interface DispatcherOptions {
   engine: RunService;
+  /** The reads the dispatcher makes: the next delayed run, and a run whose lease it lost. */
+  runs: Pick<RunQueries, 'get' | 'nextDelayedRunAt'>;
   /** Where other replicas' wake-ups arrive (PostgreSQL LISTEN; nothing on SQLite). */
   store: Pick<Store, 'listen'>;
   provider: WorkspaceProvider;
@@ -43,7 +45,7 @@ export interface Dispatcher {
  * loop's poll and a wait timed to the next delayed run catch anything they miss.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
-  const { engine, provider, logger, pollMs } = options;
+  const { engine, runs, provider, logger, pollMs } = options;
   const inFlight = new Set<Promise<void>>();
   let stopListening: (() => Promise<void>) | undefined;
   let unsubscribe: (() => void) | undefined;
@@ -60,7 +62,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     async step() {
       await tick();
       const now = Date.now();
-      const next = await engine.nextDelayedRunAt(now);
+      const next = await runs.nextDelayedRunAt(now);
       return next === null ? pollMs : next - now + 1;
     },
   });
@@ -106,7 +108,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       if (err instanceof LeaseLostError) {
         // Cancelled, or completed already by a fast callback, or re-claimed elsewhere. A
         // workspace this claim made for a run that has since ended must not be left behind.
-        const current = await engine.get(run.id);
+        const current = await runs.get(run.id);
         if (created && current && !isLive(current.status)) await engine.requestTeardown(run.id, name);
         log.info({ status: current?.status }, 'run left provisioning elsewhere');
         return;

@@ -26,7 +26,6 @@ import { LeaseLostError } from './errors.js';
 import { finish, requeue, requireLease, requireRun } from './finish.js';
 import { createRunMaintenance, type RunMaintenance } from './maintenance.js';
 import { cancelInTransaction, retryIn, retryRun } from './operator-actions.js';
-import { createRunQueries } from './queries.js';
 import { createReplicaHints, NOTIFY_CHANNEL } from './replica-hints.js';
 import type { RetryPolicy } from './retries.js';
 import { toRun } from './rows.js';
@@ -71,8 +70,9 @@ export interface RunEngineOptions {
 }
 
 /**
- * Everything the rest of baton does with runs, as createRunEngine builds it: the transitions
- * (RunEngine, with its reads), the sweeps (RunMaintenance) and the callback-token checks.
+ * Every change the rest of baton makes to runs, as createRunEngine builds it: the transitions
+ * (RunEngine), the sweeps (RunMaintenance) and the callback-token checks. It reads nothing for
+ * others: reads are `createRunQueries`, built beside it at the composition root.
  */
 export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChecks {
   /**
@@ -115,8 +115,8 @@ export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChec
 /**
  * The run engine: every change of a run is one transaction that checks the transition, writes the
  * run and its `run_events` row, lets the hooks add their rows (outbox), and registers what to
- * announce once it has committed (local listeners, dispatchers, other replicas). Reads go through
- * `createRunQueries`; the sweeps are maintenance.ts, the token checks callback-tokens.ts, the
+ * announce once it has committed (local listeners, dispatchers, other replicas). Reads are
+ * queries.ts, not the engine's; the sweeps are maintenance.ts, the token checks callback-tokens.ts, the
  * replica wake-ups replica-hints.ts.
  */
 export function createRunEngine(options: RunEngineOptions): RunService {
@@ -157,7 +157,6 @@ export function createRunEngine(options: RunEngineOptions): RunService {
   const beforeClaim = gate && ((scope: TransactionScope) => gate.applyInClaim(scope, ctx));
 
   const engine: RunService = {
-    ...createRunQueries({ store, concurrency: queue.concurrency }),
     ...createRunMaintenance(ctx),
     ...createCallbackTokenChecks(store.db),
 

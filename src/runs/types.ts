@@ -242,7 +242,11 @@ export interface RunQueries {
   usage(query: UsageQuery): Promise<UsageReport>;
 }
 
-export interface RunEngine extends RunQueries {
+/**
+ * The transitions of runs, and the signals they send once committed. Reads are `RunQueries`,
+ * built beside it at the composition root and handed to whoever reads.
+ */
+export interface RunEngine {
   enqueue(request: TaskRequest): Promise<EnqueueResult>;
   /** Claims up to the free capacity (global and per repository) of due queued runs. */
   claim(max?: number): Promise<ClaimedRun[]>;

@@ -71,7 +71,7 @@ export interface AppDeps {
 export interface App {
   readonly hono: Hono;
   readonly engine: RunService;
-  /** Every read of runs (the engine offers the same reads). */
+  /** Every read of runs (the engine only changes them). */
   readonly runs: RunQueries;
   readonly store: Store;
   readonly provider: WorkspaceProvider;
@@ -205,7 +205,7 @@ export function createApp(config: Config, deps: AppDeps): App {
           }
         : undefined,
     // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
-    commands: accounts.dev ? { engine, outbox, account: 'dev' } : undefined,
+    commands: accounts.dev ? { engine, runs, outbox, account: 'dev' } : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
@@ -285,6 +285,7 @@ export function createApp(config: Config, deps: AppDeps): App {
   const teardown = createTeardownWorker({ store, provider, engine, cleanup: config.cleanup, logger, now });
   const dispatcher = createDispatcher({
     engine,
+    runs,
     store,
     provider,
     logger,
@@ -301,7 +302,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     sweepMs: config.sweepMinutes * 60_000,
     now,
     // Every provider: a local runner that died is found like a Coder workspace that stopped.
-    checkWorkspaces: () => reconcileWorkspaces(engine, provider, logger),
+    checkWorkspaces: () => reconcileWorkspaces(engine, runs, provider, logger),
     workspaceCheckMs: config.cleanup.workspaceCheckMs,
     onSweep: async () => {
       // A question nobody answered ends its run (a comment says so).

@@ -190,12 +190,17 @@ export function forgeCloneUrl(
  * Reconcile on start and on every sweep. A provisioning run whose workspace is up needs nothing
  * here: its lease expires, it is re-claimed, and the create adopts the workspace by name.
  */
-export async function reconcileWorkspaces(engine: RunService, provider: WorkspaceProvider, logger: Logger): Promise<void> {
+export async function reconcileWorkspaces(
+  engine: Pick<RunService, 'complete'>,
+  runs: Pick<RunQueries, 'listLive'>,
+  provider: WorkspaceProvider,
+  logger: Logger,
+): Promise<void> {
   await reconcile({
     provider,
     logger,
     runs: {
-      listLive: async () => (await engine.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
+      listLive: async () => (await runs.listLive()).map((r) => ({ id: r.id, status: r.status, workspaceName: r.workspaceName })),
       adopt: async () => {},
       failRun: async (runId, reason) => {
         // `workspace_lost` is a failure that passes: the run is tried again (runs/retries.ts).

@@ -63,7 +63,7 @@ describe('an agent that writes 50 MB in a burst', () => {
   /** Queues a run, waits until it is running, and runs its runner with `env` to its exit. */
   async function runWithRunner(env: Record<string, string>) {
     const { run } = await app.app.engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 1 });
-    await until(async () => (await app.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    await until(async () => (await app.app.runs.get(run.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
     const workdir = fs.mkdtempSync(path.join(root, 'ws-'));
     const output = fs.openSync(path.join(root, `runner-${run.id}.out`), 'w');
@@ -87,8 +87,8 @@ describe('an agent that writes 50 MB in a burst', () => {
     });
     const code = await new Promise<number | null>((resolve) => runner.once('exit', resolve));
     fs.closeSync(output);
-    const finished = await app.app.engine.get(run.id);
-    const events = (await app.app.engine.events(run.id)).filter((e) => e.type === 'run:progress');
+    const finished = await app.app.runs.get(run.id);
+    const events = (await app.app.runs.events(run.id)).filter((e) => e.type === 'run:progress');
     const log = fs.readFileSync(path.join(workdir, '.baton', 'agent.log'), 'utf8');
     const peak = /runner peak memory \(RSS\): (\d+) MiB/.exec(log);
     return {

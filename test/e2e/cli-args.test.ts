@@ -126,6 +126,6 @@ describe('baton command lines', () => {
     expect(noSub).toMatchObject({ code: 2, stderr: expect.stringContaining('baton queue: needs a subcommand') });
     expect(noSub!.stderr).toContain('baton queue stats [--json]');
     expect(unknownSub).toMatchObject({ code: 2, stderr: expect.stringContaining('baton config: unknown subcommand "chekc"') });
-    expect((await server.app.engine.get(run.id))?.status).toBe('queued');
+    expect((await server.app.runs.get(run.id))?.status).toBe('queued');
   });
 });

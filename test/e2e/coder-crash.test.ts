@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type RunService, type Run } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, type RunService, type Run, type RunQueries } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
@@ -20,6 +20,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
   let coder: FakeCoder;
   let store: Store;
   let engine: RunService;
+  let runs: RunQueries;
   let server: ServeHandle | undefined;
 
   beforeEach(async () => {
@@ -67,7 +68,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
     server = undefined;
   }
 
-  const runById = async (id: number) => (await engine.get(id)) as Run;
+  const runById = async (id: number) => (await runs.get(id)) as Run;
   const liveWorkspaces = () => coder.workspaces({ live: true });
 
   it('leaves exactly one workspace per live run and none for finished runs', async () => {
@@ -75,6 +76,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
     // The test process enqueues and inspects through the same SQLite file the server uses.
     store = createStore({ url: `sqlite:${path.join(dir, 'baton.db')}` });
     engine = createRunEngine({ store, queue: { ...DEFAULTS.queue, leaseMs: 1_000, pollMs: 100 } });
+    runs = createRunQueries({ store, concurrency: DEFAULTS.queue.concurrency });
 
     // A run that will finish, its teardown cut short by the crash.
     const finishing = (await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).run;
@@ -120,7 +122,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
     await until(() => coder.workspace(finishingName)?.deleted, 'the finished run’s workspace to be deleted');
     await coder.settle();
 
-    const live = await engine.listLive();
+    const live = await runs.listLive();
     expect(live.map((r) => r.id)).toEqual([creating.id]);
     expect(liveWorkspaces().map((w) => w.name)).toEqual([creatingName]);
     // Adopted, not recreated: the restarted server's create met 409 and took the workspace over.

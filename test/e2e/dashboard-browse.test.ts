@@ -67,7 +67,7 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     request: { stage?: string; repo?: string; number: number; title?: string },
     outcome: { status: 'succeeded' | 'failed'; error?: string; summary?: string },
   ) {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({
       stage: request.stage ?? 'develop',
       owner: 'acme',
@@ -76,7 +76,7 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
       payload: request.title ? { title: request.title } : {},
     });
     await engine.resume();
-    await eventually(async () => (await engine.get(run.id))?.status, 'running');
+    await eventually(async () => (await runs.get(run.id))?.status, 'running');
     await engine.pause();
     await engine.complete(run.id, { ...outcome, usage: { inputTokens: 1200, outputTokens: 300 }, costUsd: 0.031 });
     return run.id;
@@ -244,10 +244,10 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
   });
 
   it('counts a running run’s elapsed time up on its page, and stops counting when it ends', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 8 });
     await engine.resume();
-    await eventually(async () => (await engine.get(run.id))?.status, 'running');
+    await eventually(async () => (await runs.get(run.id))?.status, 'running');
     await engine.pause();
     // The page's Date and timers are Playwright's clock: it runs as a real one, and the test can
     // move it a minute on at once, firing the timers due meanwhile.
@@ -261,7 +261,7 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
 
     await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
     await eventually(() => page.textContent('#run-status'), 'succeeded');
-    const ended = (await engine.get(run.id))!;
+    const ended = (await runs.get(run.id))!;
     const figure = await page.textContent('#run-elapsed');
     // What it took, from the run's own times, not the page's clock.
     expect(figure).toMatch(/^\d+s$/);
@@ -271,11 +271,11 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
   });
 
   it('shows a dead run’s error once, says why its log is empty, and names a missing run or issue without empty sections', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     provider.failNextCreates(3, new Error('coder: template "baton" has no active version'));
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 9 });
     await engine.resume();
-    await eventually(async () => (await engine.get(run.id))?.status, 'dead');
+    await eventually(async () => (await runs.get(run.id))?.status, 'dead');
     await engine.pause();
 
     await login(page, server.url);

@@ -84,7 +84,7 @@ describe.skipIf(!hasChromium('the dashboard conversation tests'))('a run’s con
       : { status: 'succeeded', summary: 'done', costUsd: 0.05, durationMs: 1 };
     expect((await call(spec, '/complete', { method: 'POST', body: JSON.stringify(body) })).status).toBe(200);
     await until(
-      async () => (await server.app.engine.get(run.id))!.status === (question ? 'waiting' : 'succeeded'),
+      async () => (await server.app.runs.get(run.id))!.status === (question ? 'waiting' : 'succeeded'),
       `run ${run.id} to end its turn`,
     );
     return run.id;

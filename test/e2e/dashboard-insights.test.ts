@@ -40,9 +40,9 @@ describe.skipIf(!browserTests)('dashboard issue view and usage charts in headles
 
   /** A run through the real server: queued, started by its dispatcher (memory workspaces), then ended as told. */
   async function runThrough(task: Partial<TaskRequest> & Pick<TaskRequest, 'stage'>, outcome: RunOutcome): Promise<number> {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({ owner: 'acme', repo: 'app', number: 7, ...task });
-    await until(async () => (await engine.get(run.id))?.status === 'running', `run ${run.id} running`, 15_000, 20);
+    await until(async () => (await runs.get(run.id))?.status === 'running', `run ${run.id} running`, 15_000, 20);
     await engine.complete(run.id, outcome);
     return run.id;
   }

@@ -111,7 +111,7 @@ describe.skipIf(!hasChromium('the dashboard browser tests'))('dashboard in headl
   });
 
   it('shows a run go from queued to succeeded live, and cancels another, without reloading', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     await login(page, server.url);
     await eventually(() => page.isVisible('#resume'), true);
     // A marker that a reload would wipe.
@@ -126,7 +126,7 @@ describe.skipIf(!hasChromium('the dashboard browser tests'))('dashboard in headl
 
     await page.click('#resume');
     await eventually(() => row(run.id).locator('.status').textContent(), 'running');
-    const workspaceName = (await engine.get(run.id))!.workspaceName;
+    const workspaceName = (await runs.get(run.id))!.workspaceName;
     expect(workspaceName).toMatch(/^bt-develop-acme-app-7-r\d+$/);
     await eventually(() => row(run.id).locator('td[data-label="workspace"]').textContent(), workspaceName);
     await engine.complete(run.id, { status: 'succeeded', usage: { inputTokens: 1500, outputTokens: 500 }, costUsd: 0.25 });
@@ -140,7 +140,7 @@ describe.skipIf(!hasChromium('the dashboard browser tests'))('dashboard in headl
     await eventually(() => row(other.run.id).locator('.status').textContent(), 'queued');
     await row(other.run.id).locator('button[data-action="cancel"]').click();
     await eventually(() => row(other.run.id).locator('.status').textContent(), 'cancelled');
-    expect((await engine.get(other.run.id))?.status).toBe('cancelled');
+    expect((await runs.get(other.run.id))?.status).toBe('cancelled');
     await eventually(() => row(other.run.id).locator('button[data-action="retry"]').count(), 1);
 
     expect(await page.evaluate('window.marker')).toBe(42);
@@ -196,12 +196,12 @@ describe.skipIf(!hasChromium('the dashboard browser tests'))('dashboard in headl
     expect(favicon.headers.get('content-type')).toBe('image/svg+xml');
     expect(await favicon.text()).toMatch(/^<svg /);
 
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 9 });
     await eventually(() => page.isVisible('#empty'), false);
     await eventually(() => row(run.id).isVisible(), true);
     await engine.resume();
-    await eventually(async () => (await engine.get(run.id))?.status, 'running');
+    await eventually(async () => (await runs.get(run.id))?.status, 'running');
     await engine.complete(run.id, {
       status: 'failed',
       error: 'the agent exited with code 3: npm test failed in packages/api\nmore detail',

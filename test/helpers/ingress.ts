@@ -12,7 +12,7 @@ import {
   type PermissionLookup,
 } from '../../src/ingress/index.js';
 import { parsePipelineConfig } from '../../src/pipeline/index.js';
-import { createRunEngine, type RunService } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, type RunQueries, type RunService } from '../../src/runs/index.js';
 import { createSqliteTestStore, type TestStore } from './stores.js';
 import { until } from './until.js';
 
@@ -29,6 +29,8 @@ export interface PostResult {
 export interface IngressHarness {
   app: Hono;
   engine: RunService;
+  /** The reads of the same runs. */
+  runs: RunQueries;
   processing: InboxProcessing;
   t: TestStore;
   /** Posts a delivery; on 202 waits for its verdict unless `wait` is false. */
@@ -58,6 +60,7 @@ export async function createIngressHarness(
   const t = await (options.store ?? createSqliteTestStore)();
   await t.store.migrate();
   const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue } });
+  const runs = createRunQueries({ store: t.store, concurrency: DEFAULTS.queue.concurrency });
   const pipeline = parsePipelineConfig(options.pipeline, TEST_BOTS);
   // The sender's permission (on by default) is opted into by the tests of that rule, which give a lookup.
   const webhooks = parseWebhooksConfig({ requireWritePermission: false, ...(options.webhooks as object | undefined) });
@@ -106,6 +109,7 @@ export async function createIngressHarness(
   return {
     app,
     engine,
+    runs,
     processing,
     t,
     processed,

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createRunEngine, type RunService } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, type RunQueries, type RunService } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { freePort } from './baton-bin.js';
@@ -23,6 +23,8 @@ export interface ServeWorld {
   env: Record<string, string>;
   /** This process's engine on the servers' database. */
   engine: RunService;
+  /** This process's reads of the servers' runs. */
+  runs: RunQueries;
   /** Starts a server (more may follow: after a kill, on the same port) and waits until it is ready. */
   start(extra?: Record<string, string>): Promise<ChildHandle>;
   /** Kills every server, closes the store, removes the files and whatever the runs left running. */
@@ -69,6 +71,7 @@ export async function createServeWorld(options: {
   const children: ChildHandle[] = [];
   let store: Store | undefined;
   let engine: RunService | undefined;
+  let runs: RunQueries | undefined;
   return {
     port,
     fixture,
@@ -77,6 +80,11 @@ export async function createServeWorld(options: {
       store ??= createStore({ url: database });
       engine ??= createRunEngine({ store, queue: options.engineQueue ?? DEFAULTS.queue });
       return engine;
+    },
+    get runs() {
+      store ??= createStore({ url: database });
+      runs ??= createRunQueries({ store, concurrency: (options.engineQueue ?? DEFAULTS.queue).concurrency });
+      return runs;
     },
     async start(extra = {}) {
       const child = spawnTs(CHILD, { ...env, ...extra });

@@ -3,7 +3,15 @@ import { BACKOFF } from '../../src/background/index.js';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import type { ForgeAccounts } from '../../src/forge/index.js';
 import { createStatusCommentHook } from '../../src/outbox/index.js';
-import { createBudgetService, createRunEngine, type RunService, type Run, type RunOutcome } from '../../src/runs/index.js';
+import {
+  createBudgetService,
+  createRunEngine,
+  createRunQueries,
+  type RunQueries,
+  type RunService,
+  type Run,
+  type RunOutcome,
+} from '../../src/runs/index.js';
 import { workspaceName } from '../../src/server/workspaces.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -13,6 +21,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
   let t: TestStore;
   let clock: number;
   let engine: RunService;
+  let runs: RunQueries;
   let comments: string[];
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 4 };
   const budgets = { timezone: 'UTC', global: { tokens: 1_000_000 }, repositories: {}, stages: {} };
@@ -42,6 +51,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
       budgets,
       retries: { attemptsFor: (stage) => (stage === 'review-code' ? 2 : 3) },
     });
+    runs = createRunQueries({ store: t.store, concurrency: queue.concurrency });
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -49,7 +59,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
 
   /** Claims the run once due and brings it up in a workspace named as the app names it. */
   async function startAttempt(runId: number): Promise<Run> {
-    const run = (await engine.get(runId))!;
+    const run = (await runs.get(runId))!;
     clock = Math.max(clock, run.runAt);
     const [claim] = await engine.claim();
     expect(claim?.run.id).toBe(runId);
@@ -90,7 +100,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
       }
       expect(new Set(names).size).toBe(3);
 
-      const timeline = await engine.events(run.id);
+      const timeline = await runs.events(run.id);
       const retrying = timeline.filter((e) => e.type === 'run:retrying');
       expect(retrying.map((e) => [e.fromStatus, e.toStatus, e.data?.attempt, e.data?.attempts, e.data?.error])).toEqual([
         ['running', 'queued', 1, 3, error],
@@ -127,7 +137,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
       names.push(last.workspaceName!);
       expect((await engine.complete(run.id, { status: 'succeeded', exitCode: 0, summary: 'done' })).run.status).toBe('succeeded');
       expect(new Set(names).size).toBe(3);
-      const retrying = (await engine.events(run.id)).filter((e) => e.type === 'run:retrying');
+      const retrying = (await runs.events(run.id)).filter((e) => e.type === 'run:retrying');
       expect(retrying.map((e) => e.data?.error)).toEqual([error, error]);
     },
   );
@@ -139,7 +149,7 @@ describe.each(STORE_KINDS)('retries of agent runs on $kind', ({ kind, create }) 
       await startAttempt(run.id);
       const { run: after } = await engine.complete(run.id, failWith(error));
       expect(after).toMatchObject({ status: 'failed', lastError: error, agentAttempt: 1 });
-      expect((await engine.events(run.id)).some((e) => e.type === 'run:retrying')).toBe(false);
+      expect((await runs.events(run.id)).some((e) => e.type === 'run:retrying')).toBe(false);
     },
   );
 

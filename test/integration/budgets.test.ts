@@ -1,7 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { nextDayStart, type BudgetsConfig } from '../../src/budgets/index.js';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createBudgetService, createRunEngine, type RunService, type Run, type TaskRequest } from '../../src/runs/index.js';
+import {
+  createBudgetService,
+  createRunEngine,
+  createRunQueries,
+  type RunQueries,
+  type RunService,
+  type Run,
+  type TaskRequest,
+} from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
@@ -29,6 +37,7 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
+  let runs: RunQueries;
 
   const engineWith = (config: BudgetsConfig, store: Store = t.store) =>
     createRunEngine({ store, queue, now: () => clock, random: () => 1, budgets: config });
@@ -44,12 +53,13 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     return started;
   }
 
-  const statusOf = async (engine: RunService, ids: number[]) => Promise.all(ids.map(async (id) => (await engine.get(id))!.status));
+  const statusOf = async (ids: number[]) => Promise.all(ids.map(async (id) => (await runs.get(id))!.status));
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
     t = await create();
     await t.store.migrate();
+    runs = createRunQueries({ store: t.store, concurrency: queue.concurrency });
     // 2026-12-01 20:00 in Tokyo (UTC+9, no daylight saving time).
     clock = Date.UTC(2026, 11, 1, 11, 0);
   });
@@ -70,14 +80,14 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     // Run 2 crosses the budget (1200 of 1000) while run 3 is running: run 3 is not stopped.
     await engine.complete(ids[1]!, { status: 'succeeded', usage: tokens(600) });
     expect(await start(engine)).toEqual([]);
-    expect(await statusOf(engine, ids)).toEqual(['succeeded', 'succeeded', 'running', 'held', 'held']);
+    expect(await statusOf(ids)).toEqual(['succeeded', 'succeeded', 'running', 'held', 'held']);
     const { run: finished } = await engine.complete(ids[2]!, { status: 'failed', usage: tokens(100), error: 'agent_error' });
     expect(finished.status).toBe('failed');
 
-    const held = (await engine.get(ids[3]!))!;
+    const held = (await runs.get(ids[3]!))!;
     expect(held.heldReason).toMatch(/the global daily budget is spent \(1,200 of 1,000 tokens used\)/);
     expect(held.heldReason).toContain('2026-12-02 00:00 Asia/Tokyo');
-    const events = await engine.events(held.id);
+    const events = await runs.events(held.id);
     expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toContainEqual(['run:held', 'queued', 'held']);
     expect(events.find((e) => e.type === 'run:held')!.data).toMatchObject({ scope: 'global' });
 
@@ -85,8 +95,8 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     const late = (await engine.enqueue(task(6))).run.id;
     expect((await engine.enqueue(task(4))).outcome).toBe('coalesced');
     expect(await start(engine)).toEqual([]);
-    expect((await engine.get(late))!.status).toBe('held');
-    expect((await engine.stats()).held).toBe(3);
+    expect((await runs.get(late))!.status).toBe('held');
+    expect((await runs.stats()).held).toBe(3);
 
     // One millisecond before midnight in Tokyo nothing moves; at midnight the held runs go, oldest first.
     const midnight = nextDayStart(clock, 'Asia/Tokyo');
@@ -95,8 +105,8 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     expect(await start(engine)).toEqual([]);
     clock = midnight;
     expect((await start(engine)).map((r) => r.id)).toEqual([ids[3], ids[4]]);
-    expect((await engine.get(late))!).toMatchObject({ status: 'queued', heldReason: null });
-    const released = (await engine.events(ids[3]!)).filter((e) => e.type === 'run:released');
+    expect((await runs.get(late))!).toMatchObject({ status: 'queued', heldReason: null });
+    const released = (await runs.events(ids[3]!)).filter((e) => e.type === 'run:released');
     expect(released.map((e) => [e.fromStatus, e.toStatus])).toEqual([['held', 'queued']]);
   });
 
@@ -115,8 +125,8 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     const web = (await engine.enqueue(task(5, { repo: 'web', stage: 'review-code' }))).run.id;
     const free = (await engine.enqueue(task(6, { stage: 'test' }))).run.id;
     expect((await start(engine)).map((r) => r.id)).toEqual([free]);
-    expect(await statusOf(engine, [...develop, web])).toEqual(['held', 'held', 'held']);
-    expect((await engine.get(web))!.heldReason).toMatch(/daily budget of repository acme\/web is spent \(\$1\.25 of \$1\.00 used\)/);
+    expect(await statusOf([...develop, web])).toEqual(['held', 'held', 'held']);
+    expect((await runs.get(web))!.heldReason).toMatch(/daily budget of repository acme\/web is spent \(\$1\.25 of \$1\.00 used\)/);
 
     const before = await service.overview(clock);
     expect(before).toMatchObject({ timezone: 'UTC', day: '2026-12-01', resetsAt: Date.UTC(2026, 11, 2), held: 3 });
@@ -152,7 +162,7 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     });
     await engine.complete(free, { status: 'succeeded' });
     expect((await start(engine)).map((r) => r.id)).toEqual(develop);
-    expect((await engine.get(web))!.status).toBe('held');
+    expect((await runs.get(web))!.status).toBe('held');
 
     // The raise is for today only: tomorrow the configured limit applies again, to tomorrow's usage.
     clock = Date.UTC(2026, 11, 2, 0, 0);
@@ -170,7 +180,7 @@ describe.each(STORE_KINDS)('daily budgets on $kind', ({ kind, create }) => {
     await strict.complete(spender, { status: 'succeeded', costUsd: 0.02 });
     const waiting = (await strict.enqueue(task(2))).run.id;
     await start(strict);
-    expect((await strict.get(waiting))!.status).toBe('held');
+    expect((await runs.get(waiting))!.status).toBe('held');
 
     const relaxed = engineWith(budgets());
     expect((await start(relaxed)).map((r) => r.id)).toEqual([waiting]);

@@ -83,7 +83,7 @@ describe.each(STORE_KINDS)('catch-up in the app on $kind', ({ kind, create }) =>
   /** Resolves once a catch-up pass that began after `after` has finished over acme/app. */
   const passAfter = (a: TestApp, after: number) =>
     until(async () => ((await passes(a)) ?? 0) >= after && (await passes(a)), 'a catch-up pass over acme/app');
-  const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.engine.list()).filter((r) => r.stage === stage);
+  const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.runs.list()).filter((r) => r.stage === stage);
 
   function labelWebhook(number: number, labels: string[]) {
     // eslint-disable-next-line @typescript-eslint/no-explicit-any -- a webhook body, changed field by field

@@ -70,7 +70,7 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on $kind'
       ?.last_pass_at ?? null;
   const passAfter = (a: TestApp, after: number) =>
     until(async () => ((await passes(a)) ?? 0) >= after && (await passes(a)), 'a catch-up pass over acme/app');
-  const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.engine.list()).filter((r) => r.stage === stage);
+  const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.runs.list()).filter((r) => r.stage === stage);
   const syncVerdicts = async (a: TestApp) =>
     a.app.store.db
       .selectFrom('inbox_deliveries')

@@ -91,26 +91,26 @@ describe.each(STORE_KINDS)('ChatOps on $kind', ({ kind, create }) => {
       const run = await comment('alice', '@baton run develop keep the old flag working');
       await taken(run.commentId);
       await reply('Started `develop`');
-      const [develop] = await app!.app.engine.list({ stage: 'develop' });
+      const [develop] = await app!.app.runs.list({ stage: 'develop' });
       expect(develop).toMatchObject({ number: issue, payload: { arguments: 'keep the old flag working' } });
       expect(run.delivery.outcome).toBe('command');
 
       const cancel = await comment('alice', '@baton cancel');
       await taken(cancel.commentId);
       await reply(`Cancelled run ${develop!.id}`);
-      expect((await app!.app.engine.get(develop!.id))!.status).toBe('cancelled');
+      expect((await app!.app.runs.get(develop!.id))!.status).toBe('cancelled');
 
       const retry = await comment('alice', '@Baton retry');
       await taken(retry.commentId);
       await reply(`Retrying run ${develop!.id}`);
-      expect(['queued', 'provisioning', 'running']).toContain((await app!.app.engine.get(develop!.id))!.status);
+      expect(['queued', 'provisioning', 'running']).toContain((await app!.app.runs.get(develop!.id))!.status);
 
       const status = await comment('alice', '@baton status');
       await taken(status.commentId);
       const table = await reply(`Status of #${issue}`);
       expect(table.body).toContain(`| ${develop!.id} | \`develop\``);
       // Nothing but commands was started: the comments did not also trigger a stage of their own.
-      expect((await app!.app.engine.list()).map((r) => r.stage)).toEqual(['develop']);
+      expect((await app!.app.runs.list()).map((r) => r.stage)).toEqual(['develop']);
     },
   );
 
@@ -119,7 +119,7 @@ describe.each(STORE_KINDS)('ChatOps on $kind', ({ kind, create }) => {
     await reply('@rita only people with write access to acme/app can give baton commands');
     expect(delivery.outcome).toBe('not_permitted');
     expect(gitea.reactions(commentId)).toEqual([]);
-    expect(await app!.app.engine.list()).toEqual([]);
+    expect(await app!.app.runs.list()).toEqual([]);
   });
 
   it('answers an unknown command and help with the list of commands', async () => {
@@ -131,7 +131,7 @@ describe.each(STORE_KINDS)('ChatOps on $kind', ({ kind, create }) => {
     const help = await comment('alice', '@baton help');
     await taken(help.commentId);
     await until(() => botComments().filter((c) => c.body.includes('`@baton status`')).length === 2, 'the help reply');
-    expect(await app!.app.engine.list()).toEqual([]);
+    expect(await app!.app.runs.list()).toEqual([]);
   });
 
   it('takes a command once when the forge delivers the same comment again under another delivery', async () => {
@@ -140,7 +140,7 @@ describe.each(STORE_KINDS)('ChatOps on $kind', ({ kind, create }) => {
     // The same comment again, its text edited meanwhile (a different body, as catch-up would send).
     const again = await comment('alice', '@baton run develop ', { commentId: first.commentId });
     expect(again.delivery.outcome).toBe('duplicate');
-    expect(await app!.app.engine.list()).toHaveLength(1);
+    expect(await app!.app.runs.list()).toHaveLength(1);
     expect(botComments().filter((c) => c.body.includes('Started'))).toHaveLength(1);
   });
 

@@ -44,9 +44,9 @@ describe('baton run', () => {
   });
 
   it('follows the run until it ends and exits 1 when it failed', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const following = runCommand(['develop', '--repo', 'acme/app', '--issue', '8', '--follow'], io);
-    const run = await until(async () => (await engine.list()).find((r) => r.status === 'running'), 'the run to start');
+    const run = await until(async () => (await runs.list()).find((r) => r.status === 'running'), 'the run to start');
     await engine.appendEvent(run.id, 'run:progress', { lines: ['working on it'] });
     await until(() => stdout.includes('working on it'), 'the log line to be printed');
     await engine.complete(run.id, { status: 'failed', error: 'tests failed' });

@@ -67,7 +67,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       ...init,
       headers: { authorization: `Bearer ${spec.callbackToken}`, 'content-type': 'application/json', ...init.headers },
     });
-  const status = async (runId: number) => (await app!.app.engine.get(runId))!.status;
+  const status = async (runId: number) => (await app!.app.runs.get(runId))!.status;
 
   async function comment(author: string, body: string) {
     const id = gitea.addComment('acme', 'app', issue, { author, body }).id;
@@ -139,7 +139,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     expect((await comment('rita', 'just do it')).outcome).toBe('not_permitted');
     expect(await status(run.id)).toBe('waiting');
     expect((await comment('alice', 'Yes, keep it until 2.0.')).outcome).toBe('started');
-    expect((await app!.app.engine.get(run.id))!.payload.resume).toEqual({
+    expect((await app!.app.runs.get(run.id))!.payload.resume).toEqual({
       sessionId: '5f0c1a2b-0000-4000-8000-000000000001',
       prompt: 'Yes, keep it until 2.0.',
       by: 'alice',
@@ -164,7 +164,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
         durationMs: 1,
       }),
     });
-    const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.engine.get(run.id) : null), 'the answer');
+    const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.runs.get(run.id) : null), 'the answer');
     // The whole conversation counts.
     expect(done!.costUsd).toBeCloseTo(0.75);
     expect(done!.usage).toMatchObject({ inputTokens: 150, outputTokens: 15 });
@@ -215,7 +215,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
 
     expect((await comment('alice', '16, please.')).outcome).toBe('started');
     // The third turn resumes the same session with the second reply; the token cap knows both turns before.
-    expect((await app!.app.engine.get(run.id))!.payload.resume).toEqual({
+    expect((await app!.app.runs.get(run.id))!.payload.resume).toEqual({
       sessionId: '5f0c1a2b-0000-4000-8000-000000000001',
       prompt: '16, please.',
       by: 'alice',
@@ -233,7 +233,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
         durationMs: 1,
       }),
     });
-    const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.engine.get(run.id) : null), 'the answer');
+    const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.runs.get(run.id) : null), 'the answer');
     expect(done!.costUsd).toBeCloseTo(1.0);
     expect(done!.usage).toMatchObject({ inputTokens: 250, outputTokens: 25 });
     expect((await app!.app.engine.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });

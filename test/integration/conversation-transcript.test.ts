@@ -148,7 +148,7 @@ describeWithReference('claude-code/stream-json-sample-turns.json', 'a run’s co
           question: { text: firstTurn.question, sessionId: SESSION },
         }),
       });
-      await until(async () => (await app!.app.engine.get(run.id))!.status === 'waiting', 'the run to wait');
+      await until(async () => (await app!.app.runs.get(run.id))!.status === 'waiting', 'the run to wait');
 
       const waiting = await get(`/api/runs/${run.id}/conversation`);
       expect(waiting.body).toMatchObject({ kept: true, agent: 'claude', status: 'waiting', reply: null });
@@ -210,7 +210,7 @@ describeWithReference('claude-code/stream-json-sample-turns.json', 'a run’s co
         method: 'POST',
         body: JSON.stringify({ status: 'succeeded', summary: 'Kept the flag.', costUsd: 0.02, durationMs: 1 }),
       });
-      await until(async () => (await app!.app.engine.get(run.id))!.status === 'succeeded', 'the run to succeed');
+      await until(async () => (await app!.app.runs.get(run.id))!.status === 'succeeded', 'the run to succeed');
 
       const done = await get(`/api/runs/${run.id}/conversation`);
       expect(done.body).toMatchObject({ status: 'succeeded', waiting: null, reply: null });
@@ -271,7 +271,7 @@ describeWithReference('claude-code/stream-json-sample-turns.json', 'a run’s co
       const spec = await specOf(run.id);
       await upload(spec, [{ ...firstTurn, question: null }], false);
       await call(spec, '/complete', { method: 'POST', body: JSON.stringify({ status: 'succeeded', summary: 'done', durationMs: 1 }) });
-      await until(async () => (await app!.app.engine.get(run.id))!.status === 'succeeded', 'the run to succeed');
+      await until(async () => (await app!.app.runs.get(run.id))!.status === 'succeeded', 'the run to succeed');
       expect(await app!.app.engine.transcript(run.id)).not.toBeNull();
       // retentionDays 0: the finished run is past it as soon as the clock moves on.
       await until(async () => (await app!.app.engine.prune()) > 0, 'the run to be pruned');

@@ -30,29 +30,29 @@ describe('a run whose server died while provisioning', () => {
       engineQueue: { ...DEFAULTS.queue, leaseMs: 1_000 },
     });
     const first = await world.start({ HOLD_AFTER_CREATE: '1' });
-    const { engine, fixture } = world;
+    const { engine, runs, fixture } = world;
     const gate = path.join(fixture.shared, 'gate');
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
     const created = await first.waitFor((m) => m.created !== undefined, 60_000);
     const recordFile = path.join(fixture.dataDir, 'workspaces', String(created.created), 'runner.json');
     await until(() => (JSON.parse(fs.readFileSync(recordFile, 'utf8')) as { pid: number | null }).pid, 'the runner to be started');
-    expect((await engine.get(run.id))?.status).toBe('provisioning');
+    expect((await runs.get(run.id))?.status).toBe('provisioning');
     await first.kill('SIGKILL');
 
     await world.start();
     // The dead server's lease runs out; the re-claim adopts the live workspace by its name.
     await until(async () => {
-      const current = await engine.get(run.id);
+      const current = await runs.get(run.id);
       return current?.status === 'running' && current.attempts === 2;
     }, 'the run to be re-claimed and running again');
     fs.writeFileSync(gate, '');
 
     const finished = await until(async () => {
-      const current = await engine.get(run.id);
+      const current = await runs.get(run.id);
       return current && current.status !== 'running' ? current : null;
     }, 'the run to end');
     expect(finished).toMatchObject({ status: 'succeeded', summary: RESULT });
-    const transitions = (await engine.events(run.id)).filter((e) => e.type !== 'run:progress' && e.type !== 'run:prompt');
+    const transitions = (await runs.events(run.id)).filter((e) => e.type !== 'run:progress' && e.type !== 'run:prompt');
     expect(transitions.map((e) => e.type)).toEqual([
       'run:queued',
       'run:claimed',

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries } from '../../src/runs/index.js';
 import { spawnTs, type ChildHandle } from '../helpers/child.js';
 import { createPostgresTestStore, STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
@@ -24,6 +24,7 @@ describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) =
     t = await create();
     await t.store.migrate();
     const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: 2 } });
+    const queries = createRunQueries({ store: t.store, concurrency: 2 });
     const ids: number[] = [];
     for (let n = 1; n <= 5; n++) ids.push((await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: n })).run.id);
 
@@ -31,20 +32,20 @@ describe.each(STORE_KINDS)('dispatcher processes on $kind', ({ kind, create }) =
     const doomed = spawnTs(CHILD, { ...childEnv(), NAME: 'doomed', CONCURRENCY: '2', LEASE_MS: '1000', CREATE_DELAY_MS: '600000' });
     children.push(doomed);
     await doomed.waitFor((m) => m.claimed !== undefined);
-    await until(async () => (await engine.stats()).provisioning === 2, 'two claims');
+    await until(async () => (await queries.stats()).provisioning === 2, 'two claims');
     await doomed.kill('SIGKILL');
-    expect((await engine.list()).map((r) => r.status).sort()).toEqual(['provisioning', 'provisioning', 'queued', 'queued', 'queued']);
+    expect((await queries.list()).map((r) => r.status).sort()).toEqual(['provisioning', 'provisioning', 'queued', 'queued', 'queued']);
 
     // A new dispatcher reclaims the expired leases and carries every run to its workspace.
     const survivor = spawnTs(CHILD, { ...childEnv(), NAME: 'survivor', CONCURRENCY: '2', LEASE_MS: '1000', AUTO_COMPLETE: '1' });
     children.push(survivor);
-    await until(async () => (await engine.list()).every((r) => r.status === 'succeeded'), 'every run to succeed');
-    const runs = await engine.list();
+    await until(async () => (await queries.list()).every((r) => r.status === 'succeeded'), 'every run to succeed');
+    const runs = await queries.list();
     expect(runs.map((r) => r.id).sort((a, b) => a - b)).toEqual(ids);
     const reclaimed = runs.filter((r) => r.attempts === 2);
     expect(reclaimed).toHaveLength(2);
     for (const run of reclaimed) {
-      expect((await engine.events(run.id)).map((e) => e.type)).toEqual([
+      expect((await queries.events(run.id)).map((e) => e.type)).toEqual([
         'run:queued',
         'run:claimed',
         'run:requeued',
@@ -63,6 +64,7 @@ describe.skipIf(!available.postgres)('two dispatcher processes on one PostgreSQL
     await t.store.migrate();
     const limit = 4;
     const engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: limit } });
+    const queries = createRunQueries({ store: t.store, concurrency: limit });
     const total = 120;
     for (let n = 1; n <= total; n++) await engine.enqueue({ stage: 'review-code', owner: 'acme', repo: 'app', number: n });
     for (const name of ['a', 'b']) {
@@ -72,9 +74,9 @@ describe.skipIf(!available.postgres)('two dispatcher processes on one PostgreSQL
     let maxLive = 0;
     await until(
       async () => {
-        const stats = await engine.stats();
+        const stats = await queries.stats();
         maxLive = Math.max(maxLive, stats.provisioning + stats.running);
-        return (await engine.list({ status: 'succeeded', limit: 500 })).length === total;
+        return (await queries.list({ status: 'succeeded', limit: 500 })).length === total;
       },
       'every run to succeed',
       60_000,

@@ -67,7 +67,7 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     proxy!.restore();
     await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
-    await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
+    await until(async () => (await app!.runs.get(run.id))?.status === 'running', 'the run to be dispatched');
   });
 
   it('keeps retrying a database that is unreachable at start, and starts once it answers', async () => {
@@ -109,6 +109,6 @@ describe.skipIf(!available)('a PostgreSQL outage while running', () => {
     proxy!.restore();
     await until(async () => (await app!.hono.request('/ready')).status === 200, 'ready again');
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 });
-    await until(async () => (await app!.engine.get(run.id))?.status === 'running', 'the run to be dispatched');
+    await until(async () => (await app!.runs.get(run.id))?.status === 'running', 'the run to be dispatched');
   });
 });

@@ -47,17 +47,17 @@ describe('dead local runners', () => {
       },
     });
     const first = await world.start();
-    const { engine, fixture } = world;
+    const { engine, runs, fixture } = world;
     const one = (await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 })).run;
     const two = (await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 })).run;
     const running = (id: number) =>
       until(async () => {
-        const run = await engine.get(id);
+        const run = await runs.get(id);
         return run?.status === 'running' ? run : null;
       }, `run ${id} to be running`);
     const ended = (id: number) =>
       until(async () => {
-        const run = await engine.get(id);
+        const run = await runs.get(id);
         return run && run.status !== 'running' && run.status !== 'queued' && run.status !== 'provisioning' ? run : null;
       }, `run ${id} to end`);
 

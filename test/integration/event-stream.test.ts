@@ -107,10 +107,10 @@ describe.each(STORE_KINDS)('event stream on $kind', { timeout: 60_000 }, ({ kind
   });
 
   it('drops a client that stops reading without holding up the others', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const hub = createEventHub({
       engine,
-      runs: engine,
+      runs,
       store: t.store,
       logger: silentLogger,
       heartbeatMs: 60_000,

@@ -275,9 +275,9 @@ describe.each(STORE_KINDS)('event webhooks through the app and its outbox on $ki
       deps: { outbox: { backoffBaseMs: 20, backoffMaxMs: 100, pollMs: 50 } },
     });
     try {
-      const { engine } = server.app;
+      const { engine, runs } = server.app;
       const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
-      await until(async () => (await engine.get(run.id))?.status === 'running', `run ${run.id} to be running`);
+      await until(async () => (await runs.get(run.id))?.status === 'running', `run ${run.id} to be running`);
       await engine.appendEvent(run.id, 'run:progress', { lines: ['step 1'] });
       await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
 

@@ -94,7 +94,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
       payload: { account: 'dev', build: 'heavy', setupTokens: ['forge', 'bogus'] },
     });
     const running = await until(async () => {
-      const r = await app.engine.get(run.id);
+      const r = await app.runs.get(run.id);
       return r?.status === 'running' ? r : null;
     }, 'run to be running');
     expect(provider.created).toHaveLength(1);
@@ -120,7 +120,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     };
     expect((await post(`/api/runs/${run.id}/complete`, body)).status).toBe(401);
     expect((await post(`/api/runs/${run.id}/complete`, body, 'forged')).status).toBe(401);
-    expect((await app.engine.get(run.id))?.status).toBe('running');
+    expect((await app.runs.get(run.id))?.status).toBe('running');
 
     const progress = await post(`/api/runs/${run.id}/progress`, { lines: ['cloning', 'running claude'] }, spec.callbackToken);
     expect(progress.status).toBe(202);
@@ -131,9 +131,9 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const again = await post(`/webhook/task-complete/${spec.name}`, { status: 'failed' }, spec.callbackToken);
     expect(await again.json()).toMatchObject({ status: 'succeeded', changed: false });
 
-    const done = await app.engine.get(run.id);
+    const done = await app.runs.get(run.id);
     expect(done).toMatchObject({ status: 'succeeded', summary: 'Opened PR #12', costUsd: 0.12, durationMs: 4200, exitCode: 0 });
-    const events = await app.engine.events(run.id);
+    const events = await app.runs.events(run.id);
     expect(events.map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:started', 'run:progress', 'run:succeeded']);
     expect(events[3]!.data).toEqual({ lines: ['cloning', 'running claude'] });
     await until(async () => (await provider.get(spec.name)) === null, 'workspace to be deleted');
@@ -149,7 +149,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
   it('answers bad callback bodies with 400 and a reason, without changing the run', async () => {
     await app.start();
     const { run } = await app.engine.enqueue({ stage: 'test', owner: 'acme', repo: 'app', number: 1 });
-    await until(async () => (await app.engine.get(run.id))?.status === 'running', 'run to be running');
+    await until(async () => (await app.runs.get(run.id))?.status === 'running', 'run to be running');
     const token = provider.created[0]!.callbackToken;
     const bad = await post(`/api/runs/${run.id}/complete`, '{not json', token);
     expect(bad.status).toBe(400);
@@ -158,7 +158,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     expect(((await wrongStatus.json()) as { error: { message: string } }).error.message).toBe(
       'status must be one of succeeded, failed, timed_out, got "great"',
     );
-    expect((await app.engine.get(run.id))?.status).toBe('running');
+    expect((await app.runs.get(run.id))?.status).toBe('running');
     expect((await post('/webhook/task-complete/no-such-workspace', { status: 'succeeded' }, token)).status).toBe(401);
   });
 
@@ -169,7 +169,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     expect(await missing.json()).toEqual({ error: { code: 'not_found', message: 'no route for GET /no/such/route' } });
 
     const { run } = await app.engine.enqueue({ stage: 'test', owner: 'acme', repo: 'app', number: 3 });
-    await until(async () => (await app.engine.get(run.id))?.status === 'running', 'run to be running');
+    await until(async () => (await app.runs.get(run.id))?.status === 'running', 'run to be running');
     const token = provider.created[0]!.callbackToken;
     const huge = JSON.stringify({ status: 'succeeded', summary: 'x'.repeat(1024 * 1024) });
     // Without the run's token the size does not matter: nothing is read.
@@ -181,7 +181,7 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     const tooLarge = await post(`/api/runs/${run.id}/complete`, huge, token);
     expect(tooLarge.status).toBe(413);
     expect(await tooLarge.json()).toEqual({ error: { code: 'too_large', message: 'body is larger than the limit of 1048576 bytes' } });
-    expect((await app.engine.get(run.id))?.status).toBe('running');
+    expect((await app.runs.get(run.id))?.status).toBe('running');
   });
 
   it('retries a failing workspace create and keeps the error of the last attempt', async () => {
@@ -197,14 +197,14 @@ describe('baton app over HTTP (SQLite, in-memory workspaces)', () => {
     await app.start();
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 2 });
     const retrying = await until(async () => {
-      const r = await app.engine.get(run.id);
+      const r = await app.runs.get(run.id);
       return r?.status === 'queued' && r.attempts === 1 ? r : null;
     }, 'first failure');
     expect(retrying.lastError).toBe('coder is down');
     now = retrying.runAt + 1;
     app.engine.wake();
     const dead = await until(async () => {
-      const r = await app.engine.get(run.id);
+      const r = await app.runs.get(run.id);
       return r?.status === 'dead' ? r : null;
     }, 'run to be dead');
     expect(dead).toMatchObject({ attempts: 2, lastError: 'coder is down' });

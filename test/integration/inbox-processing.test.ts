@@ -80,18 +80,18 @@ describe.each(STORE_KINDS)('the inbox on $kind', ({ kind, create }) => {
     }
     // The worker has met the outage (several failed lookups, retried) and processed nothing.
     await until(() => gitea!.requests.filter((r) => r.status === 503).length >= 6, 'lookups failing during the outage');
-    expect(await h.engine.list()).toEqual([]);
+    expect(await h.runs.list()).toEqual([]);
     expect((await h.processing.inbox.counts()).processed).toBe(0);
 
     gitea.clearFaults();
     const done: Delivery[] = [];
     for (const id of accepted) done.push(await h.processed(id));
-    const runs = await h.engine.list();
+    const runs = await h.runs.list();
     // One run per issue, each started by exactly one delivery; the redeliveries had no effect.
     expect(runs.map((r) => r.number).sort((a, b) => a! - b!)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     expect(done.filter((d) => d.outcome === 'started')).toHaveLength(12);
     expect(done.filter((d) => d.outcome === 'duplicate')).toHaveLength(3);
-    for (const run of runs) expect(await h.engine.events(run.id)).toHaveLength(1);
+    for (const run of runs) expect(await h.runs.events(run.id)).toHaveLength(1);
     expect(done.some((d) => d.attempts > 1)).toBe(true);
   });
 

@@ -53,7 +53,7 @@ const runOf = (res: { delivery?: { runIds: number[] } }): number => res.delivery
 
 describe('POST /webhook/gitea: routing to stages', () => {
   it('answers 202 with the stored delivery, whose processing queues analyse for an opened issue', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const body = readFixture('issues-opened.json');
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery: 'delivery-opened-1' });
     const res = await post('/webhook/gitea', body, headers);
@@ -73,7 +73,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
     // Stored as received (the exact signed bytes), the signature never.
     expect(res.delivery!.body).toBe(body.toString('utf8'));
     expect(JSON.stringify(res.delivery!.headers)).not.toMatch(/signature/i);
-    const run = await engine.get(runOf(res));
+    const run = await queries.get(runOf(res));
     expect(run).toMatchObject({ stage: 'analyse', owner: 'acme', repo: 'app', number: 7, status: 'queued' });
     expect(run?.payload).toMatchObject({
       account: 'dev',
@@ -147,7 +147,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...ISSUE_LABEL, secret: SECRET }));
     expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['test', 'devops'] });
     expect(res.delivery!.verdict).toMatch(/^test: .*; devops: /);
-    const devops = await h!.engine.get(res.delivery!.runIds[1]!);
+    const devops = await h!.runs.get(res.delivery!.runIds[1]!);
     expect(devops?.payload.deployEnv).toBe('production');
   });
 
@@ -177,7 +177,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
   });
 
   it('queues review-code as the review bot for an opened PR', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const body = readFixture('pull_request-opened.json');
     const res = await post(
       '/webhook/gitea',
@@ -185,7 +185,7 @@ describe('POST /webhook/gitea: routing to stages', () => {
       giteaHeaders(body, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }),
     );
     expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['review-code'] });
-    const run = await engine.get(runOf(res));
+    const run = await queries.get(runOf(res));
     expect(run).toMatchObject({ number: 8, payload: { account: 'review', headRef: 'fix/7-draft-crash', isPull: true } });
   });
 
@@ -245,22 +245,22 @@ describe('POST /webhook/gitea: routing to stages', () => {
     ['release-published.json', { event: 'release', eventType: 'release' }, 'no trigger matches'],
     ['issues-opened.json', { event: 'repository', eventType: 'repository' }, 'unsupported event "repository"'],
   ])('ignores %s (%o) with the reason %s', async (file, headers, reason) => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const body = readFixture(file);
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { ...headers, secret: SECRET }));
     expect(res.status).toBe(202);
     expect(res.delivery).toMatchObject({ outcome: 'ignored', verdict: `ignored: ${reason}` });
-    expect(await engine.list()).toEqual([]);
+    expect(await queries.list()).toEqual([]);
   });
 
   it('accepts Forgejo deliveries (X-Forgejo-* headers, X-Forgejo-Signature)', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const body = readFixture('issues-opened.json');
     const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, forgejo: true });
     for (const name of Object.keys(headers)) if (name !== 'Content-Type' && !name.startsWith('X-Forgejo')) delete headers[name];
     const res = await post('/webhook/gitea', body, headers);
     expect(res.delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
-    expect((await engine.get(runOf(res)))?.payload.forge).toBe('forgejo');
+    expect((await queries.get(runOf(res)))?.payload.forge).toBe('forgejo');
   });
 
   it('accepts the form content type, verifying the signature over the JSON inside payload=', async () => {
@@ -279,13 +279,13 @@ describe('POST /webhook/gitea: security', () => {
   const base = () => giteaHeaders(body, { event: 'issues', eventType: 'issues' });
 
   it('refuses a missing signature with 401 when WEBHOOK_SECRET is set', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const res = await post('/webhook/gitea', body, base());
     expect(res).toEqual({
       status: 401,
       body: { error: { code: 'unauthorized', message: 'missing signature: X-Gitea-Signature is required' } },
     });
-    expect(await engine.list()).toEqual([]);
+    expect(await queries.list()).toEqual([]);
   });
 
   it('refuses a wrong signature with 401, without parsing the body', async () => {
@@ -398,7 +398,7 @@ describe('POST /webhook/gitea: security', () => {
   });
 
   it('has one effect per event: the same delivery id, a manual redelivery (new id) and no id at all', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const signed = (delivery?: string) => {
       const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET, delivery });
       if (delivery === undefined) for (const name of ['X-Gitea-Delivery', 'X-Gogs-Delivery', 'X-GitHub-Delivery']) delete headers[name];
@@ -415,13 +415,13 @@ describe('POST /webhook/gitea: security', () => {
       expect(copy.delivery).toMatchObject({ outcome: 'duplicate', verdict: `duplicate of delivery ${first.body.id}`, runIds: [] });
     }
     expect(noId.delivery!.deliveryId).toBeNull();
-    const runs = await engine.list();
+    const runs = await queries.list();
     expect(runs).toHaveLength(1);
-    expect(await engine.events(runs[0]!.id)).toHaveLength(1);
+    expect(await queries.events(runs[0]!.id)).toHaveLength(1);
   });
 
   it('has one effect when the same body reaches a legacy path too (one label memory for every path)', async () => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const labels = labelled(['ready-for-development']);
     const main = await post('/webhook/gitea', labels, giteaHeaders(labels, { ...ISSUE_LABEL, secret: SECRET }));
     expect(main.delivery).toMatchObject({ outcome: 'started', stages: ['develop'] });
@@ -431,7 +431,7 @@ describe('POST /webhook/gitea: security', () => {
     const more = labelled(['ready-for-development', 'priority']);
     const viaLegacy = await post('/webhook/gitea-issue-label', more, giteaHeaders(more, { ...ISSUE_LABEL, secret: SECRET }));
     expect(viaLegacy.delivery).toMatchObject({ outcome: 'ignored', verdict: 'ignored: no trigger matches' });
-    expect(await engine.list()).toHaveLength(1);
+    expect(await queries.list()).toHaveLength(1);
   });
 
   it('keeps dedup durable: a worker started afresh on the same database still finds the earlier copy', async () => {
@@ -502,7 +502,7 @@ describe('POST /webhook/gitea: security', () => {
 
 describe('when processing a delivery fails for a while', () => {
   it('keeps the delivery and retries it: a failing enqueue does not lose the event nor remember its labels', async () => {
-    const { t, engine } = await harness();
+    const { t, engine, runs: queries } = await harness();
     await h!.processing.worker.stop();
     const { createGiteaIngress, createInboxProcessing, parseWebhooksConfig } = await import('../../src/ingress/index.js');
     const { parsePipelineConfig } = await import('../../src/pipeline/index.js');
@@ -534,7 +534,7 @@ describe('when processing a delivery fails for a while', () => {
       }, 'the delivery processed after its retries');
       // Attempts 1 and 2 rolled back (no run, no label memory); the third saw the label as new.
       expect(done).toMatchObject({ outcome: 'started', stages: ['develop'], attempts: 3 });
-      expect(await engine.list()).toHaveLength(1);
+      expect(await queries.list()).toHaveLength(1);
     } finally {
       await processing.worker.stop();
     }
@@ -643,12 +643,12 @@ describe('POST /webhook/gitea: bad input', () => {
       /^missing issue\.state$/,
     ],
   ])('keeps a signed JSON object it cannot use (%s) with an invalid-payload verdict naming the problem', async (text, error) => {
-    const { post, engine } = await harness();
+    const { post, runs: queries } = await harness();
     const res = await post('/webhook/gitea', text, headers(text));
     expect(res.status).toBe(202);
     expect(res.delivery).toMatchObject({ outcome: 'invalid', body: text });
     expect(res.delivery!.verdict!.replace(/^invalid payload: /, '')).toMatch(error);
-    expect(await engine.list()).toEqual([]);
+    expect(await queries.list()).toEqual([]);
   });
 
   it('answers 400 for an empty body, binary garbage and a missing event header', async () => {
@@ -707,7 +707,7 @@ describe('legacy paths', () => {
   });
 
   it('gitea-issue-label starts label stages but leaves release to gitea-release, which acts on the same event', async () => {
-    const { engine } = await harness();
+    const { runs: queries } = await harness();
     const both = labelled(['ready-for-development', 'release']);
     const label = await send('/webhook/gitea-issue-label', both, 'issues', 'issue_label');
     expect(label.delivery).toMatchObject({ outcome: 'started', stages: ['develop'] });
@@ -717,7 +717,7 @@ describe('legacy paths', () => {
     expect(release.delivery).toMatchObject({ outcome: 'started', stages: ['release'] });
     // And once more on either path: nothing left to start.
     expect((await send('/webhook/gitea-release', both, 'issues', 'issue_label')).delivery).toMatchObject({ outcome: 'duplicate' });
-    expect((await engine.list()).map((r) => r.stage).sort()).toEqual(['develop', 'release']);
+    expect((await queries.list()).map((r) => r.stage).sort()).toEqual(['develop', 'release']);
   });
 
   it('gitea-issue-comment acts on comments', async () => {

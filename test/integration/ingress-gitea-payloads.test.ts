@@ -108,10 +108,10 @@ describeWithReference('gitea/payloads', 'Gitea reference payloads', (payloadsDir
       expect(res.status).toBe(202);
       if ('ignored' in expected) {
         expect(res.delivery).toMatchObject({ outcome: 'ignored', verdict: `ignored: ${expected.ignored}` });
-        expect(await h.engine.list()).toEqual([]);
+        expect(await h.runs.list()).toEqual([]);
       } else {
         expect(res.delivery).toMatchObject({ outcome: 'started', stages: [expected.stage] });
-        const run = await h.engine.get(res.delivery!.runIds[0]!);
+        const run = await h.runs.get(res.delivery!.runIds[0]!);
         expect(run).toMatchObject({ ...expected, status: 'queued' });
         expect(run?.payload.forge).toBe(forgejo ? 'forgejo' : 'gitea');
       }
@@ -120,7 +120,7 @@ describeWithReference('gitea/payloads', 'Gitea reference payloads', (payloadsDir
       expect(again.delivery).toMatchObject({ outcome: 'duplicate', runIds: [] });
       const redelivered = { ...headers, 'X-Gitea-Delivery': 'manual-redelivery', 'X-Forgejo-Delivery': 'manual-redelivery' };
       expect((await h.post('/webhook/gitea', body, redelivered)).delivery).toMatchObject({ outcome: 'duplicate' });
-      expect(await h.engine.list()).toHaveLength('ignored' in expected ? 0 : 1);
+      expect(await h.runs.list()).toHaveLength('ignored' in expected ? 0 : 1);
     });
   });
 

@@ -112,7 +112,7 @@ describe('POST /webhook/github', () => {
     const res = await h.post('/webhook/github', raw, githubHeaders(raw, { event: 'issues', secret: SECRET }));
     expect(res.status).toBe(202);
     expect(res.delivery).toMatchObject({ outcome: 'started', repository: 'github:codertocat/hello-world' });
-    const runs = await h.engine.list();
+    const runs = await h.runs.list();
     expect(runs.map((r) => [r.key, r.forge])).toEqual([['fix-bug:github:Codertocat/Hello-World#1', 'github']]);
   });
 
@@ -125,7 +125,7 @@ describe('POST /webhook/github', () => {
     // Not even parsed: a body that is not JSON is refused for its signature, not its syntax.
     const junk = await h.post('/webhook/github', '{not json', githubHeaders('{not json', { event: 'issues', secret: 'nope' }));
     expect(junk.status).toBe(401);
-    expect(await h.engine.list()).toEqual([]);
+    expect(await h.runs.list()).toEqual([]);
   });
 
   it('has one effect for a redelivery (same GUID and hook), and for the same event from a second hook', async () => {
@@ -148,7 +148,7 @@ describe('POST /webhook/github', () => {
     expect(first.delivery).toMatchObject({ outcome: 'started', deliveryId: '1:guid-1' });
     expect(again.delivery).toMatchObject({ outcome: 'duplicate' });
     expect(otherHook.delivery).toMatchObject({ outcome: 'duplicate', deliveryId: '2:guid-1' });
-    expect(await h.engine.list()).toHaveLength(1);
+    expect(await h.runs.list()).toHaveLength(1);
   });
 
   it('keeps GitHub’s label memory apart from Gitea’s for a repository of the same name', async () => {
@@ -160,7 +160,7 @@ describe('POST /webhook/github', () => {
     const raw = body(labeled);
     const res = await h.post('/webhook/github', raw, githubHeaders(raw, { event: 'issues', secret: SECRET }));
     expect(res.delivery).toMatchObject({ outcome: 'started' });
-    expect((await h.engine.list()).map((r) => r.key)).toEqual(['develop:github:Codertocat/Hello-World#1']);
+    expect((await h.runs.list()).map((r) => r.key)).toEqual(['develop:github:Codertocat/Hello-World#1']);
   });
 
   it('ignores ping with a verdict', async () => {

@@ -137,7 +137,7 @@ describe('POST /webhook/gitlab', () => {
     const res = await h.post('/webhook/gitlab', body(payload), headers('issue', { idempotencyKey: 'key-1' }));
     expect(res.status).toBe(202);
     expect(res.delivery).toMatchObject({ outcome: 'started', repository: 'gitlab:gitlabhq/gitlab-test', deliveryId: 'gitlab:key-1' });
-    expect((await h.engine.list()).map((r) => [r.key, r.forge])).toEqual([['fix-bug:gitlab:gitlabhq/gitlab-test#23', 'gitlab']]);
+    expect((await h.runs.list()).map((r) => [r.key, r.forge])).toEqual([['fix-bug:gitlab:gitlabhq/gitlab-test#23', 'gitlab']]);
   });
 
   it('refuses a missing or wrong token before reading the body, and everything without a configured secret', async () => {
@@ -148,7 +148,7 @@ describe('POST /webhook/gitlab', () => {
     expect(wrong).toMatchObject({ status: 401, body: { error: { message: 'invalid token' } } });
     const junk = await h.post('/webhook/gitlab', '{not json', gitlabHeaders({ event: 'Issue Hook', token: 'nope' }));
     expect(junk.status).toBe(401);
-    expect(await h.engine.list()).toEqual([]);
+    expect(await h.runs.list()).toEqual([]);
     const open = await createIngressHarness({ gitlabSecret: '' });
     try {
       const refused = await open.post('/webhook/gitlab', raw, gitlabHeaders({ event: 'Issue Hook', token: '' }));
@@ -165,7 +165,7 @@ describe('POST /webhook/gitlab', () => {
     const resent = await h.post('/webhook/gitlab', raw, headers('merge-request', { idempotencyKey: 'idem-1', eventUuid: 'uuid-2' }));
     expect(first.delivery).toMatchObject({ outcome: 'started' });
     expect(resent.delivery).toMatchObject({ outcome: 'duplicate' });
-    expect((await h.engine.list()).map((r) => r.key)).toEqual(['review-code:gitlab:gitlabhq/gitlab-test!1']);
+    expect((await h.runs.list()).map((r) => r.key)).toEqual(['review-code:gitlab:gitlabhq/gitlab-test!1']);
   });
 
   it('falls back to X-Gitlab-Event-UUID where no Idempotency-Key is sent (GitLab before 17.4)', async () => {

@@ -142,7 +142,7 @@ describe.each(STORE_KINDS)('ingress tables on $kind', ({ kind, create }) => {
       // The same label event again: a redelivery (new id) of the same body, then to a legacy path.
       expect((await h.post('/webhook/gitea', labelled, label())).delivery).toMatchObject({ outcome: 'duplicate' });
       expect((await h.post('/webhook/gitea-issue-label', labelled, label())).delivery).toMatchObject({ outcome: 'duplicate' });
-      expect((await h.engine.list()).map((r) => r.stage).sort()).toEqual(['analyse', 'develop']);
+      expect((await h.runs.list()).map((r) => r.stage).sort()).toEqual(['analyse', 'develop']);
     } finally {
       await h.cleanup();
     }

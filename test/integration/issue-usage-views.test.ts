@@ -1,6 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type RunService, type RunOutcome, type TaskRequest } from '../../src/runs/index.js';
+import {
+  createRunEngine,
+  createRunQueries,
+  type RunService,
+  type RunOutcome,
+  type TaskRequest,
+  type RunQueries,
+} from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -14,6 +21,7 @@ describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) 
   let t: TestStore;
   let clock: number;
   let engine: RunService;
+  let queries: RunQueries;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
@@ -21,6 +29,7 @@ describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) 
     await t.store.migrate();
     clock = NOV30;
     engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, concurrency: 5 }, now: () => clock, random: () => 1 });
+    queries = createRunQueries({ store: t.store, concurrency: 5 });
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -70,7 +79,7 @@ describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) 
     const { run: queued } = await engine.enqueue({ stage: 'test', owner: 'acme', repo: 'app', ...pr(12, 'feature/issue-7-retry') });
     clock = t0 + 230 * MIN;
 
-    const view = (await engine.issue({ owner: 'acme', repo: 'app', number: 7 }, clock))!;
+    const view = (await queries.issue({ owner: 'acme', repo: 'app', number: 7 }, clock))!;
     expect(view.runs.map((r) => [r.id, r.stage, r.number, r.status])).toEqual([
       [analyse, 'analyse', 7, 'succeeded'],
       [develop, 'develop', 7, 'failed'],
@@ -105,8 +114,8 @@ describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) 
     });
 
     // The pull request's own view is just its runs; an issue without runs has no view.
-    expect((await engine.issue({ owner: 'acme', repo: 'app', number: 12 }, clock))!.runs.map((r) => r.id)).toEqual([review, queued.id]);
-    expect(await engine.issue({ owner: 'acme', repo: 'app', number: 99 }, clock)).toBeNull();
+    expect((await queries.issue({ owner: 'acme', repo: 'app', number: 12 }, clock))!.runs.map((r) => r.id)).toEqual([review, queued.id]);
+    expect(await queries.issue({ owner: 'acme', repo: 'app', number: 99 }, clock)).toBeNull();
   });
 
   it('sums usage by UTC day over a range, its edges included, and by stage, repository and issue', async () => {
@@ -124,24 +133,24 @@ describe.each(STORE_KINDS)('issue and usage views on $kind', ({ kind, create }) 
     await runThrough({ stage: 'test' }, at(NOV30 + 2 * DAY), usage(5, 5, 5)); // 2 Dec 00:00: after the range
 
     const range = { from: '2026-11-30', to: '2026-12-01' };
-    const byDay = await engine.usage({ ...range, groupBy: 'day' });
+    const byDay = await queries.usage({ ...range, groupBy: 'day' });
     expect(byDay.groups.map((g) => [g.key, g.runs, g.tokens, g.costUsd])).toEqual([
       ['2026-11-30', 2, 330, 0.3],
       ['2026-12-01', 2, 770, 0.7],
     ]);
     expect(byDay.totals).toMatchObject({ runs: 4, tokens: 1100, inputTokens: 1000, outputTokens: 100, costUsd: 1 });
 
-    const byStage = await engine.usage({ ...range, groupBy: 'stage' });
+    const byStage = await queries.usage({ ...range, groupBy: 'stage' });
     expect(byStage.groups.map((g) => [g.key, g.runs, g.tokens])).toEqual([
       ['develop', 3, 990],
       ['analyse', 1, 110],
     ]);
-    const byRepository = await engine.usage({ ...range, groupBy: 'repository' });
+    const byRepository = await queries.usage({ ...range, groupBy: 'repository' });
     expect(byRepository.groups.map((g) => [g.key, g.tokens])).toEqual([
       ['acme/app', 660],
       ['acme/web', 440],
     ]);
-    const byIssue = await engine.usage({ ...range, groupBy: 'issue' });
+    const byIssue = await queries.usage({ ...range, groupBy: 'issue' });
     expect(byIssue.groups.map((g) => [g.key, g.tokens])).toEqual([
       ['acme/web#7', 440],
       ['acme/app#7', 330],

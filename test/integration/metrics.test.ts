@@ -58,10 +58,10 @@ describe.each(STORE_KINDS)('GET /metrics on $kind', ({ kind, create }) => {
   });
 
   it('reports runs by stage and status, queue depth, live workspaces, histograms, usage and module counters', async () => {
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     // The dispatcher provisions it on the in-memory provider.
-    await until(async () => (await engine.get(run.id))?.status === 'running', `run ${run.id} to be running`);
+    await until(async () => (await runs.get(run.id))?.status === 'running', `run ${run.id} to be running`);
 
     let m = await scrape();
     expect(m.value('baton_live_workspaces')).toBe(1);

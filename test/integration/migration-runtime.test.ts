@@ -74,7 +74,7 @@ describe('migrating from the original orchestrator, at run time', () => {
   it('tells a callback without a token to use baton’s template and points to the migration guide', async () => {
     server = await startTestApp(t, { start: false });
     await t.store.migrate();
-    const { engine } = server.app;
+    const { engine, runs } = server.app;
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     const [claim] = await engine.claim();
     await engine.recordWorkspace(run.id, claim!.leaseToken, { workspaceName: 'orig-ws', callbackTokenHash: hashCallbackToken('real') });
@@ -100,7 +100,7 @@ describe('migrating from the original orchestrator, at run time', () => {
       body: '{"status":"succeeded"}',
     });
     expect(((await wrong.json()) as { error: { message: string } }).error.message).toBe('missing or invalid callback token');
-    expect((await engine.get(run.id))?.status).toBe('running');
+    expect((await runs.get(run.id))?.status).toBe('running');
   });
 
   it('reports elapsed in whole seconds on /queue, as the original did, and elapsedMs beside it', async () => {

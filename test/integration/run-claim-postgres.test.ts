@@ -1,7 +1,14 @@
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
-import { createRunEngine, NOTIFY_CHANNEL, type RunService, type TaskRequest } from '../../src/runs/index.js';
+import {
+  createRunEngine,
+  createRunQueries,
+  NOTIFY_CHANNEL,
+  type RunService,
+  type TaskRequest,
+  type RunQueries,
+} from '../../src/runs/index.js';
 import { createPostgresTestStore, PG_URL, postgresAvailable, type TestStore } from '../helpers/stores.js';
 import { schemaChannel } from '../../src/store/index.js';
 import { until } from '../helpers/until.js';
@@ -16,6 +23,7 @@ const task = (number: number): TaskRequest => ({ stage: 'develop', owner: 'acme'
 describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
   let t: TestStore;
   let engine: RunService;
+  let runs: RunQueries;
   let other: pg.Client | undefined;
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
 
@@ -24,6 +32,7 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     t = await createPostgresTestStore();
     await t.store.migrate();
     engine = createRunEngine({ store: t.store, queue });
+    runs = createRunQueries({ store: t.store, concurrency: queue.concurrency });
     // Another replica's connection.
     other = new pg.Client({ connectionString: PG_URL, options: `-c search_path=${t.schema}` });
     await other.connect();
@@ -51,7 +60,7 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     await other!.query('COMMIT');
     // A claim whose count of slots in use was read before the lock would take two more runs.
     expect(await claim).toEqual([]);
-    expect((await engine.list()).filter((r) => r.status === 'provisioning')).toHaveLength(2);
+    expect((await runs.list()).filter((r) => r.status === 'provisioning')).toHaveLength(2);
   });
 
   it('claims nothing while paused, and in order once resumed', async () => {
@@ -62,7 +71,7 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     const claimed = await engine.claim();
     expect(claimed.map((c) => c.run.number)).toEqual([1, 2]);
     expect(claimed.every((c) => c.run.status === 'provisioning' && c.run.attempts === 1)).toBe(true);
-    const events = await engine.events(claimed[0]!.run.id);
+    const events = await runs.events(claimed[0]!.run.id);
     expect(events.map((e) => [e.type, e.data])).toEqual([
       ['run:queued', null],
       ['run:claimed', { attempt: 1 }],
@@ -139,9 +148,9 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
       const started = await engine.markRunning(claim!.run.id, claim!.leaseToken, { workspaceId: `w${n}` });
       const { run: ended } = await engine.complete(claim!.run.id, { status: 'succeeded', exitCode: 0 });
       // What each step returned is the row and the events as stored.
-      expect(ended).toEqual(await engine.get(claim!.run.id));
+      expect(ended).toEqual(await runs.get(claim!.run.id));
       expect(started).toMatchObject({ status: 'running', workspaceId: `w${n}`, startedAt: ended.startedAt });
-      const events = await engine.events(claim!.run.id);
+      const events = await runs.events(claim!.run.id);
       expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([
         ['run:queued', null, 'queued'],
         ['run:claimed', 'queued', 'provisioning'],

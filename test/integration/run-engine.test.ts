@@ -2,11 +2,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS, type QueueConfig } from '../../src/runs/index.js';
 import {
   createRunEngine,
+  createRunQueries,
   createScheduler,
   hookFor,
   IllegalTransitionError,
   LeaseLostError,
   RUN_EVENT,
+  type RunQueries,
   type RunService,
   type Run,
   type RunEvent,
@@ -26,6 +28,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
   let t: TestStore;
   let clock: number;
   let engine: RunService;
+  let queries: RunQueries;
   const queue: QueueConfig = { ...DEFAULTS.queue, concurrency: 2 };
 
   const makeEngine = (over: Partial<QueueConfig> = {}) =>
@@ -37,6 +40,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await t.store.migrate();
     clock = 1_700_000_000_000;
     engine = makeEngine();
+    queries = createRunQueries({ store: t.store, concurrency: queue.concurrency });
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -46,7 +50,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const result = await engine.enqueue(task());
     expect(result.outcome).toBe('queued');
     expect(result.run).toMatchObject({ key: 'develop:acme/app#7', status: 'queued', attempts: 0 });
-    const events = await engine.events(result.run.id);
+    const events = await queries.events(result.run.id);
     expect(events.map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([['run:queued', null, 'queued']]);
   });
 
@@ -64,7 +68,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const payload = { trigger: 'label added by "alice"', account: 'review', nested: { list: [1, 'two', null] } };
     const plain = await engine.enqueue(task({ payload, delayMs: 500, maxAttempts: 5 }));
     const viaHook = await withHook.enqueue(task({ number: 8, key: 'custom:key' }));
-    const stored = async (run: Run): Promise<[RunEvent, Run]> => [(await engine.events(run.id))[0]!, (await engine.get(run.id))!];
+    const stored = async (run: Run): Promise<[RunEvent, Run]> => [(await queries.events(run.id))[0]!, (await queries.get(run.id))!];
     expect(plain.run).toEqual((await stored(plain.run))[1]);
     expect(viaHook.run).toEqual((await stored(viaHook.run))[1]);
     expect(announced).toEqual([await stored(plain.run)]);
@@ -87,7 +91,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await withHook.complete(run.id, { status: 'failed', error: 'tests failed' });
     expect(hooked).toEqual(['run:started running', 'run:failed failed']);
     // The undeclared ones happened all the same.
-    expect((await withHook.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:started', 'run:failed']);
+    expect((await queries.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed', 'run:started', 'run:failed']);
   });
 
   it('turns 50 concurrent duplicate enqueues into one run', async () => {
@@ -96,7 +100,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     expect(ids.size).toBe(1);
     expect(results.filter((r) => r.outcome === 'queued')).toHaveLength(1);
     expect(results.filter((r) => r.outcome === 'coalesced')).toHaveLength(49);
-    expect(await engine.list()).toHaveLength(1);
+    expect(await queries.list()).toHaveLength(1);
   });
 
   it('records exactly one follow-up for duplicates while running, and queues it when the run ends', async () => {
@@ -108,10 +112,10 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const dup2 = await engine.enqueue(task({ payload: { trigger: 'third' } }));
     expect(dup1.outcome).toBe('followup');
     expect(dup2.outcome).toBe('followup');
-    expect((await engine.list()).length).toBe(1);
+    expect((await queries.list()).length).toBe(1);
 
     await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
-    const runs = await engine.list();
+    const runs = await queries.list();
     expect(runs).toHaveLength(2);
     const followup = runs.find((r) => r.id !== run.id)!;
     expect(followup).toMatchObject({ status: 'queued', key: run.key });
@@ -206,7 +210,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const { run: done, changed } = await engine.complete(run.id, { status: 'succeeded', summary: 'quick' });
     expect(changed).toBe(true);
     expect(done).toMatchObject({ status: 'succeeded', summary: 'quick' });
-    expect((await engine.events(run.id)).map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([
+    expect((await queries.events(run.id)).map((e) => [e.type, e.fromStatus, e.toStatus])).toEqual([
       ['run:queued', null, 'queued'],
       ['run:claimed', 'queued', 'provisioning'],
       ['run:succeeded', 'provisioning', 'succeeded'],
@@ -227,8 +231,8 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     });
     await expect(attempt).rejects.toBeInstanceOf(IllegalTransitionError);
     await expect(attempt).rejects.toMatchObject({ code: 'conflict', from: 'queued', to: 'succeeded' });
-    expect((await engine.get(run.id))?.status).toBe('queued');
-    expect((await engine.events(run.id)).map((e) => e.type)).toEqual(['run:queued']);
+    expect((await queries.get(run.id))?.status).toBe('queued');
+    expect((await queries.events(run.id)).map((e) => e.type)).toEqual(['run:queued']);
   });
 
   it('announces events and wake-ups only after the commit, and nothing for a transition that rolls back', async () => {
@@ -247,8 +251,8 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await expect(engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' })).rejects.toThrow(
       'the outbox row could not be written',
     );
-    expect((await engine.get(run.id))?.status).toBe('provisioning');
-    expect((await engine.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed']);
+    expect((await queries.get(run.id))?.status).toBe('provisioning');
+    expect((await queries.events(run.id)).map((e) => e.type)).toEqual(['run:queued', 'run:claimed']);
     expect(signals).toEqual(['run:queued', 'queue:wake', 'run:claimed']);
 
     await engine.complete(run.id, { status: 'failed', error: 'gave up' });
@@ -265,11 +269,11 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     engine = createRunEngine({ store: t.store, queue, now: () => clock, random: () => 1, hooks: [recordInHook] });
     const hookRows = async () =>
       (await t.store.db.selectFrom('schedule_fires').select(['name', 'slot']).orderBy('slot').execute()).map((r) => `${r.name}#${r.slot}`);
-    const eventRows = async (id: number) => (await engine.events(id)).map((e) => `${e.type}#${e.id}`);
+    const eventRows = async (id: number) => (await queries.events(id)).map((e) => `${e.type}#${e.id}`);
 
     failOn = RUN_EVENT.queued;
     await expect(engine.enqueue(task())).rejects.toThrow('could not be written');
-    expect(await engine.stats()).toMatchObject({ queued: 0 });
+    expect(await queries.stats()).toMatchObject({ queued: 0 });
 
     failOn = undefined;
     const { run } = await engine.enqueue(task());
@@ -278,7 +282,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     await engine.markRunning(run.id, claim!.leaseToken, { workspaceId: 'w' });
     failOn = RUN_EVENT.succeeded;
     await expect(engine.complete(run.id, { status: 'succeeded' })).rejects.toThrow('could not be written');
-    expect((await engine.get(run.id))?.status).toBe('running');
+    expect((await queries.get(run.id))?.status).toBe('running');
     expect(await t.store.db.selectFrom('teardowns').select('workspace_name').execute()).toEqual([]);
 
     failOn = undefined;
@@ -310,7 +314,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
   it('claims nothing while paused and resumes', async () => {
     await engine.enqueue(task());
     await engine.pause();
-    expect(await engine.isPaused()).toBe(true);
+    expect(await queries.isPaused()).toBe(true);
     expect(await engine.claim()).toEqual([]);
     await engine.resume();
     expect(await engine.claim()).toHaveLength(1);
@@ -319,15 +323,15 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
   it('keeps delayed runs until they are due', async () => {
     await engine.enqueue(task({ delayMs: 60_000 }));
     expect(await engine.claim()).toEqual([]);
-    expect(await engine.nextDelayedRunAt(clock)).toBe(clock + 60_000);
+    expect(await queries.nextDelayedRunAt(clock)).toBe(clock + 60_000);
     // A run already due is not one to wait for: it waits for a slot, whose freeing wakes the
     // dispatcher (a dispatcher told to wait for it claimed again every millisecond while all slots were taken).
     await engine.enqueue(task({ number: 2 }));
-    expect(await engine.nextDelayedRunAt(clock)).toBe(clock + 60_000);
+    expect(await queries.nextDelayedRunAt(clock)).toBe(clock + 60_000);
     expect((await engine.claim()).map((c) => c.run.number)).toEqual([2]);
     clock += 60_000;
     expect((await engine.claim()).map((c) => c.run.number)).toEqual([7]);
-    expect(await engine.nextDelayedRunAt(clock)).toBeNull();
+    expect(await queries.nextDelayedRunAt(clock)).toBeNull();
   });
 
   it('fires a cron slot once however many schedulers tick', async () => {
@@ -347,7 +351,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     const [claim] = await engine.claim();
     await engine.cancel(claim!.run.id);
     expect(await schedulers[0]!.tick()).toEqual([]);
-    const runs = await engine.list();
+    const runs = await queries.list();
     expect(runs).toHaveLength(1);
     expect(runs[0]).toMatchObject({ stage: 'maintenance', key: 'maintenance:acme/app@2026-11-30T09:00:00.000Z' });
     // Next week's slot fires in its own time zone-aware slot.
@@ -374,8 +378,8 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
     clock += 31 * 24 * 60 * 60_000;
     const { run: fresh } = await engine.enqueue(task({ number: 2 }));
     expect(await engine.prune()).toBe(1);
-    expect((await engine.list()).map((r) => r.id)).toEqual([fresh.id]);
-    expect(await engine.events(old.id)).toEqual([]);
+    expect((await queries.list()).map((r) => r.id)).toEqual([fresh.id]);
+    expect(await queries.events(old.id)).toEqual([]);
   });
 
   it('never exceeds the concurrency limit under a randomized schedule of enqueues, completions and failures', async () => {
@@ -403,7 +407,7 @@ describe.each(STORE_KINDS)('run engine on $kind', ({ kind, create }) => {
         else await engines[1]!.failAttempt(h.id, h.lease, 'flaky');
         clock += 60_000;
       }
-      const stats = await engines[0]!.stats();
+      const stats = await queries.stats();
       expect(stats.provisioning + stats.running).toBeLessThanOrEqual(limit);
     }
   });

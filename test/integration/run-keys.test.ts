@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, type RunService, type TaskRequest } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, type RunService, type TaskRequest, type RunQueries } from '../../src/runs/index.js';
 import { applyMigrations } from '../../src/store/migrate.js';
 import { migrations } from '../../src/store/migrations/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
@@ -16,6 +16,7 @@ const task = (over: Partial<TaskRequest>): TaskRequest => ({ stage: 'analyse', .
 describe.each(STORE_KINDS)('run keys on $kind', ({ kind, create }) => {
   let t: TestStore;
   let engine: RunService;
+  let runs: RunQueries;
   let clock = 1_700_000_000_000;
 
   beforeEach(async (ctx) => {
@@ -23,6 +24,7 @@ describe.each(STORE_KINDS)('run keys on $kind', ({ kind, create }) => {
     t = await create();
     clock = 1_700_000_000_000;
     engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue }, now: () => clock });
+    runs = createRunQueries({ store: t.store, concurrency: DEFAULTS.queue.concurrency });
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -49,7 +51,7 @@ describe.each(STORE_KINDS)('run keys on $kind', ({ kind, create }) => {
     );
     await engine.complete(run.id, { status: 'succeeded', summary: 'done' });
     // Nothing was recorded: no follow-up run, and certainly none with the other repository's payload.
-    expect((await engine.list()).map((r) => r.id)).toEqual([run.id]);
+    expect((await runs.list()).map((r) => r.id)).toEqual([run.id]);
   });
 
   it('migration 0055 rewrites the keys of existing rows from their own columns and drops follow-ups of unknown origin', async () => {
@@ -107,7 +109,7 @@ describe.each(STORE_KINDS)('run keys on $kind', ({ kind, create }) => {
     // of the other repository now queues a run of its own instead of merging into it.
     const running = rows[1]!.id;
     await engine.complete(running, { status: 'succeeded', summary: 'done' });
-    const followup = (await engine.list()).find((r) => r.payload.followupOf === running);
+    const followup = (await runs.list()).find((r) => r.payload.followupOf === running);
     expect(followup).toMatchObject({ key: 'analyse:acme-web/api#6', owner: 'acme-web', repo: 'api', status: 'queued' });
     expect(followup?.payload).toMatchObject({ trigger: 'its own' });
     const other = await engine.enqueue(task({ ...WEB_API, payload: { trigger: 'new web-api event' } }));

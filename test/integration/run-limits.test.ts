@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DURATION_GRACE_MS } from '../../src/budgets/index.js';
 import { DEFAULTS } from '../../src/runs/index.js';
 import { loadConfig } from '../../src/server/index.js';
-import { createRunEngine, createSweeper, type RunService } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, createSweeper, type RunService, type RunQueries } from '../../src/runs/index.js';
 import { createApp, type App } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
 import { runnerEnv } from '../../src/workspaces/index.js';
@@ -88,7 +88,7 @@ describe('per-run limits reach every workspace provider', () => {
 
     const parameters = async (runId: number) => {
       const run = await until(async () => {
-        const r = await app!.engine.get(runId);
+        const r = await app!.runs.get(runId);
         return r?.status === 'running' ? r : null;
       }, `run ${runId} to run`);
       return { run, workspace: coder!.workspace(run.workspaceName!)! };
@@ -141,6 +141,7 @@ describe.each(STORE_KINDS)('baton enforces the duration limit on $kind', ({ kind
   let t: TestStore;
   let clock: number;
   let engine: RunService;
+  let runs: RunQueries;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
@@ -148,6 +149,7 @@ describe.each(STORE_KINDS)('baton enforces the duration limit on $kind', ({ kind
     await t.store.migrate();
     clock = 1_700_000_000_000;
     engine = createRunEngine({ store: t.store, queue: DEFAULTS.queue, now: () => clock });
+    runs = createRunQueries({ store: t.store, concurrency: DEFAULTS.queue.concurrency });
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -171,10 +173,10 @@ describe.each(STORE_KINDS)('baton enforces the duration limit on $kind', ({ kind
     clock += 2;
     expect((await sweeper.sweep()).timedOut).toBe(1);
 
-    const ended = await engine.get(short.id);
+    const ended = await runs.get(short.id);
     expect(ended).toMatchObject({ status: 'timed_out', lastError: "no completion callback within the run's 1 minute duration limit" });
-    expect((await engine.events(short.id)).at(-1)).toMatchObject({ type: 'run:timed_out', data: { limit: 'max_duration' } });
-    expect((await engine.get(long.id))?.status).toBe('running');
+    expect((await runs.events(short.id)).at(-1)).toMatchObject({ type: 'run:timed_out', data: { limit: 'max_duration' } });
+    expect((await runs.get(long.id))?.status).toBe('running');
     expect(await engine.nextDeadline(120 * 60_000)).toBe(long.startedAt! + 60 * 60_000 + DURATION_GRACE_MS);
   });
 

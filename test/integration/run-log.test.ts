@@ -1,7 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
 import { checkSection } from '../../src/config-schema/index.js';
-import { createRunEngine, runLogSection, type RunService, type RunEvent } from '../../src/runs/index.js';
+import { createRunEngine, createRunQueries, runLogSection, type RunService, type RunEvent, type RunQueries } from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -11,6 +11,7 @@ const MAX_BYTES = 64 * 1024;
 describe.each(STORE_KINDS)('stored run log on $kind', ({ kind, create }) => {
   let t: TestStore;
   let engine: RunService;
+  let runs: RunQueries;
   let runId: number;
 
   beforeEach(async (ctx) => {
@@ -18,6 +19,7 @@ describe.each(STORE_KINDS)('stored run log on $kind', ({ kind, create }) => {
     t = await create();
     await t.store.migrate();
     engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue }, runLog: { maxBytes: MAX_BYTES } });
+    runs = createRunQueries({ store: t.store, concurrency: DEFAULTS.queue.concurrency });
     ({
       run: { id: runId },
     } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 }));
@@ -26,7 +28,7 @@ describe.each(STORE_KINDS)('stored run log on $kind', ({ kind, create }) => {
     await t?.cleanup();
   });
 
-  const progress = async () => (await engine.events(runId)).filter((e) => e.type === 'run:progress');
+  const progress = async () => (await runs.events(runId)).filter((e) => e.type === 'run:progress');
   const storedBytes = async () => (await progress()).reduce((sum, e) => sum + Buffer.byteLength(JSON.stringify(e.data)), 0);
   const logOf = (events: RunEvent[]) => events.flatMap((e) => (e.data?.lines as string[] | undefined) ?? []);
   const batch = (from: number, count: number, width = 100) =>

@@ -132,7 +132,7 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
   });
 
   it('filters by time and searches titles, errors and issue numbers, and pages a filter with a stable cursor', async () => {
-    const { engine } = server.app;
+    const { engine, runs: queries } = server.app;
     const a = await engine.enqueue(task({ number: 11, payload: { title: 'Fix the Login page' } }));
     const b = await engine.enqueue(task({ number: 12, stage: 'analyse', payload: { title: '100% of 50_ tests' } }));
     const c = await engine.enqueue(task({ number: 13, payload: { title: 'Unrelated' } }));
@@ -154,7 +154,7 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(await list('q=13')).toEqual([c.run.id]);
     expect(await list('q=login&stage=analyse')).toEqual([]);
 
-    const created = (await engine.get(b.run.id))!.createdAt;
+    const created = (await queries.get(b.run.id))!.createdAt;
     expect(await list(`since=${created}&until=${created + 1}`)).toEqual(
       [a, b, c]
         .filter((r) => r.run.createdAt === created)
@@ -351,7 +351,7 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     const cancel = await call('POST', `/api/runs/${run.id}/cancel`);
     expect(cancel.status).toBe(200);
     expect(((await cancel.json()) as { run: { status: string } }).run.status).toBe('cancelled');
-    const events = await server.app.engine.events(run.id);
+    const events = await server.app.runs.events(run.id);
     expect(events.at(-1)?.data).toMatchObject({ reason: expect.stringContaining('"admin"') });
 
     const again = await call('POST', `/api/runs/${run.id}/cancel`);

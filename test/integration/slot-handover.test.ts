@@ -49,7 +49,7 @@ describe('concurrency slots', () => {
       env: { QUEUE_CONCURRENCY: String(LIMIT) },
     });
     await world.start();
-    const { engine } = world;
+    const { engine, runs: queries } = world;
 
     let most = 0;
     const sampler = setInterval(() => (most = Math.max(most, liveRunners(world!.fixture.dataDir))), 10);
@@ -58,7 +58,7 @@ describe('concurrency slots', () => {
       for (let n = 1; n <= RUNS; n++) ids.push((await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: n })).run.id);
       await until(
         async () => {
-          const runs = await Promise.all(ids.map((id) => engine.get(id)));
+          const runs = await Promise.all(ids.map((id) => queries.get(id)));
           return runs.every((r) => r?.status === 'succeeded');
         },
         `all ${RUNS} runs to succeed`,

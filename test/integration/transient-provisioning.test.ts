@@ -1,7 +1,14 @@
 import { spawn } from 'node:child_process';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createDispatcher, createRunEngine, type Dispatcher, type RunService } from '../../src/runs/index.js';
+import {
+  createDispatcher,
+  createRunEngine,
+  createRunQueries,
+  type Dispatcher,
+  type RunService,
+  type RunQueries,
+} from '../../src/runs/index.js';
 import { createLocalProvider, createMemoryProvider, transientErrorCode, type MemoryProvider } from '../../src/workspaces/index.js';
 import { silentLogger } from '../helpers/logger.js';
 import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js';
@@ -23,6 +30,7 @@ function diskFull(): Error {
 describe.each(STORE_KINDS)('transient provisioning errors on $kind', ({ kind, create }) => {
   let t: TestStore;
   let engine: RunService;
+  let queries: RunQueries;
   let provider: MemoryProvider;
   let dispatcher: Dispatcher;
 
@@ -32,9 +40,11 @@ describe.each(STORE_KINDS)('transient provisioning errors on $kind', ({ kind, cr
     await t.store.migrate();
     const queue = { ...DEFAULTS.queue, concurrency: 2, maxAttempts: 2, backoffBaseMs: 5, backoffMaxMs: 40, pollMs: 20 };
     engine = createRunEngine({ store: t.store, queue });
+    queries = createRunQueries({ store: t.store, concurrency: queue.concurrency });
     provider = createMemoryProvider();
     dispatcher = createDispatcher({
       engine,
+      runs: queries,
       store: t.store,
       provider,
       logger: silentLogger,
@@ -65,20 +75,20 @@ describe.each(STORE_KINDS)('transient provisioning errors on $kind', ({ kind, cr
     await dispatcher.start();
     // Witness: every run failed more often than its attempts allow, and is still waiting.
     await until(async () => {
-      const runs = await Promise.all(ids.map((id) => engine.get(id)));
+      const runs = await Promise.all(ids.map((id) => queries.get(id)));
       return runs.every((r) => r && r.attempts > 3);
     }, 'every run to be retried past its two attempts');
-    expect((await Promise.all(ids.map((id) => engine.get(id)))).map((r) => r?.status)).not.toContain('dead');
+    expect((await Promise.all(ids.map((id) => queries.get(id)))).map((r) => r?.status)).not.toContain('dead');
 
     provider.failNextCreates(0);
-    await until(async () => (await engine.stats()).running === 2, 'two runs to start once the disk has room');
+    await until(async () => (await queries.stats()).running === 2, 'two runs to start once the disk has room');
     // Whichever two got the slots (their backoff has jitter), each running run reports back, so
     // the third gets a slot too.
     await until(async () => {
-      for (const run of await engine.list()) if (run.status === 'running') await engine.complete(run.id, { status: 'succeeded' });
-      return (await engine.list()).every((r) => r.status === 'succeeded');
+      for (const run of await queries.list()) if (run.status === 'running') await engine.complete(run.id, { status: 'succeeded' });
+      return (await queries.list()).every((r) => r.status === 'succeeded');
     }, 'every run to run and succeed');
-    const events = await engine.events(ids[0]!);
+    const events = await queries.events(ids[0]!);
     expect(events.map((e) => e.type)).not.toContain('run:dead');
     expect(events.find((e) => e.type === 'run:retrying')?.data).toMatchObject({
       transient: 'ENOSPC',
@@ -91,7 +101,7 @@ describe.each(STORE_KINDS)('transient provisioning errors on $kind', ({ kind, cr
     const { run } = await engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
     await dispatcher.start();
     const dead = await until(async () => {
-      const current = await engine.get(run.id);
+      const current = await queries.get(run.id);
       return current?.status === 'dead' ? current : null;
     }, 'the run to be dead');
     expect(dead).toMatchObject({ attempts: 2, lastError: 'template is broken' });

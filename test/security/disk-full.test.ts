@@ -142,14 +142,14 @@ describe.skipIf(mount === null)('a full disk (issue #12)', () => {
     const filler = fill(root);
     const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 7 });
     const refused = await until(async () => {
-      const r = await server!.app.engine.get(run.id);
+      const r = await server!.app.runs.get(run.id);
       return r?.lastError ? r : null;
     }, 'a failed attempt');
     expect(refused.lastError).toMatch(/^workspace \S+ cannot be written: no space left on the device \(ENOSPC\)$/);
     expect(refused.status).not.toBe('running');
 
     fs.rmSync(filler);
-    await until(async () => (await server!.app.engine.get(run.id))?.status === 'running', 'the run to start once space is back');
+    await until(async () => (await server!.app.runs.get(run.id))?.status === 'running', 'the run to start once space is back');
     await server.app.engine.cancel(run.id, 'done');
     await until(async () => (await provider.list()).length === 0, 'the workspace to be removed');
   });

@@ -68,7 +68,7 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
       number: 1,
       payload: { account, ...payload },
     });
-    await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    await until(async () => (await server.app.runs.get(run.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
     return { id: run.id, spec };
   }
@@ -78,7 +78,7 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
       headers: { authorization: `token ${capability}`, ...(init.headers as Record<string, string>) },
     });
   const logOf = async (id: number) =>
-    (await server.app.engine.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[] | undefined) ?? []) : []));
+    (await server.app.runs.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[] | undefined) ?? []) : []));
 
   it('gives the workspace a capability and the gateway as its forge, never the bot token', async () => {
     const { spec } = await startRun();
@@ -278,7 +278,7 @@ describe('forge gateway: where git goes', () => {
 
   it('clones from GITEA_CLONE_URL through the gateway, and gives a clone source elsewhere no bot token', async () => {
     const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
-    await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    await until(async () => (await server.app.runs.get(run.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
     expect(spec.cloneUrl).toMatch(/\/gateway\/acme\/app\.git$/);
     const refs = await fetch(`${server.url}/gateway/acme/app.git/info/refs?service=git-upload-pack`, {
@@ -290,7 +290,7 @@ describe('forge gateway: where git goes', () => {
     expect(gitea.requests).toContainEqual(expect.objectContaining({ path: '/acme/app.git/info/refs', auth: 'basic', status: 200 }));
 
     const maintenance = await server.app.engine.enqueue({ stage: 'maintenance', owner: 'acme', repo: 'tools' });
-    await until(async () => (await server.app.engine.get(maintenance.run.id))?.status === 'running', 'the maintenance run to be running');
+    await until(async () => (await server.app.runs.get(maintenance.run.id))?.status === 'running', 'the maintenance run to be running');
     const other = provider.created.find((s) => s.runId === maintenance.run.id)!;
     expect(other.cloneUrl).toBe('https://mirror.example.invalid/acme/tools.git');
     expect(other.forgeToken).toMatch(/^bgw_/);
@@ -299,7 +299,7 @@ describe('forge gateway: where git goes', () => {
 
   it('takes real git through it: a shallow clone pushes a branch of its issue, and is refused the default branch in git’s words', async () => {
     const { run } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 3 });
-    await until(async () => (await server.app.engine.get(run.id))?.status === 'running', 'the run to be running');
+    await until(async () => (await server.app.runs.get(run.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-gateway-git-'));
     try {

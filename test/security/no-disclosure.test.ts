@@ -79,7 +79,7 @@ describe('no disclosure (issue #12)', () => {
 
   it('says why a run failed in general terms on the issue, with the run id, and keeps the details in the API', async () => {
     const { run: crashed } = await server.app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number: 1 });
-    await until(async () => (await server.app.engine.get(crashed.id))?.status === 'running', 'the run to be running');
+    await until(async () => (await server.app.runs.get(crashed.id))?.status === 'running', 'the run to be running');
     const spec = provider.created.find((s) => s.runId === crashed.id)!;
     // The runner of a crashed agent reports the machine-readable reason and its own words.
     const done = await fetch(`${server.url}/api/runs/${crashed.id}/complete`, {
@@ -123,7 +123,7 @@ describe('no disclosure (issue #12)', () => {
       `💀 **develop** could not start after 1 attempts · run ${dead.id}\n\nThe workspace could not be started. The details are in baton under run ${dead.id}.`,
     );
     // In the API the reason is there, with the credential of its URL masked.
-    expect((await server.app.engine.get(dead.id))?.lastError).toBe(
+    expect((await server.app.runs.get(dead.id))?.lastError).toBe(
       'coder 400: template 5f1c not found at https://bot:********@coder.internal/api',
     );
   });

@@ -49,7 +49,7 @@ describe('scoped API tokens (issue #12)', () => {
         },
       });
     }
-    expect((await server.app.engine.get(run.id))?.status).toBe('queued');
+    expect((await server.app.runs.get(run.id))?.status).toBe('queued');
     expect((await server.app.runs.stats()).paused).toBe(true);
     expect((await call('GET', '/api/tokens', token)).status).toBe(403);
   });

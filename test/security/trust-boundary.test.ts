@@ -127,7 +127,7 @@ describe('repository names from a delivery', () => {
     const body = openedIn('Acme_Corp.eu', 'web-api.v2_x');
     const res = await h.post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
     expect(res.status).toBe(202);
-    const run = await h.engine.get(res.delivery!.runIds[0]!);
+    const run = await h.runs.get(res.delivery!.runIds[0]!);
     expect(run).toMatchObject({ owner: 'Acme_Corp.eu', repo: 'web-api.v2_x', key: 'analyse:Acme_Corp.eu/web-api.v2_x#7' });
   });
 });

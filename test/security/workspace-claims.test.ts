@@ -44,12 +44,12 @@ describe('usage and cost from a workspace are claims', () => {
 
   async function runningRun(number: number) {
     const { run } = await app.engine.enqueue({ stage: 'develop', owner: 'acme', repo: 'app', number });
-    await until(async () => (await app.engine.get(run.id))?.status === 'running', 'run to be running');
+    await until(async () => (await app.runs.get(run.id))?.status === 'running', 'run to be running');
     const spec = provider.created.find((s) => s.runId === run.id)!;
     return { id: run.id, token: spec.callbackToken };
   }
   const logOf = async (id: number) =>
-    (await app.engine.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[] | undefined) ?? []) : []));
+    (await app.runs.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[] | undefined) ?? []) : []));
   const used = async () => {
     const res = await app.hono.request('/api/budgets', { headers: { authorization: `Bearer ${ADMIN}` } });
     const body = (await res.json()) as { budgets: { scope: string; tokens: { used: number }; costUsd: { used: number } }[] };
@@ -91,7 +91,7 @@ describe('usage and cost from a workspace are claims', () => {
     expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused completion usage\.outputTokens = 1e\+300 /));
     expect(log).toContainEqual(expect.stringMatching(/^\[baton\] refused completion costUsd = -100 /));
 
-    const stored = (await app.engine.get(cheat.id))!;
+    const stored = (await app.runs.get(cheat.id))!;
     expect(stored.status).toBe('succeeded');
     expect(stored.usage).toEqual({});
     expect(stored.costUsd).toBeNull();

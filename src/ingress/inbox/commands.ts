@@ -4,7 +4,7 @@ import {
   type EnqueueResult,
   type IssueView,
   type Run,
-  type RunFilter,
+  type RunQueries,
   type RunStatus,
   type TaskRequest,
 } from '../../runs/index.js';
@@ -29,12 +29,12 @@ export interface CommandEngine {
   retryIn(scope: TransactionScope, runId: number): Promise<Run>;
   cancelIn(scope: TransactionScope, runId: number, reason?: string): Promise<Run>;
   resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
-  list(filter?: RunFilter): Promise<Run[]>;
-  issue(issue: { owner: string; repo: string; number: number }, now: number): Promise<IssueView | null>;
 }
 
 export interface CommandDeps {
   engine: CommandEngine;
+  /** What a command reads before its transaction: the issue's runs, its SDLC view for `status`. */
+  runs: Pick<RunQueries, 'list' | 'issue'>;
   outbox: { enqueue(scope: TransactionScope, entry: NewOutboxEntry): Promise<number | null> };
   /** The bot account that reacts and replies. @default 'dev' */
   account?: string;
@@ -69,11 +69,11 @@ export async function readCommandContext(
   const issue: Issue = { owner: event.owner, repo: event.repo, number: event.number };
   switch (command.name) {
     case 'retry':
-      return { retryable: (await deps.engine.list({ ...issue, status: [...RETRYABLE], limit: 1 }))[0], live: [], view: null };
+      return { retryable: (await deps.runs.list({ ...issue, status: [...RETRYABLE], limit: 1 }))[0], live: [], view: null };
     case 'cancel':
-      return { live: await deps.engine.list({ ...issue, status: [...CANCELLABLE], limit: 20 }), view: null };
+      return { live: await deps.runs.list({ ...issue, status: [...CANCELLABLE], limit: 20 }), view: null };
     case 'status':
-      return { live: [], view: await deps.engine.issue(issue, deps.now()) };
+      return { live: [], view: await deps.runs.issue(issue, deps.now()) };
     default:
       return { live: [], view: null };
   }
@@ -247,6 +247,6 @@ function messageOf(err: unknown): string {
 
 /** The issue's run that waits for a reply to its question, if any (read before the transaction). */
 export async function waitingRunOf(deps: CommandDeps, event: ForgeEvent & { number: number }): Promise<Run | undefined> {
-  const [run] = await deps.engine.list({ owner: event.owner, repo: event.repo, number: event.number, status: 'waiting', limit: 1 });
+  const [run] = await deps.runs.list({ owner: event.owner, repo: event.repo, number: event.number, status: 'waiting', limit: 1 });
   return run;
 }
