@@ -276,7 +276,7 @@ export function transcriptUrl(callbackUrl: string): string {
 export interface TranscriptClient {
   /**
    * Stores the transcript; false (after logging why) when the server did not take it. `attempts`
-   * overrides the client's (a run's only turn, which no later turn needs, tries less).
+   * bounds the tries (a run's only turn, which no later turn needs, tries less).
    */
   upload(jsonl: Buffer, options?: { attempts?: number }): Promise<boolean>;
   /** The transcript kept for this run; null when there is none. Throws when the server cannot be asked. */
@@ -288,30 +288,43 @@ export function createTranscriptClient(options: {
   token: string;
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
   log: (line: string) => void;
-  /** @default 5 */
-  attempts?: number;
+  /**
+   * Longest time spent retrying one request: as long as the completion callback's (callback-client.ts),
+   * since both wait out the same thing, a server restarting or away. A shorter budget turned a
+   * restart that took longer under load into a failed resume, or a question dropped at its upload.
+   * @default 900_000 (15 min)
+   */
+  maxRetryMs?: number;
 }): TranscriptClient {
   const doFetch = options.fetch ?? fetch;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+  const now = options.now ?? Date.now;
   const url = transcriptUrl(options.callbackUrl);
-  const attempts = options.attempts ?? 5;
+  const maxRetryMs = options.maxRetryMs ?? 15 * 60_000;
   const headers = { authorization: `Bearer ${options.token}` };
   // A restarted server or a passing network fault: tried again; a refusal (4xx) is final.
-  async function withRetries(what: string, request: () => Promise<Response>, tries = attempts): Promise<Response | null> {
+  async function withRetries(what: string, request: () => Promise<Response>, tries = Infinity): Promise<Response | null> {
+    const started = now();
     let problem = '';
-    for (let attempt = 1; attempt <= tries; attempt++) {
+    for (let attempt = 1; ; attempt++) {
       try {
         const res = await request();
         if (res.status < 500) return res;
+        await res.body?.cancel();
         problem = `HTTP ${res.status}`;
       } catch (err) {
         problem = err instanceof Error ? err.message : String(err);
       }
-      if (attempt < tries) await sleep(Math.min(1_000 * 2 ** (attempt - 1), 10_000));
+      const delay = Math.min(1_000 * 2 ** (attempt - 1), 30_000);
+      if (attempt >= tries || now() - started + delay > maxRetryMs) {
+        options.log(`[baton] ${what} failed after ${attempt} attempts: ${problem}`);
+        return null;
+      }
+      if (attempt === 1) options.log(`[baton] ${what} failed (${problem}); retrying`);
+      await sleep(delay);
     }
-    options.log(`[baton] ${what} failed after ${tries} attempts: ${problem}`);
-    return null;
   }
   return {
     async upload(jsonl, uploadOptions) {
