@@ -3,23 +3,10 @@ import { backoffDelay, consoleLogger, createEvents, type BackgroundLogger } from
 import type { BudgetsConfig } from '../budgets/index.js';
 import type { QueueConfig } from './config-section.js';
 import type { Store, TransactionScope } from '../store/index.js';
-import {
-  createCallbackTokenChecks,
-  earlierTokenHashes,
-  hashCallbackToken,
-  rememberReplacedToken,
-  type CallbackTokenChecks,
-} from './callback-tokens.js';
+import { earlierTokenHashes, hashCallbackToken, rememberReplacedToken } from './callback-tokens.js';
 import { claimInOneTrip, claimInTransaction } from './claim.js';
 import { completeRun } from './complete.js';
-import {
-  createConversationOps,
-  readConversation,
-  readTranscript,
-  storeTranscript,
-  type Conversation,
-  type Question,
-} from './conversation.js';
+import { createConversationOps, storeTranscript, type Question } from './conversation.js';
 import { write, type EngineContext } from './engine-context.js';
 import { enqueueInTransaction, queuedRunValues } from './enqueue.js';
 import { LeaseLostError } from './errors.js';
@@ -71,10 +58,11 @@ export interface RunEngineOptions {
 
 /**
  * Every change the rest of baton makes to runs, as createRunEngine builds it: the transitions
- * (RunEngine), the sweeps (RunMaintenance) and the callback-token checks. It reads nothing for
- * others: reads are `createRunQueries`, built beside it at the composition root.
+ * (RunEngine) and the sweeps (RunMaintenance). It reads nothing for others: reads are
+ * `createRunQueries` (queries.ts) and the callback-token checks `createCallbackTokenChecks`
+ * (callback-tokens.ts), built beside it at the composition root.
  */
-export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChecks {
+export interface RunService extends RunEngine, RunMaintenance {
   /**
    * Enqueues inside the caller's transaction, so what else it writes (the inbox's verdict on the
    * delivery that asked for the run) commits or rolls back with the run.
@@ -95,12 +83,8 @@ export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChec
   resumeIn(scope: TransactionScope, runId: number, reply: { text: string; by: string }): Promise<Run>;
   /** Waiting runs that asked longer than `waitMs` ago end `expired`. Returns them. */
   expireWaiting(waitMs: number): Promise<Run[]>;
-  /** The run's conversation (its question, reply, turns, earlier usage), or null when its runner kept no transcript and never asked. */
-  conversation(runId: number): Promise<Conversation | null>;
   /** Keeps the transcript a runner uploaded (JSONL: its turns' streams, and the session files of a turn that asked), gzip'd and bounded; returns the stored size. */
   storeTranscript(runId: number, jsonl: Buffer): Promise<number>;
-  /** The kept transcript (JSONL), or null. */
-  transcript(runId: number): Promise<Buffer | null>;
   /** `cancel` inside the caller's transaction (a ChatOps command and its verdict commit together). */
   cancelIn(scope: TransactionScope, runId: number, reason?: string): Promise<Run>;
   /**
@@ -116,8 +100,8 @@ export interface RunService extends RunEngine, RunMaintenance, CallbackTokenChec
  * The run engine: every change of a run is one transaction that checks the transition, writes the
  * run and its `run_events` row, lets the hooks add their rows (outbox), and registers what to
  * announce once it has committed (local listeners, dispatchers, other replicas). Reads are
- * queries.ts, not the engine's; the sweeps are maintenance.ts, the token checks callback-tokens.ts, the
- * replica wake-ups replica-hints.ts.
+ * queries.ts and callback-tokens.ts, not the engine's; the sweeps are maintenance.ts, the replica
+ * wake-ups replica-hints.ts.
  */
 export function createRunEngine(options: RunEngineOptions): RunService {
   const { store, queue } = options;
@@ -158,7 +142,6 @@ export function createRunEngine(options: RunEngineOptions): RunService {
 
   const engine: RunService = {
     ...createRunMaintenance(ctx),
-    ...createCallbackTokenChecks(store.db),
 
     async enqueue(request) {
       for (;;) {
@@ -311,9 +294,7 @@ export function createRunEngine(options: RunEngineOptions): RunService {
     expireWaiting(waitMs) {
       return write(ctx, (scope) => conversations.expireIn(scope, now() - waitMs));
     },
-    conversation: (runId) => readConversation(store.db, runId),
     storeTranscript: (runId, jsonl) => storeTranscript(store.db, runId, jsonl, now()),
-    transcript: (runId) => readTranscript(store.db, runId),
 
     retryIn: (scope, runId) => retryIn(scope, ctx, runId),
     retry: (runId) => retryRun(ctx, runId),
