@@ -1,8 +1,8 @@
 /**
  * `npm run bench:agent-output`: how fast the runner reads an agent's stream-json output, in
  * messages per second at 5k, 20k and 80k messages, next to the floor of reading NDJSON in Node
- * (`readline` + `JSON.parse`), measured in the same run on the same messages (issue 15 item 7:
- * parsing was quadratic, 5k messages 0.33 s, 10k 1.27 s, 20k 5.8 s, 40k 28 s).
+ * (`readline` + `JSON.parse`), measured in the same run on the same messages (before the fix
+ * parsing was quadratic: 5k messages 0.33 s, 10k 1.27 s, 20k 5.8 s, 40k 28 s).
  *
  *   npm run bench:agent-output [-- --sizes 5000,20000,80000 --repeat 3]
  *

@@ -89,10 +89,10 @@ async function measureClones(root: string) {
   const gateway = forgeGatewayRoutes({
     forgeUrl: gitea.url,
     tokens: { dev: token },
-    engine: {
+    callbackTokens: {
       verifyByTokenHash: async (_id: number, matches: (hash: string) => boolean) => (matches(hash) ? run : null),
-      appendProgress: async () => {},
-    } as never,
+    },
+    engine: { appendProgress: async () => ({}) as never },
     logger: { warn: () => {}, info: () => {} } as never,
   });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });

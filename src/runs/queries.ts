@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Store } from '../store/index.js';
+import { readConversation, readTranscript } from './conversation.js';
 import { branchNamesIssue, buildIssueView } from './issue-view.js';
 import { parseJson, toRun, toRunEvent } from './rows.js';
 import { COUNTED_STATUSES, LIVE_STATUSES, RUN_STATUS, type CountedStatus, type RunStatus } from './states.js';
@@ -131,6 +132,9 @@ export function createRunQueries(options: { store: Pick<Store, 'db' | 'dialect'>
     },
 
     isPaused,
+
+    conversation: (runId) => readConversation(db, runId),
+    transcript: (runId) => readTranscript(db, runId),
 
     async issue(issue, now) {
       const { owner, repo, number } = issue;
