@@ -1,5 +1,14 @@
 import type { Run } from '../runs/index.js';
-import { basic, changeIn, decodeSegment, gitTargetOf, isDraftRelease, isRunRepository, type ChangeTable, type ForgeDialect } from './dialect.js';
+import {
+  basic,
+  changeIn,
+  decodeSegment,
+  gitTargetOf,
+  isDraftRelease,
+  isRunRepository,
+  type ChangeTable,
+  type ForgeDialect,
+} from './dialect.js';
 
 /** Endpoints outside the repository that tools ask for (tea, the agent's curl calls). */
 const GLOBAL_READS = new Set(['/api/v1/version', '/api/v1/user', '/api/v1/settings/api']);
@@ -53,6 +62,7 @@ export function giteaDialect(options: { forgeUrl: string; gitUrl?: string }): Fo
     branchUrl: (run, branch) => `${repository(run)}/branches/${encodeURIComponent(branch)}`,
     pullUrl: (run, number) => `${repository(run)}/pulls/${number}`,
     headRefOf: (pull) => (pull as { head?: { ref?: string } } | null)?.head?.ref,
-    releaseProblem: (body) => (isDraftRelease(body) ? null : 'a release through the gateway must be a draft (publishing one makes its tag)'),
+    releaseProblem: (body) =>
+      isDraftRelease(body) ? null : 'a release through the gateway must be a draft (publishing one makes its tag)',
   };
 }

@@ -1,5 +1,14 @@
 import type { Run } from '../runs/index.js';
-import { basic, changeIn, decodeSegment, gitTargetOf, isDraftRelease, isRunRepository, type ChangeTable, type ForgeDialect } from './dialect.js';
+import {
+  basic,
+  changeIn,
+  decodeSegment,
+  gitTargetOf,
+  isDraftRelease,
+  isRunRepository,
+  type ChangeTable,
+  type ForgeDialect,
+} from './dialect.js';
 
 /**
  * GitHub and GitHub Enterprise Server through the gateway. The run sees the API in the Enterprise
@@ -77,6 +86,7 @@ export function githubDialect(options: { apiUrl: string; gitUrl: string }): Forg
     branchUrl: (run, branch) => `${repository(run)}/branches/${branch.split('/').map(encodeURIComponent).join('/')}`,
     pullUrl: (run, number) => `${repository(run)}/pulls/${number}`,
     headRefOf: (pull) => (pull as { head?: { ref?: string } } | null)?.head?.ref,
-    releaseProblem: (body) => (isDraftRelease(body) ? null : 'a release through the gateway must be a draft (publishing one makes its tag)'),
+    releaseProblem: (body) =>
+      isDraftRelease(body) ? null : 'a release through the gateway must be a draft (publishing one makes its tag)',
   };
 }

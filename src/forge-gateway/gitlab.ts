@@ -48,7 +48,10 @@ export function gitlabDialect(options: { apiUrl: string; gitUrl: string }): Forg
     targetOf(path, service, run) {
       if (GLOBAL_READS.has(path)) return { kind: 'global' };
       if (path === '/api/graphql' || path === '/api/v4/graphql')
-        return { kind: 'refused', reason: "GitLab's GraphQL API is not served: a query can name any project; use the REST API at CI_API_V4_URL" };
+        return {
+          kind: 'refused',
+          reason: "GitLab's GraphQL API is not served: a query can name any project; use the REST API at CI_API_V4_URL",
+        };
       const match = /^\/api\/v4\/projects\/([^/]+)(\/.*)?$/.exec(path);
       if (!match) return gitTargetOf(path, service, run);
       const id = decodeSegment(match[1]!);

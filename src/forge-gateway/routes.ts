@@ -68,7 +68,10 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       : null;
     if (!run) {
       c.header('WWW-Authenticate', 'Basic realm="baton forge gateway"');
-      return c.json({ message: 'the forge gateway needs the run capability baton gave this run (GITEA_TOKEN, GH_TOKEN or GITLAB_TOKEN)' }, 401);
+      return c.json(
+        { message: 'the forge gateway needs the run capability baton gave this run (GITEA_TOKEN, GH_TOKEN or GITLAB_TOKEN)' },
+        401,
+      );
     }
     if (!LIVE.has(run.status)) {
       repositoryIds.delete(run.id);
@@ -85,7 +88,12 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (!token) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured for ${forge.dialect.name}`);
     const exchange: Exchange = { run, forge, target, token, review, method: c.req.method.toUpperCase(), path };
     if (target.kind === 'api' && target.byId !== undefined && (await repositoryIdOf(exchange)) !== target.byId)
-      return refuse(c, run, 403, `${exchange.method} ${path.slice(0, 160)} names a repository by an id that is not ${run.owner}/${run.repo}'s`);
+      return refuse(
+        c,
+        run,
+        403,
+        `${exchange.method} ${path.slice(0, 160)} names a repository by an id that is not ${run.owner}/${run.repo}'s`,
+      );
     const problem = rightsProblem(exchange, c.req.query('service'));
     if (problem) return refuse(c, run, 403, problem);
 

@@ -69,14 +69,20 @@ describe('fake GitHub git smart HTTP and the endpoints over it', () => {
       });
     const branch = await api('/branches/feature/issue-1-x');
     expect(branch.status).toBe(200);
-    expect(await branch.json()).toMatchObject({ name: 'feature/issue-1-x', protected: false, commit: { sha: git(work, 'rev-parse', 'HEAD') } });
+    expect(await branch.json()).toMatchObject({
+      name: 'feature/issue-1-x',
+      protected: false,
+      commit: { sha: git(work, 'rev-parse', 'HEAD') },
+    });
     expect((await api('/branches/nope')).status).toBe(404);
     const opened = await api('/pulls', { method: 'POST', body: JSON.stringify({ title: 'X', head: 'feature/issue-1-x', base: 'main' }) });
     expect(opened.status).toBe(201);
     expect(await opened.json()).toMatchObject({ number: 1, state: 'open', head: { ref: 'feature/issue-1-x' }, base: { ref: 'main' } });
     const again = await api('/pulls', { method: 'POST', body: JSON.stringify({ title: 'X', head: 'feature/issue-1-x', base: 'main' }) });
     expect(again.status).toBe(422);
-    expect(await again.json()).toMatchObject({ errors: [{ code: 'custom', message: 'A pull request already exists for acme:feature/issue-1-x.' }] });
+    expect(await again.json()).toMatchObject({
+      errors: [{ code: 'custom', message: 'A pull request already exists for acme:feature/issue-1-x.' }],
+    });
     const none = await api('/pulls', { method: 'POST', body: JSON.stringify({ title: 'Y', head: 'nope', base: 'main' }) });
     expect(await none.json()).toMatchObject({ message: 'Validation Failed', errors: [{ field: 'head', code: 'invalid' }] });
   });

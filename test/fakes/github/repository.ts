@@ -116,6 +116,18 @@ export function addGitHubRepositoryRoutes(app: ReturnType<typeof createFakeGitHu
     });
   });
 
+  // GitHub also names a repository by its id, `/repositories/{id}/…`, as its own Link headers do
+  // on some lists: the same answers as by name.
+  app.get('/repositories/:id{[0-9]+}/:rest{.*}?', async (c) => {
+    const repo = [...state.repos.values()].find((r) => r.id === Number(c.req.param('id')));
+    if (!repo) return fail(c, 404, 'Not Found');
+    const rest = c.req.param('rest');
+    const auth = c.req.header('authorization');
+    return app.request(`/api/v3/repos/${repo.owner}/${repo.name}${rest ? `/${rest}` : ''}${new URL(c.req.url).search}`, {
+      headers: auth ? { authorization: auth } : {},
+    });
+  });
+
   app.post(`${R}/pulls`, async (c) => {
     const caller = c.get('user');
     if (!caller) return fail(c, 401, 'Requires authentication');

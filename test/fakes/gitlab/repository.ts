@@ -67,7 +67,7 @@ export function serveGitLabGit(state: FakeGitLabState, root: string, req: http.I
   if (!(exists && project.visibility === 'public' && pull) && !user) return void text(401, 'HTTP Basic: Access denied\n', challenge);
   const level = exists && user ? state.accessOf(project, user.username) : 0;
   const visible = exists && (project.visibility === 'public' || (project.visibility === 'internal' && user) || level >= 10);
-  if (!visible) return void text(404, 'The project you were looking for could not be found or you don\'t have permission to view it.\n');
+  if (!visible) return void text(404, "The project you were looking for could not be found or you don't have permission to view it.\n");
   if (!pull && level < 30) return void text(403, 'You are not allowed to push code to this project.\n');
   if (rest !== 'info/refs' && req.headers['content-type'] !== `application/x-${service}-request`) return void text(400, '');
   runGitBackend(
