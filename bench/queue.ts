@@ -1,6 +1,6 @@
 /**
  * `npm run bench:queue`: baton's run engine on SQLite and PostgreSQL next to graphile-worker,
- * pg-boss and BullMQ, doing the same no-op work. Printed, not asserted (issue 2, "Benchmark").
+ * pg-boss and BullMQ, doing the same no-op work. Printed, not asserted (bench/README.md).
  */
 import os from 'node:os';
 import { performance } from 'node:perf_hooks';

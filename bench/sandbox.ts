@@ -88,10 +88,10 @@ async function measureClones(root: string) {
   const run = { id: 1, status: 'running', owner: 'acme', repo: 'app', stage: 'develop', number: 1, payload: {} } as unknown as Run;
   const gateway = forgeGatewayRoutes({
     forges: { gitea: { dialect: giteaDialect({ forgeUrl: gitea.url }), tokens: { dev: token } } },
-    engine: {
+    callbackTokens: {
       verifyByTokenHash: async (_id: number, matches: (hash: string) => boolean) => (matches(hash) ? run : null),
-      appendProgress: async () => {},
-    } as never,
+    },
+    engine: { appendProgress: async () => ({}) as never },
     logger: { warn: () => {}, info: () => {} } as never,
   });
   const server = serve({ fetch: gateway.fetch, hostname: '127.0.0.1', port: 0 });

@@ -254,6 +254,8 @@ async function preparePrompt(run: StageRun, repoDir: string): Promise<{ resolved
     allowedTools: fromFile.allowedTools,
     model: agentName === 'text' ? null : (options.model ?? fromFile.model),
     skipPermissions: options.skipPermissions ?? true,
+    // `baton mcp` beside `baton ask` (conversation.ts puts `baton` on the agent's PATH).
+    canAsk: agentName === 'claude',
   };
   // The run page shows what the agent was asked; masked like every line that leaves the workspace.
   run.reporter.setPrompt({

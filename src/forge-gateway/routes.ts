@@ -1,6 +1,6 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from '../log/index.js';
-import type { RunService, Run } from '../runs/index.js';
+import type { CallbackTokenChecks, RunService, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
 import { REVIEW_CHANGES, type ForgeDialect, type Target } from './dialect.js';
 import { readRefUpdates, refusedPushReport } from './pkt-line.js';
@@ -27,7 +27,10 @@ export interface GatewayForge {
 export interface ForgeGatewayDeps {
   /** The forges runs reach through the gateway, by the run's forge (a Forgejo run is served as `gitea`). */
   forges: Partial<Record<'gitea' | 'github' | 'gitlab', GatewayForge>>;
-  engine: Pick<RunService, 'verifyByTokenHash' | 'appendProgress'>;
+  /** Which live run a capability was derived from (its callback token hashes). */
+  callbackTokens: Pick<CallbackTokenChecks, 'verifyByTokenHash'>;
+  /** Where a refusal is written: the run's log. */
+  engine: Pick<RunService, 'appendProgress'>;
   logger: Pick<Logger, 'warn' | 'info'>;
   /** What the run's stage may push and whether it may merge (`pipeline.stages.<name>.push`, `.merge`). @default DEFAULT_RIGHTS */
   rightsOf?: (run: Run) => RunRights;
@@ -64,7 +67,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     const presented = credentialOf(c);
     const capability = presented ? parseCapability(presented) : null;
     const run = capability
-      ? await deps.engine.verifyByTokenHash(capability.runId, (hash) => macMatches(capability.runId, hash, capability.mac))
+      ? await deps.callbackTokens.verifyByTokenHash(capability.runId, (hash) => macMatches(capability.runId, hash, capability.mac))
       : null;
     if (!run) {
       c.header('WWW-Authenticate', 'Basic realm="baton forge gateway"');

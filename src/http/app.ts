@@ -2,7 +2,7 @@ import { Hono, type MiddlewareHandler } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { MetricsRegistry } from '../metrics/index.js';
 import type { DeliveryInspector } from '../ingress/index.js';
-import type { BudgetService, RunService, Run, RunOutcome, RunQueries } from '../runs/index.js';
+import type { BudgetService, CallbackTokenChecks, RunService, Run, RunOutcome, RunQueries } from '../runs/index.js';
 import type { SessionStore, TokenStore } from '../tokens/index.js';
 import { identify, isWorkspaceCallback, requireToken, type Credentials } from './auth.js';
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
@@ -29,6 +29,8 @@ export interface HttpDeps {
   engine: RunService;
   /** Every read of runs. */
   runs: RunQueries;
+  /** Which run a workspace's callback token speaks for. */
+  callbackTokens: CallbackTokenChecks;
   tokens: TokenStore;
   /** Dashboard sessions, made at login from a token. */
   sessions: SessionStore;
@@ -96,11 +98,11 @@ export function createHttpApp(deps: HttpDeps): Hono {
   );
   app.route('/', queueRoutes(deps.runs, deps.now));
   if (deps.gateway) app.route('/', deps.gateway);
-  app.route('/', callbackRoutes(deps.engine, deps.runs, deps.logger, deps.checkOutcome));
+  app.route('/', callbackRoutes(deps));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
   app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
-  app.route('/', conversationRoutes({ engine: deps.engine, runs: deps.runs, now: deps.now }));
+  app.route('/', conversationRoutes({ runs: deps.runs, now: deps.now }));
   app.route('/', insightsRoutes({ runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
   app.route('/', tokenRoutes(deps.tokens));
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));

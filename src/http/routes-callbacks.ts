@@ -7,6 +7,7 @@ import {
   holdsSlot,
   type Question,
   OUTCOME_STATUSES,
+  type CallbackTokenChecks,
   type RunService,
   type RunQueries,
   type ProgressBatch,
@@ -34,24 +35,30 @@ export const MISSING_CALLBACK_TOKEN =
   "missing callback token: the workspace must be created from baton's template (deploy/coder/), which passes each run's " +
   'callback token to baton agent; the original orchestrator\'s template does not. See docs/migrating.md ("Workspaces and callbacks")';
 
+export interface CallbackRoutesOptions {
+  /** The changes a workspace asks for: progress, its transcript, a question, the completion. */
+  engine: Pick<RunService, 'appendProgress' | 'storeTranscript' | 'park' | 'complete'>;
+  /** The legacy callback's run by workspace name; the transcript and conversation of a resumed run. */
+  runs: Pick<RunQueries, 'findByWorkspace' | 'transcript' | 'conversation'>;
+  /** Which run a callback token speaks for. */
+  callbackTokens: Pick<CallbackTokenChecks, 'verifyCallbackToken'>;
+  logger: Logger;
+  /** Checks a claimed success against the forge (success is an outcome); may turn it into a failure. */
+  checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>;
+}
+
 /**
  * The workspace's side of a run: progress batches and the completion callback, each authenticated
  * by the run's own callback token (only its hash is stored). `POST /webhook/task-complete/:name`
  * is the original orchestrator's path, keyed by workspace name.
  */
-export function callbackRoutes(
-  engine: RunService,
-  /** Finds the run a legacy callback names by its workspace. */
-  runs: Pick<RunQueries, 'findByWorkspace'>,
-  logger: Logger,
-  /** Checks a claimed success against the forge (success is an outcome); may turn it into a failure. */
-  checkOutcome?: (run: Run, outcome: RunOutcome) => Promise<RunOutcome>,
-): Hono<CallbackEnv> {
+export function callbackRoutes(options: CallbackRoutesOptions): Hono<CallbackEnv> {
+  const { engine, runs, callbackTokens, logger, checkOutcome } = options;
   const app = new Hono<CallbackEnv>();
   // The token first (security checks come first), then the size, then the body.
-  const byId = callbackToken(engine, async (c) => parseRunId(c.req.param('id') ?? ''));
+  const byId = callbackToken(callbackTokens, async (c) => parseRunId(c.req.param('id') ?? ''));
   // Unknown names get the same 401 as wrong tokens: the answer must not reveal which runs exist.
-  const byName = callbackToken(engine, async (c) => (await runs.findByWorkspace(c.req.param('name') ?? ''))?.id ?? null);
+  const byName = callbackToken(callbackTokens, async (c) => (await runs.findByWorkspace(c.req.param('name') ?? ''))?.id ?? null);
   const limit = limitBody(MAX_BODY_BYTES);
 
   app.post('/api/runs/:id/complete', byId, limit, (c) => complete(c, c.get('run')));
@@ -95,7 +102,7 @@ export function callbackRoutes(
   });
   app.get('/api/runs/:id/transcript', byId, async (c) => {
     const run = c.get('run');
-    const jsonl = await engine.transcript(run.id);
+    const jsonl = await runs.transcript(run.id);
     if (!jsonl) throw new HttpError(404, 'not_found', `run ${run.id} has no transcript`);
     return c.body(new Uint8Array(jsonl), 200, { 'content-type': 'application/x-ndjson' });
   });
@@ -103,7 +110,7 @@ export function callbackRoutes(
   /** A resumed run's last turn reports its own usage: the turns before count too (budgets, the record). */
   async function withEarlierTurns(run: Run, outcome: RunOutcome): Promise<RunOutcome> {
     if (run.agentAttempt <= 1) return outcome;
-    const conversation = await engine.conversation(run.id);
+    const conversation = await runs.conversation(run.id);
     if (!conversation) return outcome;
     return {
       ...outcome,
@@ -147,14 +154,17 @@ export function callbackRoutes(
 }
 
 /** The run's own callback token (only its hash is stored); the run it names goes into `c.get('run')`. */
-function callbackToken(engine: RunService, runIdOf: (c: Context) => Promise<number | null>): MiddlewareHandler<CallbackEnv> {
+function callbackToken(
+  tokens: CallbackRoutesOptions['callbackTokens'],
+  runIdOf: (c: Context) => Promise<number | null>,
+): MiddlewareHandler<CallbackEnv> {
   return async (c, next) => {
     const header = c.req.header('authorization');
     // The original orchestrator's template calls back without a token: say what to change.
     if (header === undefined || header.trim() === '') throw new HttpError(401, 'unauthorized', MISSING_CALLBACK_TOKEN);
     const match = /^Bearer\s+(\S+)$/i.exec(header);
     const runId = match ? await runIdOf(c) : null;
-    const run = match && runId !== null ? await engine.verifyCallbackToken(runId, match[1]!) : null;
+    const run = match && runId !== null ? await tokens.verifyCallbackToken(runId, match[1]!) : null;
     if (!run) throw new HttpError(401, 'unauthorized', 'missing or invalid callback token');
     c.set('run', run);
     await next();

@@ -1,13 +1,12 @@
 import { Hono } from 'hono';
 import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
-import type { RunService, RunQueries } from '../runs/index.js';
+import type { RunQueries } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
 import { conversationView, type RunConversationView } from './conversation-view.js';
 import { HttpError } from '../web-kit/index.js';
 
 export interface ConversationRoutesOptions {
-  engine: Pick<RunService, 'transcript' | 'conversation'>;
-  runs: Pick<RunQueries, 'get' | 'issue'>;
+  runs: Pick<RunQueries, 'get' | 'issue' | 'transcript' | 'conversation'>;
   now: () => number;
 }
 
@@ -21,13 +20,13 @@ export const MAX_ISSUE_CONVERSATIONS = 30;
  * `/api/runs/:id/transcript`, which these never serve.
  */
 export function conversationRoutes(options: ConversationRoutesOptions): Hono<AuthEnv> {
-  const { engine, runs, now } = options;
+  const { runs, now } = options;
   const app = new Hono<AuthEnv>();
 
   async function viewOf(id: number): Promise<RunConversationView | null> {
     const run = await runs.get(id);
     if (!run) return null;
-    const [jsonl, conversation] = await Promise.all([engine.transcript(id), engine.conversation(id)]);
+    const [jsonl, conversation] = await Promise.all([runs.transcript(id), runs.conversation(id)]);
     return conversationView(run, jsonl, conversation);
   }
 

@@ -6,6 +6,7 @@ import { toRun } from './rows.js';
 import { canTransition, RUN_EVENT, RUN_STATUS } from './states.js';
 import { recordTransition, scheduleTeardown, selectRun, type TransitionContext } from './transition.js';
 import type { Run, RunOutcome, Usage } from './types.js';
+import { totalTokens } from './usage.js';
 
 /**
  * Conversations: an agent that asks a question parks its run (`waiting`): the question is kept,
@@ -153,7 +154,8 @@ export function createConversationOps(ctx: TransitionContext, dialect: 'sqlite' 
       // What the next workspace's runner needs to resume the session (server/workspaces.ts), and
       // the tokens of the turns before: the token cap counts the whole conversation.
       const before = conversation?.usage ? (JSON.parse(conversation.usage) as Usage) : null;
-      const tokensBefore = USAGE_KEYS.reduce((sum, key) => sum + (typeof before?.[key] === 'number' ? before[key] : 0), 0);
+      // Input + output, as the cap counts them (cache reads and writes it does not).
+      const tokensBefore = totalTokens(before) ?? 0;
       const payload = {
         ...run.payload,
         resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by, tokensBefore },

@@ -1,4 +1,5 @@
 import type { TransactionScope } from '../store/index.js';
+import type { Conversation } from './conversation.js';
 import type { IssueView } from './issue-view.js';
 import type { CountedStatus, RUN_EVENT, RunEventType, RunStatus } from './states.js';
 import type { ForgeName } from './keys.js';
@@ -240,6 +241,10 @@ export interface RunQueries {
   issue(issue: { owner: string; repo: string; number: number }, now: number): Promise<IssueView | null>;
   /** Tokens and cost of the runs that finished in a range of UTC days, grouped one way. */
   usage(query: UsageQuery): Promise<UsageReport>;
+  /** The run's conversation (its question, reply, turns, earlier usage), or null when its runner kept no transcript and never asked. */
+  conversation(runId: number): Promise<Conversation | null>;
+  /** The transcript a runner uploaded (JSONL), or null. */
+  transcript(runId: number): Promise<Buffer | null>;
 }
 
 /**

@@ -1,7 +1,7 @@
 import { Hono } from 'hono';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from './config-types.js';
-import { createWebhookDelivery, createWebhookHook, WEBHOOK_KIND } from '../event-webhooks/index.js';
+import { createWebhookDelivery, WEBHOOK_KIND } from '../event-webhooks/index.js';
 import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
 import { createHttpApp } from '../http/index.js';
 import { createEventHub, type EventHub } from '../live-events/index.js';
@@ -17,13 +17,11 @@ import {
 } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createCommentHandler, createOutbox, createReactionHandler, createStatusCommentHook, type Outbox } from '../outbox/index.js';
+import { createCommentHandler, createOutbox, createReactionHandler, type Outbox } from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
   createDispatcher,
-  createRunEngine,
-  createRunQueries,
   createScheduler,
   createSweeper,
   createTeardownWorker,
@@ -32,7 +30,6 @@ import {
   type RunService,
   type RunQueries,
   type Schedule,
-  type TransitionHook,
 } from '../runs/index.js';
 import { createStore, type Store } from '../store/index.js';
 import { createSessionStore, createTokenStore, type SessionStore, type TokenStore } from '../tokens/index.js';
@@ -43,6 +40,7 @@ import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
 import { createForgeGateway } from './forge-gateway.js';
 import { createOutcomeCheck } from './outcome-check.js';
+import { createRunParts } from './runs.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
@@ -141,42 +139,9 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
   });
 
-  // 5. The run engine, with the hooks that write outbox entries in its transactions.
-  const hooks: TransitionHook[] = [
-    createStatusCommentHook({
-      templates: config.comments,
-      accounts,
-      outbox,
-      secrets: [
-        config.bots.dev.token,
-        config.bots.review.token,
-        webhookSecret,
-        config.gitea.adminToken,
-        config.github.tokens.dev,
-        config.github.tokens.review,
-        config.github.webhookSecret,
-        config.gitlab.tokens.dev,
-        config.gitlab.tokens.review,
-        config.gitlab.webhookSecret,
-        config.coder.token,
-        config.claude.oauthToken,
-      ],
-    }),
-  ];
-  if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
-  const engine = createRunEngine({
-    store,
-    queue: config.queue,
-    now,
-    hooks,
-    logger,
-    runLog: config.runLog,
-    budgets: config.budgets,
-    retries: {
-      attemptsFor: (stage) => config.pipeline.stages.find((s) => s.name === stage)?.agentAttempts ?? config.limits.agentAttempts ?? 3,
-    },
-  });
-  const runs = createRunQueries({ store, concurrency: config.queue.concurrency });
+  // 5. The runs: the engine (with the hooks that write outbox entries in its transactions), the
+  // reads and the callback-token checks.
+  const { engine, runs, callbackTokens } = createRunParts(config, { store, outbox, accounts, webhookSecret, logger, now });
   const tokens = createTokenStore({ store, now });
   const sessions = createSessionStore({
     store,
@@ -405,6 +370,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     logger,
     engine,
     runs,
+    callbackTokens,
     tokens,
     sessions,
     metrics,
@@ -416,7 +382,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
-    gateway: createForgeGateway(config, { engine, logger }),
+    gateway: createForgeGateway(config, { callbackTokens, engine, logger }),
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger, store),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),

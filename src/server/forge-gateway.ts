@@ -15,7 +15,7 @@ import type { Config } from './config-types.js';
  * API root, GitLab at `<GITLAB_URL>/api/v4`, each with its bots' tokens; git goes to the forge's
  * clone URL when that is http(s), else to its root. None configured: no gateway.
  */
-export function createForgeGateway(config: Config, deps: Pick<ForgeGatewayDeps, 'engine' | 'logger'>): Hono | undefined {
+export function createForgeGateway(config: Config, deps: Pick<ForgeGatewayDeps, 'callbackTokens' | 'engine' | 'logger'>): Hono | undefined {
   const forges: ForgeGatewayDeps['forges'] = {};
   const httpOnly = (url: string | undefined) => (url && /^https?:\/\//i.test(url) ? url : undefined);
   if (config.gitea.url) {

@@ -1,6 +1,12 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULTS } from '../../src/runs/index.js';
-import { createRunEngine, hashCallbackToken, type RunService } from '../../src/runs/index.js';
+import {
+  createCallbackTokenChecks,
+  createRunEngine,
+  hashCallbackToken,
+  type CallbackTokenChecks,
+  type RunService,
+} from '../../src/runs/index.js';
 import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 
 const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k) => [k.kind, await k.available()])));
@@ -9,6 +15,7 @@ describe.each(STORE_KINDS)('callback tokens across attempts on $kind', ({ kind, 
   let t: TestStore;
   let clock: number;
   let engine: RunService;
+  let tokens: CallbackTokenChecks;
 
   beforeEach(async (ctx) => {
     if (!available[kind]) ctx.skip();
@@ -16,6 +23,7 @@ describe.each(STORE_KINDS)('callback tokens across attempts on $kind', ({ kind, 
     await t.store.migrate();
     clock = 1_700_000_000_000;
     engine = createRunEngine({ store: t.store, queue: { ...DEFAULTS.queue, leaseMs: 1_000 }, now: () => clock, random: () => 1 });
+    tokens = createCallbackTokenChecks(t.store.db);
   });
   afterEach(async () => {
     await t?.cleanup();
@@ -35,19 +43,19 @@ describe.each(STORE_KINDS)('callback tokens across attempts on $kind', ({ kind, 
     clock += 2_000;
     expect(await engine.reclaimExpiredLeases()).toBe(1);
     // Between the two claims the adopted runner may already report: its token still holds.
-    expect(await engine.verifyCallbackToken(run.id, 'first-token')).not.toBeNull();
+    expect(await tokens.verifyCallbackToken(run.id, 'first-token')).not.toBeNull();
     const second = await attempt('second-token');
-    expect(await engine.verifyCallbackToken(run.id, 'first-token')).toMatchObject({ id: run.id });
-    expect(await engine.verifyCallbackToken(run.id, 'second-token')).toMatchObject({ id: run.id });
-    expect(await engine.verifyCallbackToken(run.id, 'another-token')).toBeNull();
+    expect(await tokens.verifyCallbackToken(run.id, 'first-token')).toMatchObject({ id: run.id });
+    expect(await tokens.verifyCallbackToken(run.id, 'second-token')).toMatchObject({ id: run.id });
+    expect(await tokens.verifyCallbackToken(run.id, 'another-token')).toBeNull();
 
     await engine.markRunning(run.id, second.leaseToken, { workspaceId: 'ws-1' });
     await engine.complete(run.id, { status: 'failed', error: 'agent crashed' });
     await engine.retry(run.id);
-    for (const token of ['first-token', 'second-token']) expect(await engine.verifyCallbackToken(run.id, token)).toBeNull();
+    for (const token of ['first-token', 'second-token']) expect(await tokens.verifyCallbackToken(run.id, token)).toBeNull();
     await attempt('third-token');
-    expect(await engine.verifyCallbackToken(run.id, 'first-token')).toBeNull();
-    expect(await engine.verifyCallbackToken(run.id, 'third-token')).toMatchObject({ id: run.id });
+    expect(await tokens.verifyCallbackToken(run.id, 'first-token')).toBeNull();
+    expect(await tokens.verifyCallbackToken(run.id, 'third-token')).toMatchObject({ id: run.id });
   });
 
   it('forgets the tokens of pruned runs', async () => {

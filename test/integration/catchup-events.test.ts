@@ -10,7 +10,7 @@ const available = Object.fromEntries(await Promise.all(STORE_KINDS.map(async (k)
 const SECRET = 'catch-up-events-webhook-secret';
 
 /**
- * Issue #25: catch-up rebuilds every event a lost webhook could have carried, beside labels and
+ * Catch-up rebuilds every event a lost webhook could have carried, beside labels and
  * heads: an issue opened, a comment (a ChatOps command included), a review. Each is read from the
  * fake Gitea's API (the endpoints real Gitea serves, test/fakes/gitea/SOURCES.md), sent by its
  * real author, and has one effect whichever way baton learns of it: the late webhook after

@@ -209,7 +209,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     expect(await status(run.id)).toBe('waiting');
     await until(() => questions().length === 2, 'the second question');
     expect(questions()[1]!.body).toContain('> Which version of PostgreSQL?');
-    const waiting = (await app!.app.engine.conversation(run.id))!;
+    const waiting = (await app!.app.runs.conversation(run.id))!;
     expect(waiting).toMatchObject({ question: 'Which version of PostgreSQL?', reply: null, turns: 2, costUsd: 0.5 });
     expect(waiting.usage).toMatchObject({ inputTokens: 200, outputTokens: 20 });
 
@@ -236,7 +236,7 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.runs.get(run.id) : null), 'the answer');
     expect(done!.costUsd).toBeCloseTo(1.0);
     expect(done!.usage).toMatchObject({ inputTokens: 250, outputTokens: 25 });
-    expect((await app!.app.engine.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });
+    expect((await app!.app.runs.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });
     // One run, three workspaces, one after another.
     expect(provider.created.filter((s) => s.runId === run.id)).toHaveLength(3);
   });

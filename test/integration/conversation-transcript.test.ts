@@ -272,11 +272,11 @@ describeWithReference('claude-code/stream-json-sample-turns.json', 'a run’s co
       await upload(spec, [{ ...firstTurn, question: null }], false);
       await call(spec, '/complete', { method: 'POST', body: JSON.stringify({ status: 'succeeded', summary: 'done', durationMs: 1 }) });
       await until(async () => (await app!.app.runs.get(run.id))!.status === 'succeeded', 'the run to succeed');
-      expect(await app!.app.engine.transcript(run.id)).not.toBeNull();
+      expect(await app!.app.runs.transcript(run.id)).not.toBeNull();
       // retentionDays 0: the finished run is past it as soon as the clock moves on.
       await until(async () => (await app!.app.engine.prune()) > 0, 'the run to be pruned');
-      expect(await app!.app.engine.transcript(run.id)).toBeNull();
-      expect(await app!.app.engine.conversation(run.id)).toBeNull();
+      expect(await app!.app.runs.transcript(run.id)).toBeNull();
+      expect(await app!.app.runs.conversation(run.id)).toBeNull();
     }, 60_000);
   });
 });

@@ -11,7 +11,7 @@ import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #10 items 1, 2, 3, 6 and 9: the inbox keeps every accepted delivery and processes each
+ * The inbox keeps every accepted delivery and processes each
  * once, whatever the forge API or the worker does meanwhile.
  */
 const SECRET = 'inbox-processing-secret';

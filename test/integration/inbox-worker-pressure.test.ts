@@ -10,7 +10,7 @@ import { STORE_KINDS, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #10 item 8: while deliveries arrive on a busy event loop, the inbox worker yields to the
+ * While deliveries arrive on a busy event loop, the inbox worker yields to the
  * accept path (one delivery at a time, a pause between them), and takes its full concurrency
  * again once the pressure is gone. Claims come in batches, each issue still in order.
  */

@@ -7,7 +7,7 @@ import { runBaton, startServe, type ServeHandle } from '../helpers/baton-bin.js'
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #12 against the real `baton serve` (the built bin, SQLite, stdout and stderr piped as a
+ * Against the real `baton serve` (the built bin, SQLite, stdout and stderr piped as a
  * container runtime collects them): the first 10 characters of BATON_BOOTSTRAP_TOKEN logged and
  * stored in clear, a minted admin token on stderr, a data directory of 0755 and a database, WAL and
  * shared-memory file of 0644.
@@ -15,7 +15,7 @@ import { until } from '../helpers/until.js';
 
 const mode = (file: string) => fs.statSync(file).mode & 0o777;
 
-describe('bootstrap secrets and file modes of baton serve (issue #12)', () => {
+describe('bootstrap secrets and file modes of baton serve', () => {
   let root: string;
   let dataDir: string;
   let server: ServeHandle | undefined;

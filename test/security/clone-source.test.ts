@@ -15,7 +15,7 @@ import { until } from '../helpers/until.js';
 import { processedDelivery } from '../helpers/deliveries.js';
 
 /**
- * Issue #10 item 5 through the real `baton serve` (built CLI, SQLite, local workspaces in
+ * Through the real `baton serve` (built CLI, SQLite, local workspaces in
  * bubblewrap, the real `baton agent` and git): signed deliveries whose `repository.clone_url`
  * names another host ("evil") must not make anything contact that host, and the workspace clones
  * from the git server behind GITEA_URL with the bot token. The two repositories are the pair whose

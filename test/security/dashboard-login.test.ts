@@ -5,9 +5,9 @@ import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #12, the dashboard's doors, against a real app on a real port: an unauthenticated login
+ * The dashboard's doors, against a real app on a real port: an unauthenticated login
  * body of hundreds of MiB, the cookie that held the raw 7-day token and outlived logout, `Secure`
- * only behind a header, and 300 wrong tokens in under 3 s. Each attack from the issue, and that it
+ * only behind a header, and 300 wrong tokens in under 3 s. Each attack as it was reported, and that it
  * now fails.
  */
 
@@ -43,7 +43,7 @@ const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 const cookieOf = (answer: Answer) => answer.headers['set-cookie']?.[0] ?? '';
 const sessionId = (answer: Answer) => /baton_session=([^;]+)/.exec(cookieOf(answer))?.[1] ?? '';
 
-describe('dashboard login and sessions (issue #12)', () => {
+describe('dashboard login and sessions', () => {
   let t: TestStore;
   let server: TestApp;
   let clock: number;

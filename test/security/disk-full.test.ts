@@ -11,7 +11,7 @@ import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #12: "With the data directory's disk full, /ready still answered ready and webhooks were
+ * A report: "With the data directory's disk full, /ready still answered ready and webhooks were
  * accepted." On a real small filesystem (an 8 MiB tmpfs) that a test fills and frees: /ready fails
  * below the floor, a run whose workspace cannot be written fails its attempt with that reason,
  * and nothing that was accepted is lost when space returns.
@@ -59,7 +59,7 @@ const mount = mountTmpfs();
 
 const SECRET = 'disk-full-webhook-secret';
 
-describe.skipIf(mount === null)('a full disk (issue #12)', () => {
+describe.skipIf(mount === null)('a full disk', () => {
   const root = mount!;
   let t: TestStore | undefined;
   let server: TestApp | undefined;

@@ -5,7 +5,7 @@ import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #12, the HTTP server's doors: no CSP, `nosniff` or frame protection; 30 slow connections
+ * The HTTP server's doors as they were: no CSP, `nosniff` or frame protection; 30 slow connections
  * still open past 20 s under Node's defaults (300 s request timeout, no connection cap); bodies of
  * any size on routes that read one. Against the real server `baton serve` runs (createHttpServer).
  */
@@ -24,7 +24,7 @@ function connect(url: string): Promise<{ socket: net.Socket; closed: Promise<str
   });
 }
 
-describe('security headers (issue #12)', () => {
+describe('security headers', () => {
   let t: TestStore;
   let server: TestApp;
 
@@ -61,7 +61,7 @@ describe('security headers (issue #12)', () => {
   });
 });
 
-describe('HTTP server limits (issue #12)', () => {
+describe('HTTP server limits', () => {
   let t: TestStore;
   let server: TestApp;
 

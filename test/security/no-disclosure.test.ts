@@ -11,13 +11,13 @@ import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #12, what baton told whoever asked: `/ready` gave database error text to anyone; a
+ * What baton used to tell whoever asked: `/ready` gave database error text to anyone; a
  * mistyped DATABASE_URL scheme printed its password; status comments on possibly public issues
  * carried provisioning errors, the bare code `no_result` of a crashed agent and the operator's
  * token name.
  */
 
-describe('no disclosure (issue #12)', () => {
+describe('no disclosure', () => {
   let t: TestStore;
   let server: TestApp;
   let gitea: FakeGitea;

@@ -6,11 +6,11 @@ import { ADMIN_TOKEN, bearer, startTestApp, type TestApp } from '../helpers/app.
 import { createSqliteTestStore, type TestStore } from '../helpers/stores.js';
 
 /**
- * Issue #12: "Every token is an admin token." A token minted for a dashboard on the wall could
+ * It was reported: "Every token is an admin token." A token minted for a dashboard on the wall could
  * retry, cancel, pause and replay. Now each token has a scope, and every route that changes
  * something asks for more than `read`.
  */
-describe('scoped API tokens (issue #12)', () => {
+describe('scoped API tokens', () => {
   let t: TestStore;
   let server: TestApp;
 

@@ -15,7 +15,7 @@ import { until } from '../helpers/until.js';
 import { processedDelivery } from '../helpers/deliveries.js';
 
 /**
- * Issue #11 against the real `baton serve` (built CLI, SQLite, local workspaces in bubblewrap):
+ * Against the real `baton serve` (built CLI, SQLite, local workspaces in bubblewrap):
  * the spy agent of one run tries to read the server's environment (every bot token), the
  * database and config file, the other run's workspace and token, to write to the database and
  * to report the other run as succeeded. Then what an operator sees when the sandbox cannot work:

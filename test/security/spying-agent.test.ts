@@ -15,7 +15,7 @@ import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
- * The agent is untrusted (issue #24): a spying agent, run through the real `baton serve` (built
+ * The agent is untrusted: a spying agent, run through the real `baton serve` (built
  * CLI, SQLite, local workspaces in real bubblewrap), tries every attack an agent on baton's host
  * found, and each fails:
  *

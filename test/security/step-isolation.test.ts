@@ -7,7 +7,7 @@ import { startCallbackReceiver, type CallbackReceiver } from '../fakes/agent/cal
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 
 /**
- * What each step of a run gets (issue #11): the install and build commands run the repository's
+ * What each step of a run gets: the install and build commands run the repository's
  * code, so they get no token unless the stage grants it (`setupTokens`); the agent gets its forge
  * and Claude tokens but never the callback token; and in the nested sandbox neither can see the
  * runner that holds it (here the runner is this test process).

@@ -14,7 +14,7 @@ import { silentLogger } from '../helpers/logger.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #10 item 5 at the webhook endpoint: what a delivery may name is checked before it can
+ * At the webhook endpoint: what a delivery may name is checked before it can
  * become a run. The repository's owner and name end up in the URL workspaces clone from, in forge
  * API paths and in the run's key, so they must be names Gitea could have made.
  */

@@ -4,7 +4,8 @@ import type { ForgeEventKind } from '../../pipeline/index.js';
  * The webhook paths. `/webhook/gitea` takes every event. The legacy paths come from the n8n
  * workflows baton replaces: each Gitea webhook there pointed at one workflow, so each path acts
  * only on the events its name promises and only starts the stages that workflow started;
- * anything else is answered 202 with the reason. Every path reads and moves the same label memory
+ * anything else is stored and answered 202 like every delivery, and its verdict says why it
+ * started nothing. Every path reads and moves the same label memory
  * (LABEL_MEMORY_SCOPE, inbox/normalize.ts): one label change delivered to two paths is one change,
  * and each path starts only its own stages from it.
  */

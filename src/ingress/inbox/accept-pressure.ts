@@ -6,7 +6,7 @@ import { performance } from 'node:perf_hooks';
  * takes one delivery at a time with a pause between them, so a burst of webhooks is answered at
  * the speed of accepting alone instead of queueing behind processing: Gitea waits at most 5 s for
  * its answer and never retries, while the inbox keeps what is accepted until it is processed.
- * Issue 10 item 8 measures it (`npm run bench:ingress`).
+ * `npm run bench:ingress` measures it.
  */
 export interface AcceptPressure {
   /** A delivery was stored (the inbox's `onInsert`). */

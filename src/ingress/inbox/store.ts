@@ -184,7 +184,7 @@ export function createInboxStore(
    * event loop's turn (setImmediate: every request the turn's I/O brought in has been read by
    * then) and are written together, one transaction per slice of MAX_BATCH. Each caller still
    * resolves only after the COMMIT that holds its row. A commit per delivery cost more than the
-   * rest of accepting it (profile, issue 10 item 8); this costs a delivery at most one turn.
+   * rest of accepting it (profiled under `npm run bench:ingress`); this costs a delivery at most one turn.
    */
   let queued: Array<{ delivery: NewDelivery; resolve: (d: Delivery) => void; reject: (e: unknown) => void }> = [];
   let flushScheduled = false;
@@ -234,7 +234,7 @@ export function createInboxStore(
           .select('d.id')
           // A processing row's next_attempt_at is its lease's expiry (set below), so "due" is one
           // range over the open index whatever the status: the query reads only due rows, never
-          // the whole backlog (issue 10 item 8: a backlog of thousands must not slow each claim).
+          // the whole backlog (a backlog of thousands must not slow each claim).
           .where('d.status', '<>', DELIVERY_STATUS.processed)
           .where('d.next_attempt_at', '<=', t)
           .where(firstOfItsSubject)

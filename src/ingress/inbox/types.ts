@@ -15,7 +15,7 @@ export type DeliveryStatus = (typeof DELIVERY_STATUS)[keyof typeof DELIVERY_STAT
 
 /**
  * Where a delivery came from: a forge webhook, catch-up from the forge API, or
- * an operator's replay of an earlier one (the inspector, item 7: a new row; it bypasses dedup).
+ * an operator's replay of an earlier one (the inspector: a new row; it bypasses dedup).
  */
 export const DELIVERY_SOURCE = {
   webhook: 'webhook',

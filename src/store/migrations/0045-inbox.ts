@@ -1,7 +1,7 @@
 import type { Migration } from './types.js';
 
 /**
- * The durable inbox (issue #10): every verified delivery is one row, stored before the forge is
+ * The durable inbox: every verified delivery is one row, stored before the forge is
  * answered and processed afterwards by the inbox worker. `subject` (`owner/repo#n`, lower-cased)
  * orders processing: a row is taken only when no earlier row of its subject is unprocessed, because
  * label memory depends on order. `body_sha256` is the hash of the signed JSON payload: a manual

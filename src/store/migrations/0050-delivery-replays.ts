@@ -1,7 +1,7 @@
 import type { Migration } from './types.js';
 
 /**
- * Replays of inbox deliveries (the deliveries inspector, issue #10 item 7). A replay is a new
+ * Replays of inbox deliveries (the deliveries inspector, src/ingress/inspector.ts). A replay is a new
  * inbox row (source `replay`) with a copy of the original's headers and body; `replay_of` names the
  * original and `replayed_by` the operator token's name, which the original's history shows (and
  * nothing sends to the forge). Both stay null for every other delivery. The inspector's most

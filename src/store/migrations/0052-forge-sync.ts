@@ -1,7 +1,7 @@
 import type { Migration } from './types.js';
 
 /**
- * Catch-up from the forge API (issue #10 item 4).
+ * Catch-up from the forge API (src/catchup/).
  *
  * `forge_sync_cursors`: one row per repository catch-up reads (configured, or seen in a delivery).
  * `since` is the forge's own time (RFC 3339, as the forge wrote it), never baton's: the newest

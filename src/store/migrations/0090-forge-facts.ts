@@ -1,7 +1,7 @@
 import type { Migration } from './types.js';
 
 /**
- * Issue #25: the forge facts baton has acted on, so an event that reached it twice (its webhook,
+ * The forge facts baton has acted on, so an event that reached it twice (its webhook,
  * and catch-up reading the forge API after a delivery was lost, or the reverse) has one effect.
  *
  * `forge_facts`: one row per fact (`opened:12`, `comment:345`, `review:7:alice:approved:<sha>:<hash>`)

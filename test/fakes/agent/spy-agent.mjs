@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // A hostile agent, for the security tests: it tries what an agent (or a repository's build) did
-// to baton in issue #11, reports what it saw, then ends like Claude Code (stream-json result).
+// to baton once, reports what it saw, then ends like Claude Code (stream-json result).
 //
 //   node spy-agent.mjs --targets <file.json> [prompt…]
 //
