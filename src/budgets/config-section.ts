@@ -28,7 +28,7 @@ export const limitsSection = section(
       env: 'AGENT_RUN_ATTEMPTS',
       min: 1,
       default: 3,
-      doc: 'attempts of the agent per run (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
+      doc: 'attempts of the agent per run, or per turn of a conversation (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
     }),
     replyWaitHours: number({
       env: 'RUN_REPLY_WAIT_HOURS',

@@ -158,7 +158,8 @@ export function createConversationOps(ctx: TransitionContext, dialect: 'sqlite' 
       const tokensBefore = totalTokens(before) ?? 0;
       const payload = {
         ...run.payload,
-        resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by, tokensBefore },
+        // `attempt`: where this turn starts among the agent's attempts (retries count per turn).
+        resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by, tokensBefore, attempt: run.agentAttempt + 1 },
       };
       const row = await scope.trx
         .updateTable('runs')
