@@ -107,7 +107,7 @@ data "coder_parameter" "issue_number" {
 data "coder_parameter" "gitea_url" {
   name         = "gitea_url"
   display_name = "Forge URL"
-  description  = "For a Gitea run, baton's forge gateway (CALLBACK_URL/gateway): the run reaches the forge only through baton. The forge itself for GitHub and GitLab runs."
+  description  = "Baton's forge gateway (CALLBACK_URL/gateway), for runs on Gitea, Forgejo, GitHub and GitLab alike: the run reaches its forge only through baton."
   type         = "string"
   default      = ""
   mutable      = false
@@ -130,7 +130,7 @@ data "coder_parameter" "gitea_repo" {
 data "coder_parameter" "gitea_token" {
   name         = "gitea_token"
   display_name = "Forge token of the stage's bot account"
-  description  = "Secret, handed to the runner in its secrets file. For a Gitea run a capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository; the bot's token for GitHub and GitLab runs. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  description  = "Secret, handed to the runner in its secrets file. A capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository, on every forge. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
   type         = "string"
   default      = ""
   mutable      = false
@@ -461,7 +461,7 @@ resource "coder_app" "task_log" {
 
 # What the workspace can reach: Docker has no per-container egress rules, so the container reaches
 # whatever the Docker host's network reaches (docs/coder.md, "What a workspace can reach"). It
-# needs baton (CALLBACK_URL: callbacks, and for a Gitea run the forge through baton's forge
+# needs baton (CALLBACK_URL: callbacks, and the run's forge, whichever it is, through baton's forge
 # gateway), Coder and the agent's API; firewall the rest on the host (DOCKER-USER chain) rather
 # than opening the forge or the host's services to it.
 resource "docker_container" "workspace" {

@@ -80,15 +80,17 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
-  // A Gitea run reaches the forge only through baton's forge gateway, with a capability worth
-  // nothing outside this run; the bot's token stays in baton. Git goes through it too when the
-  // run clones the forge's own copy (`<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` over
-  // http(s)): the gateway passes git to that base. Any other clone source (a declared
-  // repository, a maintenance repository elsewhere, ssh or a path) is cloned directly, with no
-  // forge credential: the bot's token never goes to another host.
+  // A run reaches its forge (Gitea or Forgejo, GitHub, GitLab) only through baton's forge
+  // gateway, with a capability worth nothing outside this run; the bot's token stays in baton.
+  // Git goes through it too when the run clones the forge's own copy (`<clone URL or root>/<owner>/
+  // <repo>.git` over http(s)): the gateway passes git to that base. Any other clone source (a
+  // declared repository, a maintenance repository elsewhere, ssh or a path) is cloned directly,
+  // with no forge credential: the bot's token never goes to another host.
   const direct = declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge));
-  const gateway = !declared && forge === 'gitea' && token !== undefined && config.gitea.url !== undefined;
-  const gitBase = config.gitea.cloneUrl ?? config.gitea.url;
+  const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
+  const forgeRoot = named ? named.url : config.gitea.url;
+  const gateway = !declared && token !== undefined && forgeRoot !== undefined;
+  const gitBase = named ? (named.cloneUrl ?? named.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   const cloneThroughGateway =
     gateway && gitBase !== undefined && originOf(gitBase) !== null && direct === `${gitBase}/${run.owner}/${run.repo}.git`;
   const gatewayBase = `${config.callbackUrl}${GATEWAY_PREFIX}`;
@@ -131,7 +133,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forge,
-    forgeUrl: gateway ? gatewayBase : forge === 'github' || forge === 'gitlab' ? config[forge].url : config.gitea.url,
+    forgeUrl: gateway ? gatewayBase : forgeRoot,
     forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
