@@ -141,6 +141,19 @@ data "coder_parameter" "gitea_url" {
   mutable      = false
 }
 
+data "coder_parameter" "forge" {
+  name         = "forge"
+  display_name = "Forge"
+  description  = "BATON_FORGE: github or gitlab for a run on those forges (the runner then gives the agent the forge gateway's capability in GH_TOKEN and GITHUB_API_URL, or GITLAB_TOKEN and CI_API_V4_URL, beside GITEA_TOKEN); empty for Gitea and Forgejo."
+  type         = "string"
+  default      = ""
+  mutable      = false
+  validation {
+    regex = "^(github|gitlab)?$"
+    error = "github, gitlab or empty"
+  }
+}
+
 data "coder_parameter" "gitea_org" {
   name         = "gitea_org"
   display_name = "Repository owner"
@@ -351,6 +364,7 @@ resource "coder_agent" "main" {
     TASK_TYPE                             = data.coder_parameter.task_type.value
     ISSUE_NUMBER                          = data.coder_parameter.issue_number.value
     GITEA_URL                             = data.coder_parameter.gitea_url.value
+    BATON_FORGE                           = data.coder_parameter.forge.value
     GITEA_ORG                             = data.coder_parameter.gitea_org.value
     GITEA_REPO                            = data.coder_parameter.gitea_repo.value
     REPO_CLONE_URL                        = data.coder_parameter.repo_clone_url.value
