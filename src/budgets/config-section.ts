@@ -39,7 +39,7 @@ export const limitsSection = section(
     maxDurationMinutes: number({
       env: 'RUN_MAX_DURATION_MINUTES',
       min: 0.01,
-      doc: 'longest a run may take: the runner stops the agent, and baton ends the run timed_out soon after; default STALE_WORKSPACE_MINUTES',
+      doc: 'longest a run may take (a conversation’s turns together, not the waits for replies): the runner stops the agent, and baton ends the run timed_out soon after; default STALE_WORKSPACE_MINUTES',
     }),
   }),
   (v): LimitsConfig => ({

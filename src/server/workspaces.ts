@@ -110,6 +110,8 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const limits = runLimits(config.limits, stage, config.staleWorkspaceMinutes * 60_000);
   // The token cap counts the whole conversation: a resumed turn gets what the turns before left.
   if (resume && limits.tokenCap !== undefined) limits.tokenCap = Math.max(1, limits.tokenCap - resume.tokensBefore);
+  // So does the duration limit: the agent's time of the turns before (never the wait for a reply).
+  if (resume) limits.maxDurationMs = Math.max(1_000, limits.maxDurationMs - resume.msBefore);
   return {
     ...(agent !== 'claude' ? { agent } : {}),
     ...(model ? { agentModel: model } : {}),
@@ -144,18 +146,19 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
 
 /**
  * `payload.resume` of a run a reply resumed (runs/conversation.ts): the session, the reply and who
- * wrote it, and the tokens the turns before used. null for a first turn, or a session id of no
+ * wrote it, and the tokens and agent time the turns before used. null for a first turn, or a session id of no
  * form an agent CLI takes (the runner then starts afresh rather than pass it on).
  */
-export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number } | null {
+export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number; msBefore: number } | null {
   const raw = run.payload.resume as Record<string, unknown> | undefined;
   if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !SESSION_ID_FORM.test(raw.sessionId)) return null;
-  const tokensBefore = typeof raw.tokensBefore === 'number' && Number.isFinite(raw.tokensBefore) ? Math.max(0, raw.tokensBefore) : 0;
+  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, value) : 0);
   return {
     sessionId: raw.sessionId,
     reply: typeof raw.prompt === 'string' ? raw.prompt : '',
     by: typeof raw.by === 'string' ? raw.by : 'someone',
-    tokensBefore,
+    tokensBefore: count(raw.tokensBefore),
+    msBefore: count(raw.msBefore),
   };
 }
 

@@ -145,6 +145,8 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       by: 'alice',
       // The first turn's tokens: the token cap counts the whole conversation.
       tokensBefore: 110,
+      // The agent's time so far: the first turn's, from its start to its question.
+      msBefore: expect.any(Number),
       // The second turn starts at the agent's second attempt; its retries count from there.
       attempt: 2,
     });
@@ -222,10 +224,17 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       prompt: '16, please.',
       by: 'alice',
       tokensBefore: 220,
+      msBefore: expect.any(Number),
       attempt: 3,
     });
     const third = await specOf(run.id, 2);
     expect(third.resume).toEqual({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', reply: '16, please.', by: 'alice' });
+    // The duration limit counts the agent's time of both turns before, not the waits between.
+    const { msBefore } = (await app!.app.runs.get(run.id))!.payload.resume as { msBefore: number };
+    const [firstSpec, secondSpec] = provider.created.filter((s) => s.runId === run.id);
+    expect(msBefore).toBeGreaterThan(0);
+    expect(secondSpec!.maxDurationMs).toBeLessThan(firstSpec!.maxDurationMs!);
+    expect(third.maxDurationMs).toBe(firstSpec!.maxDurationMs! - msBefore);
     await call(third, '/complete', {
       method: 'POST',
       body: JSON.stringify({
