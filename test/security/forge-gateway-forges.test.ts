@@ -17,7 +17,16 @@ const REVIEW_TOKEN = 'forge-review-bot-real-token-0123456789';
 interface ForgeCase {
   name: 'GitHub' | 'GitLab';
   forge: 'github' | 'gitlab';
-  start(): Promise<{ url: string; bare: string; ownId: number; otherId: number; env: Record<string, string>; close(): Promise<void> }>;
+  start(): Promise<{
+    url: string;
+    bare: string;
+    ownId: number;
+    otherId: number;
+    env: Record<string, string>;
+    /** Protects a branch on the forge (its branch API then says so). */
+    protect(branch: string): void;
+    close(): Promise<void>;
+  }>;
   /** The API path of a repository under the gateway, by `owner/name` or numeric id. */
   repo(ref: string | number): string;
   /** How the forge's tools present a token to its API. */
@@ -54,6 +63,7 @@ const cases: ForgeCase[] = [
         ownId: github.state.repo('acme', 'app')!.id,
         otherId: github.state.repo('acme', 'secret')!.id,
         env,
+        protect: (branch: string) => github.protectBranch('acme', 'app', branch),
         close: () => github.close(),
       };
     },
@@ -98,6 +108,7 @@ const cases: ForgeCase[] = [
         ownId: gitlab.state.project('acme/app')!.id,
         otherId: gitlab.state.project('acme/secret')!.id,
         env,
+        protect: (branch: string) => gitlab.protectBranch('acme', 'app', branch),
         close: () => gitlab.close(),
       };
     },
@@ -214,7 +225,7 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     expect(log).toContainEqual(expect.stringMatching(/names a repository by an id that is not acme\/app's$/));
   });
 
-  it('takes real git through it: a clone of the private repository, its own branch pushed, the default branch refused in git’s words', async () => {
+  it('takes real git through it: a clone of the private repository, its own branch pushed, the default and a protected branch refused in git’s words', async () => {
     const { capability } = await startRun();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-gateway-forges-git-'));
     try {
@@ -248,6 +259,12 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
       expect(log('main')).not.toBe('x');
       const other = await inWork('push', 'origin', 'HEAD:refs/heads/feature/issue-2-other');
       expect(other.stderr).toContain('the develop stage may push only a branch naming issue #1');
+      // A branch the stage's rules name, but the forge protects: refused too.
+      spawnSync('git', ['--git-dir', forge.bare, 'branch', 'feature/issue-1-guarded', 'main']);
+      forge.protect('feature/issue-1-guarded');
+      const guarded = await inWork('push', '-f', 'origin', 'HEAD:refs/heads/feature/issue-1-guarded');
+      expect(guarded.stderr).toContain('a push to the protected branch feature/issue-1-guarded');
+      expect(log('feature/issue-1-guarded')).not.toBe('x');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

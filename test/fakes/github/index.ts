@@ -44,6 +44,8 @@ export interface FakeGitHub {
    * returns its directory. Idempotent.
    */
   gitRepo(owner: string, repo: string, seed?: SeedRepoOptions): string;
+  /** Makes `branch` a protected branch (Get a branch then says `protected: true`); pushes to it are not refused by the fake itself. */
+  protectBranch(owner: string, repo: string, branch: string): void;
   close(): Promise<void>;
 }
 
@@ -65,7 +67,9 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
   const app = createFakeGitHubApp(state, { onRequest });
   let gitRoot: string | null = null;
   const gitRootDir = () => (gitRoot ??= makeGitRoot());
-  addGitHubRepositoryRoutes(app, state, gitRootDir);
+  const protectedBranches = new Set<string>();
+  const branchKey = (owner: string, repo: string, branch: string) => `${owner}/${repo}`.toLowerCase() + `:${branch}`;
+  addGitHubRepositoryRoutes(app, state, gitRootDir, (repo, branch) => protectedBranches.has(branchKey(repo.owner, repo.name, branch)));
   const listener = getRequestListener(app.fetch);
   // Git's smart HTTP is github.com's web side, not the API: it has its own handler.
   const server = http.createServer((req, res) => {
@@ -193,6 +197,10 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
     },
     gitRepo(owner, repo, seed) {
       return seedGitHubRepo(gitRootDir(), repoOf(owner, repo), seed);
+    },
+    protectBranch(owner, repo, branch) {
+      const record = repoOf(owner, repo);
+      protectedBranches.add(branchKey(record.owner, record.name, branch));
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -88,7 +88,12 @@ export function serveGitHubGit(state: FakeGitHubState, root: string, req: http.I
 type Env = { Variables: { user: UserRecord | undefined } };
 
 /** The REST endpoints over the git side: Get a branch, Create a pull request. */
-export function addGitHubRepositoryRoutes(app: ReturnType<typeof createFakeGitHubApp>, state: FakeGitHubState, root: () => string): void {
+export function addGitHubRepositoryRoutes(
+  app: ReturnType<typeof createFakeGitHubApp>,
+  state: FakeGitHubState,
+  root: () => string,
+  isProtected: (repo: RepoRecord, branch: string) => boolean = () => false,
+): void {
   const fail = (c: Context, status: number, message: string, extra: Record<string, unknown> = {}) =>
     c.json({ message, documentation_url: DOCS, ...extra }, status as 400);
   const R = '/repos/:owner/:repo';
@@ -110,8 +115,11 @@ export function addGitHubRepositoryRoutes(app: ReturnType<typeof createFakeGitHu
       name: branch,
       commit: { sha: head.id, commit: { message: head.message.trimEnd() }, url: `${base}/commits/${head.id}` },
       _links: { self: `${base}/branches/${branch}`, html: `${new URL(c.req.url).origin}/${repo.owner}/${repo.name}/tree/${branch}` },
-      protected: false,
-      protection: { enabled: false, required_status_checks: { enforcement_level: 'off', contexts: [], checks: [] } },
+      protected: isProtected(repo, branch),
+      protection: {
+        enabled: isProtected(repo, branch),
+        required_status_checks: { enforcement_level: 'off', contexts: [], checks: [] },
+      },
       protection_url: `${base}/branches/${branch}/protection`,
     });
   });

@@ -68,6 +68,8 @@ export interface FakeGitLab {
    * authentication; returns its directory. Idempotent.
    */
   gitRepo(namespace: string, path: string, seed?: SeedRepoOptions): string;
+  /** Makes `branch` a protected branch (Get a single repository branch then says `protected: true`); pushes to it are not refused by the fake itself. */
+  protectBranch(namespace: string, path: string, branch: string): void;
   close(): Promise<void>;
 }
 
@@ -124,7 +126,9 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
   const app = createFakeGitLabApp(state, { onRequest, resend: async (p, id) => (await resendEvent(p, id))?.status });
   let gitRoot: string | null = null;
   const gitRootDir = () => (gitRoot ??= makeGitRoot());
-  addGitLabRepositoryRoutes(app, state, gitRootDir);
+  const protectedBranches = new Set<string>();
+  const branchKey = (namespace: string, path: string, branch: string) => `${namespace}/${path}`.toLowerCase() + `:${branch}`;
+  addGitLabRepositoryRoutes(app, state, gitRootDir, (p, branch) => protectedBranches.has(branchKey(p.namespace, p.path, branch)));
   const listener = getRequestListener(app.fetch);
   // Git's smart HTTP is GitLab's web side (workhorse), not the API: it has its own handler.
   const server = http.createServer((req, res) => {
@@ -255,6 +259,10 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     gitRepo(namespace, path, seed) {
       return seedGitLabRepo(gitRootDir(), projectOf(namespace, path), seed);
+    },
+    protectBranch(namespace, path, branch) {
+      const project = projectOf(namespace, path);
+      protectedBranches.add(branchKey(project.namespace, project.path, branch));
     },
     close: () =>
       new Promise<void>((resolve) => {

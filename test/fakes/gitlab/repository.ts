@@ -80,7 +80,12 @@ export function serveGitLabGit(state: FakeGitLabState, root: string, req: http.I
 type Env = { Variables: { user: UserRecord | undefined } };
 
 /** The REST endpoints over the git side: Get a single repository branch, Create MR. */
-export function addGitLabRepositoryRoutes(app: ReturnType<typeof createFakeGitLabApp>, state: FakeGitLabState, root: () => string): void {
+export function addGitLabRepositoryRoutes(
+  app: ReturnType<typeof createFakeGitLabApp>,
+  state: FakeGitLabState,
+  root: () => string,
+  isProtected: (project: ProjectRecord, branch: string) => boolean = () => false,
+): void {
   const P = '/projects/:id';
   const projectOf = (c: Context<Env>): ProjectRecord | null => {
     const id = decodeURIComponent(c.req.param('id') ?? '');
@@ -103,7 +108,7 @@ export function addGitLabRepositoryRoutes(app: ReturnType<typeof createFakeGitLa
     return c.json({
       name: branch,
       merged: false,
-      protected: false,
+      protected: isProtected(p, branch),
       default: branch === p.defaultBranch,
       developers_can_push: false,
       developers_can_merge: false,
