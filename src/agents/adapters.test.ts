@@ -33,6 +33,13 @@ describe('every adapter keeps the prompt out of the option parser', () => {
     expect(agentAdapter('opencode').resumeInvocation(['opencode'], 'ses_1', 'more', skip).args).toContain('--session=ses_1');
     expect(agentAdapter('claude').resumeInvocation(['claude'], 'sess-1', 'more', skip).args).toContain('--resume=sess-1');
   });
+  it('claude resumes a session with the permissions and tools of its first turn', () => {
+    const session = { allowedTools: ['Bash(git:*)'], model: null, skipPermissions: true, canAsk: true };
+    const first = agentAdapter('claude').invocation(['claude'], 'go', session).args;
+    const resumed = agentAdapter('claude').resumeInvocation(['claude'], 'sess-1', 'more', session).args;
+    expect(resumed.filter((a) => a !== '--resume=sess-1' && a !== 'more')).toEqual(first.filter((a) => a !== 'go'));
+    expect(resumed).toContain('mcp__baton__ask');
+  });
   it('permissions: skipped only when the stage says so', () => {
     const ask = { ...skip, skipPermissions: false };
     expect(agentAdapter('codex').invocation(['codex'], 'x', skip).args).toContain('--dangerously-bypass-approvals-and-sandbox');

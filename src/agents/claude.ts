@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { createStreamParser, judgeResult } from './claude-stream.js';
 import { checkSessionId, neutraliseSlash, splitCommand } from './common.js';
-import { CLAUDE_PRINT_ARGS, PROMPT_ARGUMENT_MAX_BYTES, claudeInvocation } from './invocation.js';
+import { CLAUDE_PRINT_ARGS, PROMPT_ARGUMENT_MAX_BYTES, claudeInvocation, claudeSessionArgs } from './invocation.js';
 import type { AgentAdapter, AgentStream } from './types.js';
 
 /**
@@ -24,9 +24,7 @@ export const claudeAdapter: AgentAdapter = {
   invocation: (command, prompt, session) => claudeInvocation(command, prompt, session),
   resumeInvocation(command, sessionId, reply, session) {
     const { executable, prefix } = splitCommand(command, 'Claude Code');
-    const args = [...prefix, ...CLAUDE_PRINT_ARGS, `--resume=${checkSessionId(sessionId)}`];
-    if (session.skipPermissions && session.allowedTools === null) args.push('--dangerously-skip-permissions');
-    if (session.model !== null) args.push(`--model=${session.model}`);
+    const args = [...prefix, ...CLAUDE_PRINT_ARGS, `--resume=${checkSessionId(sessionId)}`, ...claudeSessionArgs(session)];
     const text = neutraliseSlash(reply);
     if (Buffer.byteLength(text) > PROMPT_ARGUMENT_MAX_BYTES) return { command: executable, args, stdin: text, promptVia: 'stdin' };
     return { command: executable, args: [...args, '--', text], stdin: null, promptVia: 'argument' };

@@ -15,6 +15,8 @@ export { RunFailure, CommandFileError } from './errors.js';
 export {
   CLAUDE_COMMAND,
   PROMPT_ARGUMENT_MAX_BYTES,
+  BATON_ASK_TOOLS,
+  BATON_MCP_CONFIG,
   claudeInvocation,
   templateInvocation,
   sessionFromFrontMatter,

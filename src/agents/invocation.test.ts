@@ -1,6 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { CommandFileError, RunFailure } from './errors.js';
-import { claudeInvocation, neutraliseSlash, PROMPT_ARGUMENT_MAX_BYTES, sessionFromFrontMatter, templateInvocation } from './invocation.js';
+import {
+  BATON_MCP_CONFIG,
+  claudeInvocation,
+  neutraliseSlash,
+  PROMPT_ARGUMENT_MAX_BYTES,
+  sessionFromFrontMatter,
+  templateInvocation,
+} from './invocation.js';
 
 const skip = { allowedTools: null, model: null, skipPermissions: true };
 
@@ -41,6 +48,34 @@ describe('claudeInvocation', () => {
     ]);
     // An empty allowed-tools list pre-approves nothing and still does not skip permissions.
     expect(claudeInvocation(['claude'], 'go', { ...skip, allowedTools: [] }).args).not.toContain('--dangerously-skip-permissions');
+  });
+
+  it('registers baton’s MCP server in a run, its ask tool allowed wherever permissions are not skipped', () => {
+    const ask = { ...skip, canAsk: true };
+    expect(JSON.parse(BATON_MCP_CONFIG)).toEqual({ mcpServers: { baton: { type: 'stdio', command: 'baton', args: ['mcp'] } } });
+    // `--mcp-config` takes several values: the `--` before the prompt ends it.
+    expect(claudeInvocation(['claude'], 'go', ask).args.slice(4)).toEqual([
+      '--dangerously-skip-permissions',
+      '--mcp-config',
+      BATON_MCP_CONFIG,
+      '--',
+      'go',
+    ]);
+    expect(claudeInvocation(['claude'], 'go', { ...ask, allowedTools: ['Read'], model: 'opus' }).args.slice(4)).toEqual([
+      '--allowedTools',
+      'Read',
+      'mcp__baton__ask',
+      'Bash(baton ask:*)',
+      '--mcp-config',
+      BATON_MCP_CONFIG,
+      '--model=opus',
+      '--',
+      'go',
+    ]);
+    expect(claudeInvocation(['claude'], 'go', { ...ask, skipPermissions: false }).args.slice(4, 6)).toEqual([
+      '--allowedTools',
+      'mcp__baton__ask',
+    ]);
   });
 
   it('sends a prompt over 100 KiB (in UTF-8 bytes) on stdin', () => {

@@ -41,18 +41,44 @@ export function claudeInvocation(command: readonly string[], prompt: string, ses
         'baton adds -p, --output-format, permissions, model and the prompt itself: remove "{prompt}" and the options',
     );
   }
-  const args = [...prefix, ...CLAUDE_PRINT_ARGS];
-  if (session.allowedTools !== null) {
-    // Each tool its own argument: `Bash(git add:*)` holds a space the CLI must not split on.
-    if (session.allowedTools.length > 0) args.push('--allowedTools', ...session.allowedTools);
-  } else if (session.skipPermissions) {
-    args.push('--dangerously-skip-permissions');
-  }
-  // `--model=value`: the value can never be read as an option of its own.
-  if (session.model !== null) args.push(`--model=${session.model}`);
+  const args = [...prefix, ...CLAUDE_PRINT_ARGS, ...claudeSessionArgs(session)];
   const text = neutraliseSlash(prompt);
   if (Buffer.byteLength(text) > PROMPT_ARGUMENT_MAX_BYTES) return { command: executable, args, stdin: text, promptVia: 'stdin' };
   return { command: executable, args: [...args, '--', text], stdin: null, promptVia: 'argument' };
+}
+
+/** baton's MCP server (`baton mcp`, on the run's PATH) as Claude Code's `--mcp-config` takes it. */
+export const BATON_MCP_CONFIG = JSON.stringify({ mcpServers: { baton: { type: 'stdio', command: 'baton', args: ['mcp'] } } });
+/**
+ * The permission rules of asking: `baton mcp`'s `ask` tool as Claude Code names it
+ * (`mcp__<server>__<tool>`), and `baton ask` through the Bash tool (a command-prefix rule).
+ */
+export const BATON_ASK_TOOLS = ['mcp__baton__ask', 'Bash(baton ask:*)'] as const;
+
+/**
+ * The arguments of a Claude Code session, the same for its first turn and every resumed one (a
+ * session resumed without them would lose its permissions): permissions, baton's MCP server,
+ * the model. Asking is baton's own, so both ways of it are allowed wherever permissions are not
+ * skipped: beside the command file's `allowed-tools`, or alone (Claude Code's print mode refuses
+ * any tool not allowed: "Claude requested permissions to use mcp__…, but you haven't granted it
+ * yet", anthropics/claude-agent-sdk-typescript#100), else a stage restricted to its tools could
+ * never ask.
+ */
+export function claudeSessionArgs(session: ClaudeSession): string[] {
+  const args: string[] = [];
+  const mayAsk = session.canAsk === true;
+  if (session.allowedTools !== null || !session.skipPermissions) {
+    // Each tool its own argument: `Bash(git add:*)` holds a space the CLI must not split on.
+    const tools = [...(session.allowedTools ?? []), ...(mayAsk ? BATON_ASK_TOOLS : [])];
+    if (tools.length > 0) args.push('--allowedTools', ...tools);
+  } else {
+    args.push('--dangerously-skip-permissions');
+  }
+  // `--mcp-config` takes several values (variadic): the next option, or `--`, ends it.
+  if (mayAsk) args.push('--mcp-config', BATON_MCP_CONFIG);
+  // `--model=value`: the value can never be read as an option of its own.
+  if (session.model !== null) args.push(`--model=${session.model}`);
+  return args;
 }
 
 /**

@@ -31,6 +31,11 @@ export interface AgentSession {
   model: string | null;
   /** Whether the CLI runs without asking for approval (the workspace is the sandbox). */
   skipPermissions: boolean;
+  /**
+   * Whether the agent can ask (`baton ask` on the run's PATH, and `baton mcp`'s `ask` tool): Claude
+   * Code gets the MCP server (`--mcp-config`) and both allowed; the runner sets it, others ignore it.
+   */
+  canAsk?: boolean;
 }
 
 /** What an agent's stream said once the process ended; null from `outcome` = no result at all. */

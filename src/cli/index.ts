@@ -16,6 +16,8 @@ Commands:
   ask QUESTION [--for WHO]
                    Inside a run: ask the issue's people; the run waits for a reply and
                    resumes the same session with it
+  mcp              Inside a run: an MCP server (stdio) whose "ask" tool does what baton ask
+                   does; baton registers it for Claude Code
   init [dir]       Scaffold .claude/commands/<stage>.md prompts and a baton.yaml
   migrate          Apply pending database migrations and exit
   config check     Check the configuration as serve would; print it as baton.yaml (secrets
@@ -127,6 +129,10 @@ const commands: Record<string, Command> = {
   ask: async (argv, io) => {
     const { askCommand } = await import('./ask.js');
     return askCommand(argv, io, process.env);
+  },
+  mcp: async (argv) => {
+    const { mcpCommand } = await import('./mcp.js');
+    return mcpCommand(argv, process.env, version());
   },
   init: async (argv) => {
     const { runInit } = await import('./init.js');

@@ -15,7 +15,8 @@ import type { TransactionScope } from '../store/index.js';
 import { toRun } from './rows.js';
 import { RUN_EVENT, RUN_STATUS, type RunEventType, type RunStatus } from './states.js';
 import { hookFor, recordTransitions, type TransitionContext } from './transition.js';
-import type { TransitionHook, Usage } from './types.js';
+import { readConversation } from './conversation.js';
+import type { Run, RunEvent, TransitionHook, Usage } from './types.js';
 import { totalTokens } from './usage.js';
 
 /** Events that carry what an agent reported at the end of an attempt (the callback's usage and cost). */
@@ -34,6 +35,36 @@ export interface BudgetGate {
 }
 
 /**
+ * What one attempt of the agent spent, by the event that ends it; null for an event that ends none.
+ * Each turn of a conversation counts when it ends: a turn that asked when the run parks (its own
+ * usage is on the `run:waiting` entry), so a waiting, expired or cancelled conversation has
+ * counted what it spent, and the day sees it while a person thinks. The run's end then reports
+ * the whole conversation (the run's record counts every turn), of which only what the turns
+ * before did not count is added.
+ */
+async function spentBy(scope: TransactionScope, run: Run, event: RunEvent): Promise<{ tokens: number; costUsd: number } | null> {
+  let usage: Usage | null;
+  let cost: number | null;
+  if (event.type === RUN_EVENT.waiting) {
+    usage = (event.data?.usage as Usage | null) ?? null;
+    cost = typeof event.data?.costUsd === 'number' ? event.data.costUsd : null;
+    return { tokens: totalTokens(usage) ?? 0, costUsd: cost ?? 0 };
+  }
+  if (REPORTED.has(event.type)) ({ usage, costUsd: cost } = run);
+  else if (event.type === RUN_EVENT.retrying && event.data?.agent === true) {
+    // An attempt retried: what it used is on its timeline entry, not on the run.
+    usage = (event.data.usage as Usage | null) ?? null;
+    cost = typeof event.data.costUsd === 'number' ? event.data.costUsd : null;
+  } else return null;
+  // A resumed turn's report holds the turns before (routes-callbacks), which their parks counted.
+  const before = run.agentAttempt > 1 ? await readConversation(scope.trx, run.id) : null;
+  return {
+    tokens: (totalTokens(usage) ?? 0) - (totalTokens(before?.usage ?? null) ?? 0),
+    costUsd: (cost ?? 0) - (before?.costUsd ?? 0),
+  };
+}
+
+/**
  * Daily budgets at the two points where they matter: usage is counted when agents report it
  * (durably, per day and scope, added in SQL so replicas never lose an increment), and the budget
  * is checked where runs start (the claim transaction), never earlier: a run held at enqueue time
@@ -45,20 +76,13 @@ export function createBudgetGate(config: BudgetsConfig): BudgetGate {
   let leftovers = !active;
 
   return {
-    usageHook: hookFor([...REPORTED, RUN_EVENT.retrying], async (scope, { run, event }) => {
+    usageHook: hookFor([...REPORTED, RUN_EVENT.retrying, RUN_EVENT.waiting], async (scope, { run, event }) => {
       if (!FROM_WORKSPACE.has(event.fromStatus)) return;
-      let usage: Usage | null;
-      let cost: number | null;
-      if (REPORTED.has(event.type)) {
-        ({ usage, costUsd: cost } = run);
-      } else if (event.type === RUN_EVENT.retrying && event.data?.agent === true) {
-        // An attempt retried: what it used is on its timeline entry, not on the run.
-        usage = (event.data.usage as Usage | null) ?? null;
-        cost = typeof event.data.costUsd === 'number' ? event.data.costUsd : null;
-      } else return;
+      const spent = await spentBy(scope, run, event);
+      if (!spent) return;
       // Only non-negative amounts are added: a negative claim must never credit a budget.
-      const tokens = nonNegative(totalTokens(usage));
-      const costUsd = nonNegative(cost);
+      const tokens = nonNegative(spent.tokens);
+      const costUsd = nonNegative(spent.costUsd);
       if (tokens <= 0 && costUsd <= 0) return;
       await addUsage(scope.trx, {
         day: dayKey(event.createdAt, config.timezone),

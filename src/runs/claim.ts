@@ -208,3 +208,21 @@ async function markClaimed(
   );
   return runs.map((run) => ({ run, leaseToken }));
 }
+
+/** Extends a claim's lease; false when it was lost (cancelled, completed, re-claimed elsewhere). */
+export async function extendLease(
+  store: Pick<Store, 'db'>,
+  limits: Pick<ClaimLimits, 'leaseMs'>,
+  now: number,
+  runId: number,
+  leaseToken: string,
+): Promise<boolean> {
+  const result = await store.db
+    .updateTable('runs')
+    .set({ lease_expires_at: now + limits.leaseMs, updated_at: now })
+    .where('id', '=', runId)
+    .where('status', '=', RUN_STATUS.provisioning)
+    .where('lease_token', '=', leaseToken)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}

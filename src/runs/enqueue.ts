@@ -1,10 +1,13 @@
 import type { TransactionScope } from '../store/index.js';
+import { write, type EngineContext } from './engine-context.js';
 import { runKey } from './keys.js';
+import { enqueueValues, toEnqueued } from './postgres-statements.js';
 import { toRun } from './rows.js';
 import { insertRunValues, queuedRunRow, type QueuedRunValues, type RunStatements } from './run-statements.js';
 import { LIVE_STATUSES, RUN_EVENT, RUN_STATUS } from './states.js';
 import { recordEvent, recordTransition, type TransitionContext } from './transition.js';
 import type { EnqueueResult, TaskRequest } from './types.js';
+import { writeStatement } from './write-statement.js';
 
 /** What enqueuing `request` writes (the PostgreSQL one-statement `ENQUEUE` and `INSERT_RUN` alike). */
 export function queuedRunValues(
@@ -76,4 +79,60 @@ export async function enqueueInTransaction(
     return { outcome: 'followup', run };
   }
   return { outcome: 'followup', run: live };
+}
+
+/**
+ * Enqueues in a transaction of its own; on PostgreSQL, when no live run holds the key, as one
+ * statement (postgres-statements.ts `ENQUEUE`).
+ */
+export async function enqueueRun(ctx: EngineContext, request: TaskRequest): Promise<EnqueueResult> {
+  const statements = ctx.postgres;
+  for (;;) {
+    const slow = (scope: TransactionScope) => enqueueInTransaction(scope, ctx, request);
+    let result: EnqueueResult | null;
+    if (statements) {
+      const values = queuedRunValues(ctx, request);
+      result = await writeStatement(
+        ctx,
+        RUN_EVENT.queued,
+        statements.enqueue,
+        enqueueValues(values),
+        ([row]) => {
+          // No row: a live run holds the key; the step-by-step path coalesces or follows up.
+          if (!row) return undefined;
+          const written = toEnqueued(row, values);
+          return { result: { outcome: 'queued', run: written.run } as EnqueueResult, written: [written] };
+        },
+        slow,
+      );
+    } else {
+      result = await write(ctx, slow);
+    }
+    if (result) return result;
+  }
+}
+
+/** Enqueues inside the caller's transaction, trying again when the live run holding the key finished meanwhile. */
+export async function enqueueInScope(scope: TransactionScope, ctx: EngineContext, request: TaskRequest): Promise<EnqueueResult> {
+  for (;;) {
+    // Null: the live run holding the key finished between the insert and the look-up; the
+    // next try inserts (PostgreSQL's READ COMMITTED sees the finished run's commit).
+    const result = await enqueueInTransaction(scope, ctx, request);
+    if (result) return result;
+  }
+}
+
+/** Records a cron slot and enqueues its runs in one transaction; false when the slot already fired (here or on another replica). */
+export function fireSchedule(ctx: EngineContext, name: string, slot: number, requests: readonly TaskRequest[]): Promise<boolean> {
+  return write(ctx, async (scope) => {
+    const fired = await scope.trx
+      .insertInto('schedule_fires')
+      .values({ name, slot, run_id: null, created_at: ctx.now() })
+      .onConflict((oc) => oc.columns(['name', 'slot']).doNothing())
+      .returning('name')
+      .executeTakeFirst();
+    if (!fired) return false;
+    for (const request of requests) await enqueueInTransaction(scope, ctx, request);
+    return true;
+  });
 }

@@ -28,6 +28,10 @@ describe('baton serve: a run that asks twice, each question a turn', () => {
       return (await res.json()) as Record<string, unknown>;
     });
   const questions = (number: number) => world.botComments(number).filter((c) => c.body.includes('has a question'));
+  /** Today's tokens of the global budget, as `GET /api/budgets` shows them. */
+  const budgetUsed = async () =>
+    ((await api('/api/budgets')) as { budgets: { scope: string; tokens: { used: number } }[] }).budgets.find((b) => b.scope === 'global')
+      ?.tokens.used;
 
   beforeAll(async () => {
     world = await startConversationServe({
@@ -46,6 +50,8 @@ describe('baton serve: a run that asks twice, each question a turn', () => {
     await world.until(runId, 'waiting');
     await until(() => questions(1).length === 1, 'the first question on #1');
     expect(questions(1)[0]!.body).toContain(`> ${QUESTION} (turn 1)`);
+    // What the turn spent counts today, while the run waits (and if it never resumes).
+    expect(await budgetUsed()).toBe(TURN_TOKENS);
 
     const reply = await world.comment(1, 'alice', 'Use PostgreSQL.');
     expect(reply.outcome).toBe('started');
@@ -54,6 +60,7 @@ describe('baton serve: a run that asks twice, each question a turn', () => {
     expect(questions(1)[1]!.body).toContain(`> ${QUESTION} (turn 2)`);
     const kept = (await world.conversation(runId))!;
     expect(kept).toMatchObject({ question: `${QUESTION} (turn 2)`, reply: null });
+    expect(await budgetUsed()).toBe(2 * TURN_TOKENS);
     // The second turn ran with what the first left of the cap.
     expect((await world.run(runId)).token_cap).toBe(CAP - TURN_TOKENS);
   }, 180_000);
@@ -93,8 +100,8 @@ describe('baton serve: a run that asks twice, each question a turn', () => {
     const { run } = (await api(`/api/runs/${runId}`)) as { run: { costUsd: number; tokens: number } };
     expect(run.costUsd).toBeCloseTo(3 * TURN_COST, 4);
     expect(run.tokens).toBe(3 * TURN_TOKENS);
-    const budgets = (await api('/api/budgets')) as { budgets: { scope: string; tokens: { used: number } }[] };
-    expect(budgets.budgets.find((b) => b.scope === 'global')?.tokens.used).toBe(3 * TURN_TOKENS);
+    // Each turn once: the end adds only the last turn to what the two parks counted.
+    expect(await budgetUsed()).toBe(3 * TURN_TOKENS);
   }, 60_000);
 
   describe('a token cap the whole conversation goes over', () => {

@@ -18,7 +18,10 @@ import { until } from '../helpers/until.js';
  */
 
 const QUESTION = 'Which database should the service use, PostgreSQL or SQLite?';
-/** Issues: 1 asks (and is answered), 2 does its work at once, 3 asks and gets no reply, 4 is for ChatOps. */
+/**
+ * Issues: 1 asks (and is answered), 2 does its work at once, 3 asks and gets no reply, 4 is for
+ * ChatOps, 5 asks through the `ask` tool of `baton mcp` instead of `baton ask`.
+ */
 const ASKING = ['1', '3'];
 
 describe('baton serve: an agent asks, the run waits, a reply resumes the session', () => {
@@ -28,12 +31,12 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
     world = await startConversationServe({
       name: 'conversation',
       settings: {
-        modeByIssue: Object.fromEntries(ASKING.map((n) => [n, 'ask'])),
+        modeByIssue: { ...Object.fromEntries(ASKING.map((n) => [n, 'ask'])), '5': 'ask-mcp' },
         question: QUESTION,
         // The answering turn takes a moment: long enough to kill the server while it runs.
         answerDelayMs: 1_500,
       },
-      issues: 4,
+      issues: 5,
     });
   }, 60_000);
   afterAll(() => world?.close(), 60_000);
@@ -166,6 +169,23 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
       expect(printed.stdout).toMatch(/\(turn 2: \$0\.0124 · [\d,]+ tokens · /);
     }, 180_000);
   });
+
+  it('parks as well on a question asked through baton’s MCP tool (Claude Code’s --mcp-config), and resumes on the reply', async () => {
+    const id = await world.open(5);
+    await world.until(id, 'waiting');
+    const question = await until(() => world.botComments(5).find((c) => c.body.includes('has a question')), 'the question on #5');
+    expect(question.body).toContain(`> ${QUESTION}`);
+    expect((await world.conversation(id))!.question).toBe(QUESTION);
+    expect((await world.comment(5, 'alice', 'SQLite is enough.')).outcome).toBe('started');
+    const done = await world.finished(id);
+    expect(done.status, `${done.last_error}\n${world.server.output()}`).toBe('succeeded');
+    const answer = await until(() => world.botComments(5).find((c) => c.body.includes('finished')), 'the final comment on #5');
+    expect(answer.body).toMatch(/Answered after 1 question\(s\) in session [0-9a-f-]{36} \(\d+ entries restored\): SQLite is enough\./);
+    // The tool call and what `baton mcp` answered, as people read the conversation.
+    const printed = await runBaton(['logs', String(id), '--transcript'], { env: { BATON_URL: world.server.url, BATON_TOKEN: API_TOKEN } });
+    expect(printed.stdout).toMatch(/ {2}▸ mcp__baton__ask \{"question":"Which database/);
+    expect(printed.stdout).toContain('Question recorded. Now end your turn');
+  }, 180_000);
 
   describe('a question nobody answers', () => {
     // The same server again, with a reply wait of 3.6 s and a sweep every 3 s.

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runAgent } from '../../src/agent/index.js';
+import { BATON_MCP_CONFIG } from '../../src/agents/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createRunnerFixture, type RunnerFixture } from '../fakes/agent/runner-fixture.js';
 
@@ -8,6 +9,7 @@ import { createRunnerFixture, type RunnerFixture } from '../fakes/agent/runner-f
 // passed the wrong way fails here the way it would fail with the real CLI.
 
 let fixture: RunnerFixture;
+const PRINT = ['-p', '--output-format', 'stream-json', '--verbose'];
 
 beforeEach(async () => {
   fixture = await createRunnerFixture();
@@ -38,11 +40,17 @@ describe('the Claude Code command line', () => {
       'Bash(git:*)',
       'Read',
       'Edit',
+      // Asking is baton's own: allowed beside the file's tools, through `baton mcp` or `baton ask`.
+      'mcp__baton__ask',
+      'Bash(baton ask:*)',
+      '--mcp-config',
+      BATON_MCP_CONFIG,
       '--',
       'Implement issue #42 on the develop branch.\n\nThen post a summary on issue 42.',
     ]);
     expect(record.permissionMode).toBe('default');
-    expect(record.options['allowed-tools']).toEqual(['Bash(git:*)', 'Read', 'Edit']);
+    expect(record.options['allowed-tools']).toEqual(['Bash(git:*)', 'Read', 'Edit', 'mcp__baton__ask', 'Bash(baton ask:*)']);
+    expect(record.options['mcp-config']).toEqual([BATON_MCP_CONFIG]);
   });
 
   it('skips permissions for a command file without allowed-tools by default, and not when the stage says so', async () => {
@@ -50,14 +58,14 @@ describe('the Claude Code command line', () => {
     await runAgent(skipping);
     expect(fixture.readRecord(skipping.record)).toMatchObject({
       permissionMode: 'bypassPermissions',
-      argv: ['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions', '--', 'Fix issue 42.'],
+      argv: [...PRINT, '--dangerously-skip-permissions', '--mcp-config', BATON_MCP_CONFIG, '--', 'Fix issue 42.'],
     });
 
     const asking = withCommand('success', 'Fix issue $ARGUMENTS.\n', { skipPermissions: false });
     await runAgent(asking);
     expect(fixture.readRecord(asking.record)).toMatchObject({
       permissionMode: 'default',
-      argv: ['-p', '--output-format', 'stream-json', '--verbose', '--', 'Fix issue 42.'],
+      argv: [...PRINT, '--allowedTools', 'mcp__baton__ask', 'Bash(baton ask:*)', '--mcp-config', BATON_MCP_CONFIG, '--', 'Fix issue 42.'],
     });
   });
 
@@ -67,7 +75,7 @@ describe('the Claude Code command line', () => {
     expect(await fixture.receiver.accepted()).toMatchObject({ status: 'succeeded' });
     const record = fixture.readRecord(opts.record);
     expect(record.model).toBe('claude-opus-4-8[1m]');
-    expect(record.options['allowed-tools']).toEqual(['Read', 'Bash(npm run test:*)']);
+    expect(record.options['allowed-tools']).toEqual(['Read', 'Bash(npm run test:*)', 'mcp__baton__ask', 'Bash(baton ask:*)']);
   });
 
   it('runs a prompt that starts with "-" as a prompt, not as an option', async () => {
@@ -99,7 +107,8 @@ describe('the Claude Code command line', () => {
     const record = fixture.readRecord(opts.record);
     expect(record.promptSource).toBe('stdin');
     expect(record.prompt).toBe(long.replaceAll('$ARGUMENTS', '42').trim());
-    expect(record.argv).toEqual(['-p', '--output-format', 'stream-json', '--verbose', '--dangerously-skip-permissions']);
+    // `--mcp-config` last: its values end with the arguments, and the prompt comes on stdin.
+    expect(record.argv).toEqual([...PRINT, '--dangerously-skip-permissions', '--mcp-config', BATON_MCP_CONFIG]);
   });
 
   it('refuses a command file whose front matter would smuggle options onto the command line', async () => {

@@ -27,6 +27,8 @@
 //   echo "   " | claude -p …              whitespace-only stdin: no output at all, exit 0
 //   --dangerously-skip-permissions        init `permissionMode: "bypassPermissions"`; otherwise `"default"`
 //   --model opus                          init `model` is the resolved name (the fake echoes the value)
+//   --mcp-config A B                      variadic; each a JSON string or a file; a missing file is refused
+//                                         (see mcpServers below); init lists the servers as `pending`
 // Not emulated: slash commands that exist (`.claude/commands/<name>.md` would run; the fake knows
 // none), the root check of --dangerously-skip-permissions (covered by agent-real-claude.test.ts),
 // output formats other than stream-json, and interactive mode (the fake requires -p).
@@ -62,6 +64,11 @@
 //                       the agent's Bash tool would) and ends its turn; resumed (`--resume <id>`), it
 //                       answers from the reply and the restored session (FAKE_CLAUDE_ASK_TURNS, default
 //                       1: how many turns ask before one answers)
+//   ask-mcp             the same conversation, asking through the `ask` tool of the MCP server named
+//                       `baton` in --mcp-config (tool `mcp__baton__ask`): the fake starts the server and
+//                       speaks MCP to it as the real CLI does; without the server the tool does not
+//                       exist, and without permission (neither bypassPermissions nor the tool in
+//                       --allowedTools) print mode refuses the call and lists it in permission_denials
 // Without FAKE_CLAUDE_MODE the mode may come from `.fake-claude.json` in the working directory
 // (the repository): {"modeByIssue": {"<ISSUE_NUMBER>": "<mode>"}, "question": "…", "askTurns": N,
 // "answerDelayMs": N},
@@ -86,7 +93,7 @@
 // with an unknown id, it answered as above.
 //
 // FAKE_CLAUDE_RECORD=<file> writes {argv, prompt, promptSource, options, cwd, env facts} there.
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -198,6 +205,34 @@ if (prompt === undefined) {
 }
 
 /**
+ * `--mcp-config <configs...>`: each value is a JSON string or a file holding one, merged into one
+ * set of servers. As observed with the real CLI 2.1.197: a value that is not JSON is a file path
+ * (relative to the working directory), and one that is not there is refused before anything
+ * runs: stderr `Error: Invalid MCP configuration:\nMCP config file not found: <path>`, exit 1,
+ * no stream. Two JSON values give both servers; each starts with the CLI's own environment
+ * (PATH lookup included) plus its `env`, in the CLI's working directory.
+ */
+function mcpServers(values = []) {
+  const servers = {};
+  for (const value of values) {
+    let config;
+    try {
+      config = JSON.parse(value);
+    } catch {
+      const file = path.resolve(process.cwd(), value);
+      try {
+        config = JSON.parse(fs.readFileSync(file, 'utf8'));
+      } catch {
+        fail(`Error: Invalid MCP configuration:\nMCP config file not found: ${file}`);
+      }
+    }
+    Object.assign(servers, config?.mcpServers ?? {});
+  }
+  return servers;
+}
+const servers = mcpServers(options['mcp-config']);
+
+/**
  * A login file that is there but cannot be read (a 0600 file of another user) is no login: the
  * real CLI then answers as it does without credentials. A missing file is left to the mode, so
  * suites that give no login at all keep their answers.
@@ -295,6 +330,8 @@ function keep(type, message) {
 }
 const permissionMode = options['dangerously-skip-permissions'] ? 'bypassPermissions' : (options['permission-mode'] ?? 'default');
 const model = options.model ?? 'claude-fake-1';
+/** Tool calls print mode refused, as the result's `permission_denials` lists them. */
+const denials = [];
 
 if (process.env.FAKE_CLAUDE_RECORD) {
   fs.writeFileSync(
@@ -334,7 +371,8 @@ const init = () => {
     cwd: process.cwd(),
     session_id: session,
     tools: ['Bash', 'Read', 'Edit', 'Write'],
-    mcp_servers: [],
+    // As the real CLI's init shows them: the stdio servers are still connecting.
+    mcp_servers: Object.keys(servers).map((name) => ({ name, status: 'pending' })),
     model,
     permissionMode,
     apiKeySource: 'none',
@@ -474,8 +512,114 @@ function flood() {
   write();
 }
 
-/** A conversation: ask through `baton ask` (on PATH) for the first turns, then answer from the reply. */
-function conversation() {
+/**
+ * One call of an MCP server's tool over stdio, as a client: the handshake the real CLI 2.1.197
+ * sends (observed: `initialize` with id 0, protocolVersion "2025-11-25", capabilities {roots,
+ * elicitation}, clientInfo claude-code; then `notifications/initialized` and `tools/list`), then
+ * `tools/call` if the server listed the tool. One JSON message per line (MCP stdio transport).
+ * Resolves to the call's result ({content, isError?}) or {error}.
+ */
+function callMcpTool(server, tool, input) {
+  return new Promise((resolve) => {
+    const child = spawn(server.command, server.args ?? [], {
+      cwd: process.cwd(),
+      env: { ...process.env, ...server.env },
+      stdio: ['pipe', 'pipe', 'ignore'],
+    });
+    const waiting = new Map();
+    let buffered = '';
+    child.stdout.on('data', (d) => {
+      buffered += d.toString();
+      for (let at = buffered.indexOf('\n'); at !== -1; at = buffered.indexOf('\n')) {
+        const message = JSON.parse(buffered.slice(0, at));
+        buffered = buffered.slice(at + 1);
+        waiting.get(message.id)?.(message);
+      }
+    });
+    child.on('error', (err) => resolve({ error: String(err) }));
+    const request = (id, method, params) =>
+      new Promise((answer) => {
+        waiting.set(id, answer);
+        child.stdin.write(`${JSON.stringify({ method, params, jsonrpc: '2.0', id })}\n`);
+      });
+    (async () => {
+      const init = await request(0, 'initialize', {
+        protocolVersion: '2025-11-25',
+        capabilities: { roots: {}, elicitation: {} },
+        clientInfo: { name: 'claude-code', title: 'Claude Code', version: '2.1.197' },
+      });
+      if (!init.result) return { error: JSON.stringify(init.error) };
+      child.stdin.write(`${JSON.stringify({ method: 'notifications/initialized', jsonrpc: '2.0' })}\n`);
+      const listed = await request(1, 'tools/list', {});
+      if (!listed.result?.tools?.some((t) => t.name === tool)) return { error: `no tool ${tool}` };
+      const called = await request(2, 'tools/call', { name: tool, arguments: input });
+      return called.result ?? { error: JSON.stringify(called.error) };
+    })().then((outcome) => {
+      child.stdin.end();
+      resolve(outcome);
+    });
+  });
+}
+
+/**
+ * Whether the session may use `tool` (for Bash: with `command`) without asking; print mode cannot
+ * ask, so anything else is refused. Rules as --allowedTools takes them: `mcp__server__tool` or the
+ * whole server `mcp__server`; `Bash`, `Bash(<command>)` or a prefix `Bash(<prefix>:*)`.
+ */
+function allowed(tool, command) {
+  if (permissionMode === 'bypassPermissions') return true;
+  return (options['allowed-tools'] ?? []).some((rule) => {
+    if (rule === tool || (tool.startsWith('mcp__') && rule === tool.split('__').slice(0, 2).join('__'))) return true;
+    const bash = tool === 'Bash' && /^Bash\((.*)\)$/.exec(rule);
+    if (!bash) return false;
+    return bash[1].endsWith(':*') ? command.startsWith(bash[1].slice(0, -2)) : command === bash[1];
+  });
+}
+/** A refused call as print mode answers it (anthropics/claude-agent-sdk-typescript#100), listed in the result. */
+function refuse(id, tool, input) {
+  toolResult(id, `Claude requested permissions to use ${tool}, but you haven't granted it yet.`);
+  denials.push({ tool_name: tool, tool_use_id: id, tool_input: input });
+}
+
+/** The question through `mcp__baton__ask` (baton's MCP server from --mcp-config): the tool result's text, or why not. */
+async function askThroughMcp(text) {
+  const tool = 'mcp__baton__ask';
+  assistant('msg_ask_1', [{ type: 'tool_use', id: 'tool_ask', name: tool, input: { question: text } }], usage(100, 20, 50, 10));
+  if (!servers.baton) {
+    // A tool the CLI was not given does not exist for the model; the fake says so in the result.
+    toolResult('tool_ask', `Error: No such tool available: ${tool}`);
+    return false;
+  }
+  if (!allowed(tool)) {
+    refuse('tool_ask', tool, { question: text });
+    return false;
+  }
+  const outcome = await callMcpTool(servers.baton, 'ask', { question: text });
+  // An MCP tool's result content is its content blocks (not observed here: no credentials to run a model).
+  emit({
+    type: 'user',
+    message: {
+      role: 'user',
+      content: [
+        {
+          type: 'tool_result',
+          tool_use_id: 'tool_ask',
+          content: outcome.content ?? [{ type: 'text', text: outcome.error }],
+          is_error: !!(outcome.isError || outcome.error),
+        },
+      ],
+    },
+    parent_tool_use_id: null,
+    session_id: session,
+  });
+  return !outcome.isError && !outcome.error;
+}
+
+/**
+ * A conversation: ask for the first turns (mode `ask`: `baton ask` on PATH, as through the Bash
+ * tool; mode `ask-mcp`: the `ask` tool of baton's MCP server), then answer from the reply.
+ */
+async function conversation() {
   const question = process.env.FAKE_CLAUDE_QUESTION ?? settings.question ?? 'Which database should the service use?';
   const askTurns = Number(process.env.FAKE_CLAUDE_ASK_TURNS ?? settings.askTurns ?? 1);
   // Turns so far: the user prompts in the session (tool results are user entries too, of another shape).
@@ -484,19 +628,28 @@ function conversation() {
   if (turn <= askTurns) {
     const text = askTurns > 1 ? `${question} (turn ${turn})` : question;
     assistant('msg_ask_1', [{ type: 'text', text: 'I need an answer before I go on.' }], usage(100, 20, 50, 10));
-    assistant(
-      'msg_ask_1',
-      [{ type: 'tool_use', id: 'tool_ask', name: 'Bash', input: { command: `baton ask ${JSON.stringify(text)}` } }],
-      usage(100, 20, 50, 10),
-    );
-    const asked = spawnSync('baton', ['ask', text], { encoding: 'utf8' });
-    toolResult('tool_ask', `${asked.stdout ?? ''}${asked.stderr ?? ''}${asked.error ? String(asked.error) : ''}`.trim());
+    let asked;
+    if (mode === 'ask-mcp') asked = await askThroughMcp(text);
+    else {
+      const command = `baton ask ${JSON.stringify(text)}`;
+      assistant('msg_ask_1', [{ type: 'tool_use', id: 'tool_ask', name: 'Bash', input: { command } }], usage(100, 20, 50, 10));
+      if (allowed('Bash', command)) {
+        const run = spawnSync('baton', ['ask', text], { encoding: 'utf8' });
+        toolResult('tool_ask', `${run.stdout ?? ''}${run.stderr ?? ''}${run.error ? String(run.error) : ''}`.trim());
+        asked = run.status === 0;
+      } else {
+        refuse('tool_ask', 'Bash', { command });
+        asked = false;
+      }
+    }
     assistant('msg_ask_2', [{ type: 'text', text: 'Waiting for the answer.' }], usage(200, 40, 100, 0));
-    result({ subtype: 'success', is_error: false, result: `I asked: ${text}` });
-    process.exitCode = asked.status === 0 ? 0 : 1;
+    result({ subtype: 'success', is_error: false, result: `I asked: ${text}`, permission_denials: denials });
+    process.exitCode = asked ? 0 : 1;
     return;
   }
-  const earlierQuestions = earlier.filter((e) => e.type === 'assistant' && JSON.stringify(e.message).includes('baton ask')).length;
+  const earlierQuestions = earlier.filter(
+    (e) => e.type === 'assistant' && /baton ask|mcp__baton__ask/.test(JSON.stringify(e.message)),
+  ).length;
   // `answerDelayMs`: the answering turn takes that long (a suite stops the server meanwhile).
   const delay = Number(settings.answerDelayMs ?? 0);
   if (delay > 0) spawnSync(process.execPath, ['-e', `setTimeout(() => {}, ${delay})`]);
@@ -515,7 +668,8 @@ function conversation() {
 
 switch (prompt.startsWith('/') ? 'unknown-slash-command' : mode) {
   case 'ask':
-    conversation();
+  case 'ask-mcp':
+    await conversation();
     break;
   case 'unknown-slash-command':
     unknownSlashCommand();

@@ -29,9 +29,13 @@ interface Observation {
   /** The result when the prompt ran as a slash command, else null. */
   slashResult: { subtype: unknown; is_error: unknown; num_turns: unknown; result: unknown } | null;
   printed: boolean;
+  /** The MCP servers the init message names, with their status. */
+  mcpServers: { name: unknown; status: unknown }[] | null;
 }
 
 const PRINT = ['-p', '--output-format', 'stream-json', '--verbose'];
+/** A stdio MCP server that answers nothing and ends at once: enough for the CLI to list it. */
+const MCP_CONFIG = (name: string) => JSON.stringify({ mcpServers: { [name]: { type: 'stdio', command: 'true', args: [] } } });
 
 let home: string;
 beforeAll(() => {
@@ -74,6 +78,7 @@ function observe(command: string[], args: string[], stdin: string | null): Promi
           ? { subtype: result!.subtype, is_error: result!.is_error, num_turns: result!.num_turns, result: result!.result }
           : null,
         printed: messages.length > 0,
+        mcpServers: Array.isArray(init?.mcp_servers) ? (init.mcp_servers as { name: unknown; status: unknown }[]) : null,
       });
     });
   });
@@ -132,6 +137,23 @@ const CASES: { name: string; args: string[]; stdin?: string; expected: Partial<O
     args: [...PRINT, '--dangerously-skip-permissions', '--', '\n/nosuchcommand'],
     expected: { error: null, permissionMode: 'bypassPermissions', slashResult: null, printed: true },
   },
+  {
+    name: 'an MCP config file that is not there is refused before anything runs',
+    args: [...PRINT, '--mcp-config', '/nonexistent/baton-mcp.json', '--', 'hi'],
+    expected: refused('Error: Invalid MCP configuration:'),
+  },
+  {
+    name: 'MCP servers from JSON strings (variadic, ended by --) are named in init, still connecting',
+    args: [...PRINT, '--mcp-config', MCP_CONFIG('baton'), MCP_CONFIG('other'), '--', 'hi'],
+    expected: {
+      error: null,
+      printed: true,
+      mcpServers: [
+        { name: 'baton', status: 'pending' },
+        { name: 'other', status: 'pending' },
+      ],
+    },
+  },
 ];
 
 const CLIS: { name: string; command: string[]; run: boolean }[] = [
@@ -143,5 +165,44 @@ describe.each(CLIS.filter((c) => c.run))('$name parses its arguments like Claude
   it.each(CASES)('$name', async ({ args, stdin, expected }) => {
     if (!fs.existsSync(command[command.length - 1]!)) throw new Error(`CI=true but ${command.join(' ')} is not installed: run npm ci`);
     expect(await observe(command, args, stdin ?? null)).toMatchObject(expected);
+  });
+});
+
+describe('fake-claude.mjs asks through baton’s MCP tool only where the real CLI would let it', () => {
+  async function askMcp(args: string[]) {
+    const child = spawn(process.execPath, [FAKE_CLAUDE, ...PRINT, ...args, '--', 'go'], {
+      cwd: home,
+      env: { PATH: process.env.PATH, HOME: home, FAKE_CLAUDE_MODE: 'ask-mcp' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+    const messages = stdout
+      .split('\n')
+      .filter((l) => l.trim() !== '')
+      .map(
+        (l) =>
+          JSON.parse(l) as { type: string; message?: { content?: { type: string; content?: unknown }[] }; permission_denials?: unknown[] },
+      );
+    const toolResult = messages.flatMap((m) => (m.type === 'user' ? (m.message?.content ?? []) : [])).find((c) => c.type === 'tool_result');
+    return {
+      code,
+      toolResult: JSON.stringify(toolResult?.content),
+      denials: messages.findLast((m) => m.type === 'result')?.permission_denials,
+    };
+  }
+
+  it('refuses mcp__baton__ask in print mode without permission, and lists the denial', async () => {
+    const asked = await askMcp(['--mcp-config', MCP_CONFIG('baton')]);
+    expect(asked.code).toBe(1);
+    expect(asked.toolResult).toContain("Claude requested permissions to use mcp__baton__ask, but you haven't granted it yet.");
+    expect(asked.denials).toEqual([expect.objectContaining({ tool_name: 'mcp__baton__ask' })]);
+  });
+
+  it('has no such tool without the server', async () => {
+    const asked = await askMcp(['--dangerously-skip-permissions']);
+    expect(asked.code).toBe(1);
+    expect(asked.toolResult).toContain('No such tool available: mcp__baton__ask');
   });
 });
