@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { branchAllowed, changeProblem, DEFAULT_RIGHTS, readChangeBody, readProblem } from './rights.js';
+import { branchAllowed, changeProblem, DEFAULT_RIGHTS, readChangeBody, readProblem, writeQueryProblem } from './rights.js';
 
 describe('branchAllowed', () => {
   const onIssue = { number: 12, payload: {} };
@@ -35,6 +35,8 @@ describe('changeProblem: what a body asks for beyond its path', () => {
     run: { owner: 'acme', repo: 'app', number: 12, payload: {}, stage: 'develop' },
     rights: DEFAULT_RIGHTS,
     account: 'dev' as const,
+    forge: 'gitea' as const,
+    rest: '/pulls/3',
   };
   const devops = { ...develop, run: { ...develop.run, stage: 'devops' }, rights: { push: [], merge: true } };
 
@@ -66,8 +68,37 @@ describe('changeProblem: what a body asks for beyond its path', () => {
     expect(changeProblem('pull-create', { head: 'someone-elses-work', base: 'main' }, develop)).toBe(
       'a pull request from someone-elses-work: the develop stage opens pull requests only from a branch naming issue #12 (issue-12-…) (pipeline.stages.develop.push)',
     );
-    expect(changeProblem('pull-create', { head: 'feature/issue-12-x', head_repo: 'fork' }, develop)).toMatch(/another repository/);
+    const github = { ...develop, forge: 'github' as const };
+    expect(changeProblem('pull-create', { head: 'feature/issue-12-x', head_repo: 'fork' }, github)).toMatch(/another repository/);
+    expect(changeProblem('pull-create', { head: 'feature/issue-12-x', head_repo: 'app' }, github)).toBeNull();
     expect(changeProblem('pull-create', { head: ['x'] }, develop)).toMatch(/not a branch name/);
+  });
+
+  it("reads GitLab's fields: target_branch, state_event (merge in API v3), source_branch, target_project_id, /approve", () => {
+    const gitlab = { ...develop, forge: 'gitlab' as const, rest: '/merge_requests/3' };
+    expect(changeProblem('pull-edit', { target_branch: 'main' }, gitlab)).toMatch(
+      /^changing a pull request's base branch needs the right to merge/,
+    );
+    expect(changeProblem('pull-edit', { state_event: 'merge' }, gitlab)).toMatch(/^a state change to "merge" \(only close or reopen\)/);
+    expect(changeProblem('pull-edit', { state_event: 'close', title: 'x' }, gitlab)).toBeNull();
+    // GitLab has no owner:branch heads: a colon is part of the branch's name there.
+    expect(changeProblem('pull-create', { source_branch: 'feature/issue-12-x', target_branch: 'main' }, gitlab)).toBeNull();
+    expect(changeProblem('pull-create', { source_branch: 'main', target_branch: 'release' }, gitlab)).toMatch(
+      /^a pull request from main: the develop stage/,
+    );
+    expect(changeProblem('pull-create', { source_branch: 'feature/issue-12-x', target_project_id: 99 }, gitlab)).toMatch(
+      /from or into another repository/,
+    );
+    expect(changeProblem('review', {}, { ...gitlab, rest: '/merge_requests/3/approve' })).toMatch(/only the review account approves/);
+    expect(changeProblem('review', {}, { ...gitlab, rest: '/merge_requests/3/approve', account: 'review' })).toBeNull();
+  });
+
+  it('takes no fields from the query of a write (GitLab reads them there too), credentials aside', () => {
+    expect(writeQueryProblem(new URLSearchParams('target_branch=main'))).toBe(
+      'a change carries its fields in its JSON body, not in the query (target_branch)',
+    );
+    expect(writeQueryProblem(new URLSearchParams('token=bgw_1&private_token=x'))).toBeNull();
+    expect(writeQueryProblem(new URLSearchParams(''))).toBeNull();
   });
 
   it('never forces a merge, and lets only the review account approve', () => {
@@ -84,9 +115,14 @@ describe('changeProblem: what a body asks for beyond its path', () => {
   it('reads JSON bodies only: a form-encoded body could carry what a JSON check does not see', () => {
     expect(readChangeBody(Buffer.from('title=x&base=main'))).toBeNull();
     expect(changeProblem('pull-edit', readChangeBody(Buffer.from('title=x&base=main')), develop)).toBe(
-      'the gateway passes a JSON object as the body of a change, nothing else',
+      'the gateway passes a JSON body of a change, nothing else (no form)',
     );
-    expect(changeProblem('label', readChangeBody(Buffer.from('["bug"]')), develop)).toMatch(/JSON object/);
+    expect(changeProblem('comment', readChangeBody(Buffer.from('body=hello')), develop)).toMatch(/no form/);
+    expect(changeProblem('pull-edit', readChangeBody(Buffer.from('["main"]')), develop)).toBe(
+      'the body of a pull-edit must be a JSON object',
+    );
+    // GitHub takes the labels to add as a bare array.
+    expect(changeProblem('label', readChangeBody(Buffer.from('["bug"]')), develop)).toBeNull();
     expect(readChangeBody(undefined)).toEqual({});
     expect(readChangeBody(Buffer.from(' {"title":"x"} '))).toEqual({ title: 'x' });
   });
