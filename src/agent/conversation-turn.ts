@@ -153,7 +153,10 @@ export async function openConversationTurn(options: {
       const sessionId = input.sessionId ?? earlier?.header.sessionId ?? '';
       const transcript: Transcript = {
         header: { format: TRANSCRIPT_FORMAT, version: 1, agent: adapter.name, cwd: input.cwd, sessionId, branch },
-        files: asked ? collectSessionFiles(adapter, home, input.cwd) : [],
+        // A turn that did not ask keeps the session files it was resumed from: the retry of a
+        // turn that failed for a reason that passes resumes from them (without, the CLI would
+        // find no session); a first turn that did not ask has none to keep.
+        files: asked ? collectSessionFiles(adapter, home, input.cwd) : (earlier?.files ?? []),
         turns: [...(earlier?.turns ?? []), turn],
       };
       // A run's only turn is for reading afterwards (its log has the same lines): one retry, so a

@@ -60,7 +60,8 @@ inherited descriptor, closed once read). Secrets in the environment still work b
 about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and its
 own credential only (in the variables its CLI reads), never CALLBACK_TOKEN; install and build commands get only the tokens
 named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
-Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
+Also read: GITEA_URL, GITEA_ORG, BATON_FORGE (github | gitlab: the agent also gets GITEA_TOKEN
+in that forge's variables, GH_TOKEN and GITHUB_API_URL or GITLAB_TOKEN and CI_API_V4_URL), BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one

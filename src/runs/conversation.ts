@@ -259,6 +259,31 @@ export async function readConversation(trx: Kysely<Database>, runId: number): Pr
   };
 }
 
+/**
+ * A retried run starts afresh, from the stage prompt (operator-actions.ts): the conversation's
+ * turns so far stop counting (their usage, the open question, the reply); the transcript stays
+ * readable until the new first turn replaces it. Without this a retried run resumed the old
+ * session, whose last turn kept no session files, and failed with "No conversation found".
+ */
+export async function forgetTurns(trx: Kysely<Database>, runId: number, now: number): Promise<void> {
+  await db(trx)
+    .updateTable('run_conversations')
+    .set({
+      question: null,
+      asked_for: null,
+      asked_at: null,
+      reply: null,
+      reply_by: null,
+      replied_at: null,
+      turns: 1,
+      usage: null,
+      cost_usd: 0,
+      updated_at: now,
+    })
+    .where('run_id', '=', runId)
+    .execute();
+}
+
 /** Keeps the session's transcript (JSONL text), gzip'd; the latest upload replaces the one before. */
 export async function storeTranscript(trx: Kysely<Database>, runId: number, jsonl: Buffer, now: number): Promise<number> {
   const packed = gzipSync(jsonl);

@@ -279,6 +279,33 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     expect(retried.payload.resume).toMatchObject({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', prompt: '16.', attempt: 3 });
   });
 
+  it('starts a retried conversation afresh, from the stage prompt, its earlier turns no longer counted', async () => {
+    await start();
+    const { run } = await app!.app.engine.enqueue({
+      stage: 'analyse',
+      owner: 'acme',
+      repo: 'app',
+      number: issue,
+      payload: { account: 'dev' },
+    });
+    await ask(await specOf(run.id), 'Which database?');
+    await comment('alice', 'PostgreSQL.');
+    const resumed = await specOf(run.id, 1);
+    expect(resumed.resume).toBeDefined();
+    await call(resumed, '/complete', {
+      method: 'POST',
+      body: JSON.stringify({ status: 'failed', error: 'agent_error', summary: 'it broke', durationMs: 1 }),
+    });
+    await until(async () => (await status(run.id)) === 'failed', 'the resumed turn to fail');
+
+    // Resuming again would find no session files: the last turn kept only its stream.
+    await comment('alice', '@baton retry');
+    const retried = await specOf(run.id, 2);
+    expect(retried.resume).toBeUndefined();
+    expect((await app!.app.runs.get(run.id))!.payload.resume).toBeUndefined();
+    expect((await app!.app.runs.conversation(run.id))!).toMatchObject({ turns: 1, usage: null, costUsd: 0, question: null, reply: null });
+  });
+
   it('cancels a waiting run with @baton cancel', async () => {
     await start();
     const { run } = await app!.app.engine.enqueue({

@@ -3,13 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openConversationTurn } from '../../src/agent/conversation-turn.js';
+import { packTranscript, TRANSCRIPT_FORMAT, unpackTranscript } from '../../src/agent/conversation.js';
 import type { AgentLog } from '../../src/agent/agent-log.js';
 import type { StepResult, StepRunner } from '../../src/agent/checkout.js';
 import { agentAdapter } from '../../src/agents/index.js';
 
 /**
- * The asking turn's push goes through baton (the forge gateway): a baton restarting meanwhile
- * must not cost the turn's commits. The runner's side, with git and the server stood in for.
+ * What the runner keeps at a turn's end for the next: the asking turn's branch (its push goes
+ * through baton's forge gateway: a baton restarting meanwhile must not cost the turn's commits),
+ * and the session files a retry resumes from. The runner's side, git and the server stood in for.
  */
 describe('the branch of a turn that asked', () => {
   let stateDir: string;
@@ -88,5 +90,63 @@ describe('the branch of a turn that asked', () => {
     expect(pushes()).toBeGreaterThan(5);
     expect(elapsed).toBeLessThanOrEqual(15 * 60_000);
     expect(lines.some((l) => l.includes('warning: pushing branch develop failed'))).toBe(true);
+  });
+
+  it('keeps the session files it resumed from when the turn ends without a question (its retry resumes from them)', async () => {
+    const sessionFile = {
+      path: '.claude/projects/-workspace-app/5f0c1a2b-0000-4000-8000-000000000001.jsonl',
+      content: Buffer.from('{"type":"user"}\n'),
+    };
+    const earlier = packTranscript({
+      header: {
+        format: TRANSCRIPT_FORMAT,
+        version: 1,
+        agent: 'claude',
+        cwd: '/workspace/app',
+        sessionId: '5f0c1a2b-0000-4000-8000-000000000001',
+        branch: 'develop',
+      },
+      files: [sessionFile],
+      turns: [{ turn: 1, prompt: 'go', by: 'baton', question: 'Which database?', stream: [], truncated: false }],
+    });
+    let uploaded: Buffer | null = null;
+    const turn = await openConversationTurn({
+      adapter: agentAdapter('claude'),
+      stateDir,
+      home: stateDir,
+      log,
+      resume: { sessionId: '5f0c1a2b-0000-4000-8000-000000000001', reply: 'PostgreSQL.', by: 'alice' },
+      branch: undefined,
+      callbackUrl: 'http://baton.internal/api/runs/7/complete',
+      token: 'tok',
+      fetch: (async (_url: string | URL | Request, init?: RequestInit) => {
+        if (init?.method === 'PUT') {
+          uploaded = Buffer.from(init.body as Uint8Array);
+          return new Response('{}', { status: 200 });
+        }
+        return new Response(new Uint8Array(earlier), { status: 200 });
+      }) as typeof fetch,
+      sleep: async () => {},
+    });
+    turn.restore('/workspace/app');
+    const streamFile = path.join(stateDir, 'agent.ndjson');
+    fs.writeFileSync(streamFile, '');
+    // The resumed turn failed (the agent's API overloaded): no question.
+    const asked = await turn.close({
+      exec: git([]).exec,
+      cwd: '/workspace/app',
+      gitEnv: {},
+      prompt: 'go',
+      sessionId: null,
+      streamFile,
+      canAsk: true,
+    });
+    expect(asked).toBeNull();
+    const kept = unpackTranscript(uploaded!);
+    expect(kept.files.map((f) => [f.path, f.content.toString()])).toEqual([[sessionFile.path, sessionFile.content.toString()]]);
+    expect(kept.turns.map((t) => [t.turn, t.by])).toEqual([
+      [1, 'baton'],
+      [2, 'alice'],
+    ]);
   });
 });

@@ -55,6 +55,7 @@ const cases: ForgeCase[] = [
       github.setPermission('acme', 'app', 'claude-review', 'write');
       github.addIssue('acme', 'app', { title: 'fix it', author: 'acme' });
       github.addIssue('acme', 'secret', { title: 'elsewhere', author: 'acme' });
+      for (const label of ['bug', 'docs']) github.addLabel('acme', 'app', label);
       const bare = github.gitRepo('acme', 'app');
       const env = { GITHUB_URL: github.url, GITHUB_DEV_TOKEN: DEV_TOKEN, GITHUB_REVIEW_TOKEN: REVIEW_TOKEN, GITHUB_WEBHOOK_SECRET: 'x' };
       return {
@@ -100,6 +101,7 @@ const cases: ForgeCase[] = [
       gitlab.setAccess('acme', 'app', 'claude-review', 30);
       gitlab.addIssue('acme', 'app', { title: 'fix it', author: 'claude-dev' });
       gitlab.addIssue('acme', 'secret', { title: 'elsewhere', author: 'claude-dev' });
+      for (const label of ['bug', 'docs']) gitlab.addLabel('acme', 'app', label);
       const bare = gitlab.gitRepo('acme', 'app');
       const env = { GITLAB_URL: gitlab.url, GITLAB_DEV_TOKEN: DEV_TOKEN, GITLAB_REVIEW_TOKEN: REVIEW_TOKEN, GITLAB_WEBHOOK_SECRET: 'x' };
       return {
@@ -223,6 +225,18 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     expect(log).toContainEqual(`[gateway] refused: ${forgeCase.release.reason}`);
     expect(log).toContainEqual(expect.stringMatching(/is outside this run's repository acme\/app$/));
     expect(log).toContainEqual(expect.stringMatching(/names a repository by an id that is not acme\/app's$/));
+  });
+
+  it('points the forge’s pagination links back at the gateway, so a next page is asked there too', async () => {
+    const { capability } = await startRun();
+    const first = await gateway(own('/labels?per_page=1'), capability);
+    expect(first.status).toBe(200);
+    const next = /<([^>]+)>; rel="next"/.exec(first.headers.get('link') ?? '')?.[1];
+    expect(next?.startsWith(`/gateway${forgeCase.repo('acme/app')}/labels?`), next).toBe(true);
+    expect(first.headers.get('link')).not.toContain(forge.url);
+    const second = await fetch(new URL(next!, server.url), { headers: forgeCase.auth(capability) });
+    expect(second.status).toBe(200);
+    expect(((await second.json()) as { name: string }[]).map((l) => l.name)).toEqual(['docs']);
   });
 
   it('takes real git through it: a clone of the private repository, its own branch pushed, the default and a protected branch refused in git’s words', async () => {
