@@ -4,7 +4,17 @@ import type { CallbackTokenChecks, RunService, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
 import { REVIEW_CHANGES, type ForgeDialect, type Target } from './dialect.js';
 import { readRefUpdates, refusedPushReport } from './pkt-line.js';
-import { branchAllowed, DEFAULT_RIGHTS, describeRules, type RunRights } from './rights.js';
+import {
+  branchAllowed,
+  changeProblem,
+  DEFAULT_RIGHTS,
+  describeRules,
+  readChangeBody,
+  readProblem,
+  writeQueryProblem,
+  type ChangeContext,
+  type RunRights,
+} from './rights.js';
 
 /** Where the gateway lives on baton's HTTP app: the forge URL of a run is `<baton>/gateway`. */
 export const GATEWAY_PREFIX = '/gateway';
@@ -109,9 +119,9 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       const refused = await refusedPush(c, exchange, body);
       if (refused) return refused;
     }
-    if (target.kind === 'api' && body && forge.dialect.changeOf(exchange.method, target.rest) === 'release') {
-      const releaseProblem = forge.dialect.releaseProblem(jsonOf(body));
-      if (releaseProblem) return refuse(c, run, 403, releaseProblem);
+    if (target.kind === 'api' && body) {
+      const bodyProblem = changeBodyProblem(exchange, new URL(c.req.url).searchParams, body);
+      if (bodyProblem) return refuse(c, run, 403, bodyProblem);
     }
     return forward(c, exchange, body);
   });
@@ -126,7 +136,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     const reading = method === 'GET' || method === 'HEAD';
     if (target.kind === 'global') return reading ? null : `${method} ${path} is not allowed through the gateway`;
     if (target.kind === 'api') {
-      if (reading) return null;
+      if (reading) return readProblem(target.rest);
       const change = x.forge.dialect.changeOf(method, target.rest);
       if (x.review && (change === null || !REVIEW_CHANGES.has(change)))
         return `the review account may only comment and review; ${method} ${path.slice(0, 160)} refused`;
@@ -143,6 +153,21 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
   }
 
   const rightsOf = (run: Run): RunRights => deps.rightsOf?.(run) ?? DEFAULT_RIGHTS;
+
+  /** What an API write's query and body ask for beyond its path (rights.ts), a release that is not a draft included. */
+  function changeBodyProblem(x: Exchange, query: URLSearchParams, body: Uint8Array): string | null {
+    const rest = x.target.kind === 'api' ? x.target.rest : '';
+    const change = x.forge.dialect.changeOf(x.method, rest);
+    if (change === null) return null;
+    const json = readChangeBody(body);
+    const forge: ChangeContext['forge'] = x.run.forge === 'github' || x.run.forge === 'gitlab' ? x.run.forge : 'gitea';
+    const context = { run: x.run, rights: rightsOf(x.run), account: x.review ? ('review' as const) : ('dev' as const), forge, rest };
+    return (
+      writeQueryProblem(query) ??
+      changeProblem(change, json, context) ??
+      (change === 'release' ? x.forge.dialect.releaseProblem(json) : null)
+    );
+  }
 
   /** A push the run may not make, refused in git's own words (each ref `! [remote rejected]`), or null. */
   async function refusedPush(c: Context, x: Exchange, body: Uint8Array): Promise<Response | null> {
@@ -217,6 +242,8 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     for (const [name, value] of c.req.raw.headers) if (!DROPPED_HEADERS.test(name)) headers.set(name, value);
     if (x.target.kind === 'git') headers.set('authorization', dialect.gitAuth(x.token));
     else for (const [name, value] of Object.entries(dialect.apiAuth(x.token))) headers.set(name, value);
+    // An API write's body was checked as JSON (rights.ts): the forge must read it as JSON, never as a form.
+    if (x.target.kind === 'api' && body) headers.set('content-type', 'application/json');
     // GitHub refuses a request without a User-Agent; curl and git send one, a bare fetch may not.
     if (!headers.has('user-agent')) headers.set('user-agent', 'baton-forge-gateway');
     const url = `${dialect.upstreamUrl(x.path, x.target)}${new URL(c.req.url).search.replace(CREDENTIAL_QUERY, '$1')}`;
@@ -260,15 +287,6 @@ function credentialOf(c: Context): string | undefined {
   const privateToken = c.req.header('private-token')?.trim();
   if (privateToken) return privateToken;
   return c.req.query('token') ?? c.req.query('access_token') ?? c.req.query('private_token') ?? undefined;
-}
-
-/** A request body as JSON, or null. */
-function jsonOf(body: Uint8Array): unknown {
-  try {
-    return JSON.parse(Buffer.from(body).toString('utf8'));
-  } catch {
-    return null;
-  }
 }
 
 /**
