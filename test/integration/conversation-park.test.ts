@@ -248,6 +248,8 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.runs.get(run.id) : null), 'the answer');
     expect(done!.costUsd).toBeCloseTo(1.0);
     expect(done!.usage).toMatchObject({ inputTokens: 250, outputTokens: 25 });
+    // Its time is the agent's of all three turns (the last reported 1 ms), not the waits.
+    expect(done!.durationMs).toBe(msBefore + 1);
     expect((await app!.app.runs.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });
     // One run, three workspaces, one after another.
     expect(provider.created.filter((s) => s.runId === run.id)).toHaveLength(3);
