@@ -28,6 +28,10 @@ export interface MemoryGuard {
 }
 
 type Prctl = (option: number, arg2: number, arg3: number, arg4: number, arg5: number) => number;
+/** The part of koffi's API used here (its own types need the package installed to compile). */
+interface Koffi {
+  load(path: string | null): { func(signature: string): unknown };
+}
 
 /** Closes this process to others of its uid: non-dumpable, and SIGUSR1 does not open the inspector. */
 export function guardProcessMemory(): MemoryGuard {
@@ -51,7 +55,7 @@ export function makeUndumpable(): MemoryGuard {
 
 function loadPrctl(): Prctl {
   // Loaded when called: a platform without koffi's binary still runs, and says so.
-  const koffi = createRequire(import.meta.url)('koffi') as typeof import('koffi');
+  const koffi = createRequire(import.meta.url)('koffi') as Koffi;
   // The process's own symbols: libc's prctl, whichever libc Node is linked against.
   const self = koffi.load(null);
   return self.func('int prctl(int option, unsigned long arg2, unsigned long arg3, unsigned long arg4, unsigned long arg5)') as Prctl;
