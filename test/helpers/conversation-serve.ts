@@ -215,7 +215,15 @@ export async function startConversationServe(options: {
       }, `run ${id} to end`),
     async killAndRestart(extra = {}) {
       await server.stop('SIGKILL');
+      const restarted = Date.now();
       server = await startServe({ ...env, ...extra }, root, BATON_BIN, port);
+      // The new server's catch-up reads the forge once at start: a comment or issue a test adds
+      // while that pass runs may come in twice, first from catch-up, the webhook's copy then a
+      // `duplicate`. Tests go on once every repository's pass after the restart has finished.
+      await until(async () => {
+        const cursors = await store.db.selectFrom('forge_sync_cursors').select('last_pass_at').execute();
+        return cursors.every((c) => c.last_pass_at !== null && Number(c.last_pass_at) >= restarted);
+      }, 'catch-up after the restart');
     },
     async close() {
       try {
