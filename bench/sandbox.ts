@@ -27,7 +27,7 @@ import path from 'node:path';
 import { serve } from '@hono/node-server';
 import { nestedSandboxSpawn } from '../src/agent/index.js';
 import { createEgressGate } from '../src/egress/index.js';
-import { capabilityFor, forgeGatewayRoutes } from '../src/forge-gateway/index.js';
+import { capabilityFor, forgeGatewayRoutes, giteaDialect } from '../src/forge-gateway/index.js';
 import type { Run } from '../src/runs/index.js';
 import { sandboxArguments } from '../src/workspaces/index.js';
 import { createFakeGitea } from '../test/fakes/gitea/index.js';
@@ -87,8 +87,7 @@ async function measureClones(root: string) {
   const hash = randomBytes(32).toString('hex');
   const run = { id: 1, status: 'running', owner: 'acme', repo: 'app', stage: 'develop', number: 1, payload: {} } as unknown as Run;
   const gateway = forgeGatewayRoutes({
-    forgeUrl: gitea.url,
-    tokens: { dev: token },
+    forges: { gitea: { dialect: giteaDialect({ forgeUrl: gitea.url }), tokens: { dev: token } } },
     callbackTokens: {
       verifyByTokenHash: async (_id: number, matches: (hash: string) => boolean) => (matches(hash) ? run : null),
     },

@@ -107,10 +107,23 @@ data "coder_parameter" "issue_number" {
 data "coder_parameter" "gitea_url" {
   name         = "gitea_url"
   display_name = "Forge URL"
-  description  = "For a Gitea run, baton's forge gateway (CALLBACK_URL/gateway): the run reaches the forge only through baton. The forge itself for GitHub and GitLab runs."
+  description  = "Baton's forge gateway (CALLBACK_URL/gateway), for runs on Gitea, Forgejo, GitHub and GitLab alike: the run reaches its forge only through baton."
   type         = "string"
   default      = ""
   mutable      = false
+}
+
+data "coder_parameter" "forge" {
+  name         = "forge"
+  display_name = "Forge"
+  description  = "BATON_FORGE: github or gitlab for a run on those forges (the runner then gives the agent the forge gateway's capability in GH_TOKEN and GITHUB_API_URL, or GITLAB_TOKEN and CI_API_V4_URL, beside GITEA_TOKEN); empty for Gitea and Forgejo."
+  type         = "string"
+  default      = ""
+  mutable      = false
+  validation {
+    regex = "^(github|gitlab)?$"
+    error = "github, gitlab or empty"
+  }
 }
 
 data "coder_parameter" "gitea_org" {
@@ -130,7 +143,7 @@ data "coder_parameter" "gitea_repo" {
 data "coder_parameter" "gitea_token" {
   name         = "gitea_token"
   display_name = "Forge token of the stage's bot account"
-  description  = "Secret, handed to the runner in its secrets file. For a Gitea run a capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository; the bot's token for GitHub and GitLab runs. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  description  = "Secret, handed to the runner in its secrets file. A capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository, on every forge. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
   type         = "string"
   default      = ""
   mutable      = false
@@ -323,6 +336,7 @@ resource "coder_agent" "main" {
     TASK_TYPE                             = data.coder_parameter.task_type.value
     ISSUE_NUMBER                          = data.coder_parameter.issue_number.value
     GITEA_URL                             = data.coder_parameter.gitea_url.value
+    BATON_FORGE                           = data.coder_parameter.forge.value
     GITEA_ORG                             = data.coder_parameter.gitea_org.value
     GITEA_REPO                            = data.coder_parameter.gitea_repo.value
     REPO_CLONE_URL                        = data.coder_parameter.repo_clone_url.value
@@ -461,7 +475,7 @@ resource "coder_app" "task_log" {
 
 # What the workspace can reach: Docker has no per-container egress rules, so the container reaches
 # whatever the Docker host's network reaches (docs/coder.md, "What a workspace can reach"). It
-# needs baton (CALLBACK_URL: callbacks, and for a Gitea run the forge through baton's forge
+# needs baton (CALLBACK_URL: callbacks, and the run's forge, whichever it is, through baton's forge
 # gateway), Coder and the agent's API; firewall the rest on the host (DOCKER-USER chain) rather
 # than opening the forge or the host's services to it.
 resource "docker_container" "workspace" {

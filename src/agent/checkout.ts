@@ -232,7 +232,7 @@ const PASSING = [
 ];
 const PASSING_ERRNO = ['ENOSPC', 'EMFILE', 'ENFILE', 'EAGAIN', 'ENOMEM'];
 
-function passes(result: StepResult): boolean {
+export function passes(result: StepResult): boolean {
   const code = (result.error as NodeJS.ErrnoException | undefined)?.code;
   if (code && PASSING_ERRNO.includes(code)) return true;
   return result.tail.some((line) => PASSING.some((re) => re.test(line)));

@@ -2,7 +2,7 @@ import os from 'node:os';
 import type { AgentAdapter } from '../agents/index.js';
 import type { AgentUsage, AskedQuestion, RunnerResume } from '../runner-contract/index.js';
 import type { AgentLog } from './agent-log.js';
-import type { StepRunner } from './checkout.js';
+import { passes, type StepRunner } from './checkout.js';
 import {
   askEnv,
   clearQuestion,
@@ -67,14 +67,17 @@ export async function openConversationTurn(options: {
   token: string;
   fetch?: typeof fetch;
   sleep?: (ms: number) => Promise<void>;
+  now?: () => number;
 }): Promise<ConversationTurn> {
   const { adapter, stateDir, log } = options;
+  const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const home = options.home ?? os.homedir();
   const client: TranscriptClient = createTranscriptClient({
     callbackUrl: options.callbackUrl,
     token: options.token,
     fetch: options.fetch,
-    sleep: options.sleep,
+    sleep,
+    now: options.now,
     log: (line) => log.write(line),
   });
   clearQuestion(stateDir);
@@ -129,7 +132,9 @@ export async function openConversationTurn(options: {
       }
       // Every turn's stream is kept (the dashboard and `baton logs --transcript` show it); only a
       // turn that asked needs its branch pushed and the CLI's session files for the next one.
-      const branch = asked ? await pushBranch(input.exec, input.cwd, input.gitEnv, log) : await currentBranch(input.exec, input.cwd);
+      const branch = asked
+        ? await pushBranch(input.exec, input.cwd, input.gitEnv, log, sleep, options.now ?? Date.now)
+        : await currentBranch(input.exec, input.cwd);
       const { lines, truncated, cutLines, cutAt } = readStream(input.streamFile);
       const turn: TranscriptTurn = {
         turn: (earlier?.turns.length ?? 0) + 1,
@@ -148,7 +153,10 @@ export async function openConversationTurn(options: {
       const sessionId = input.sessionId ?? earlier?.header.sessionId ?? '';
       const transcript: Transcript = {
         header: { format: TRANSCRIPT_FORMAT, version: 1, agent: adapter.name, cwd: input.cwd, sessionId, branch },
-        files: asked ? collectSessionFiles(adapter, home, input.cwd) : [],
+        // A turn that did not ask keeps the session files it was resumed from: the retry of a
+        // turn that failed for a reason that passes resumes from them (without, the CLI would
+        // find no session); a first turn that did not ask has none to keep.
+        files: asked ? collectSessionFiles(adapter, home, input.cwd) : (earlier?.files ?? []),
         turns: [...(earlier?.turns ?? []), turn],
       };
       // A run's only turn is for reading afterwards (its log has the same lines): one retry, so a
@@ -172,11 +180,24 @@ async function currentBranch(exec: StepRunner, cwd: string): Promise<string | nu
   return name && /^[\w./-]{1,200}$/.test(name) && !name.startsWith('-') ? name : null;
 }
 
+/** Longest time spent pushing the asking turn's branch again while the push fails for a reason that passes. */
+const PUSH_RETRY_MS = 15 * 60_000;
+
 /**
  * Pushes the working branch so the next turn's fresh workspace finds the agent's commits; work
- * not committed is named in the log (it does not survive the workspace).
+ * not committed is named in the log (it does not survive the workspace). The push goes through
+ * baton (the forge gateway), so a baton restarting or a forge away must not lose the turn's
+ * commits: a push that fails for a reason that passes (git's words for an unreachable server or a
+ * 5xx, checkout.ts) is tried again, as long as the transcript upload after it would wait.
  */
-async function pushBranch(exec: StepRunner, cwd: string, gitEnv: NodeJS.ProcessEnv, log: AgentLog): Promise<string | null> {
+async function pushBranch(
+  exec: StepRunner,
+  cwd: string,
+  gitEnv: NodeJS.ProcessEnv,
+  log: AgentLog,
+  sleep: (ms: number) => Promise<void>,
+  now: () => number,
+): Promise<string | null> {
   const branch = await currentBranch(exec, cwd);
   const status = await exec('git status', 'git', ['status', '--porcelain'], { cwd });
   const dirty = status.tail.filter((l) => l.trim() !== '').length;
@@ -185,11 +206,19 @@ async function pushBranch(exec: StepRunner, cwd: string, gitEnv: NodeJS.ProcessE
     log.write('[baton] HEAD is detached: no branch to push for the next turn');
     return null;
   }
-  const push = await exec('git push', 'git', ['push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`], { cwd, env: gitEnv });
-  log.write(
-    push.code === 0
-      ? `[baton] pushed branch ${branch} for the next turn`
-      : `[baton] warning: pushing branch ${branch} failed (exit ${push.code}): the next turn starts from what origin has`,
-  );
-  return branch;
+  const started = now();
+  for (let attempt = 1; ; attempt++) {
+    const push = await exec('git push', 'git', ['push', '--quiet', 'origin', `HEAD:refs/heads/${branch}`], { cwd, env: gitEnv });
+    if (push.code === 0) {
+      log.write(`[baton] pushed branch ${branch} for the next turn`);
+      return branch;
+    }
+    const delay = Math.min(1_000 * 2 ** (attempt - 1), 30_000);
+    if (!passes(push) || now() - started + delay > PUSH_RETRY_MS) {
+      log.write(`[baton] warning: pushing branch ${branch} failed (exit ${push.code}): the next turn starts from what origin has`);
+      return branch;
+    }
+    log.write(`[baton] pushing branch ${branch} failed for a reason that passes; trying again`);
+    await sleep(delay);
+  }
 }

@@ -56,8 +56,9 @@ export interface SessionFile {
 
 /**
  * One turn of the conversation, as the dashboard and `baton logs --transcript` show it. Every
- * run keeps its turns (a run that never asks has one); only a turn that asked keeps the session
- * files too, which the next turn needs to resume.
+ * run keeps its turns (a run that never asks has one); the session files, which the next turn
+ * needs to resume, are the last asking turn's (a later turn that did not ask keeps them, for its
+ * retry).
  */
 export interface TranscriptTurn {
   turn: number;

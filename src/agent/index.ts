@@ -3,6 +3,7 @@ export { DEFAULT_MAX_DURATION_MS, type RunAgentOptions } from './run-agent-optio
 export { formatDuration } from './run-control.js';
 export { nestedSandboxProblem, nestedSandboxSpawn } from './step-sandbox.js';
 export { checkRunner, type RunnerCheck } from './check.js';
+export { guardProcessMemory, makeUndumpable, type MemoryGuard } from './memory-guard.js';
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';
 export { probeUnreachable } from './network-probe.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';

@@ -5,6 +5,7 @@ import { FAILURE_KIND, MAX_PROMPT_CHARS, type AgentUsage, type CompletionBody } 
 import { createAgentLog, type AgentLog } from './agent-log.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { createCallbackClient, createProgressReporter, type CallbackClient, type ProgressReporter } from './callback-client.js';
+import { forgeEnv } from './forge-env.js';
 import { gitAuthEnv, prepareRepository, runSetupCommands } from './checkout.js';
 import { openConversationTurn, type ConversationTurn } from './conversation-turn.js';
 import { CheckoutError, CommandFileError, RunFailure, SetupCommandError } from './errors.js';
@@ -284,7 +285,7 @@ async function runTheAgent(
     env: {
       ...envs.secretFree(),
       ...run.gitEnv,
-      ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}),
+      ...forgeEnv(options.env, options.forgeToken),
       ...envs.credential(session),
       ...conversation.agentEnv(options.env.PATH),
     },

@@ -1,4 +1,5 @@
 import { agentAdapter, type AgentAdapter, type AgentName, type AgentSession } from '../agents/index.js';
+import { forgeEnv } from './forge-env.js';
 import type { RunAgentOptions } from './run-agent-options.js';
 
 // The environments of a run's steps. The agent must not be able to report the run's outcome
@@ -18,6 +19,12 @@ const SECRET_ENV = [
   'OPENROUTER_API_KEY',
   'CALLBACK_TOKEN',
   'GITEA_TOKEN',
+  // The forge variables the runner sets itself (forge-env.ts): never taken from baton's environment.
+  'GH_TOKEN',
+  'GITHUB_TOKEN',
+  'GH_ENTERPRISE_TOKEN',
+  'GITHUB_ENTERPRISE_TOKEN',
+  'GITLAB_TOKEN',
   'CLAUDE_CODE_OAUTH_TOKEN',
   'BATON_SECRETS_FD',
   'BATON_SECRETS_FILE',
@@ -50,7 +57,7 @@ export function stepEnvironments(options: RunAgentOptions, gitEnv: NodeJS.Proces
     },
     credential,
     setup: {
-      ...(setupTokens.includes('forge') ? { ...gitEnv, ...(options.forgeToken ? { GITEA_TOKEN: options.forgeToken } : {}) } : {}),
+      ...(setupTokens.includes('forge') ? { ...gitEnv, ...forgeEnv(options.env, options.forgeToken) } : {}),
       ...(setupTokens.includes('agent')
         ? credential({ allowedTools: null, model: options.model ?? null, skipPermissions: options.skipPermissions ?? true })
         : {}),

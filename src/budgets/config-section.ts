@@ -28,7 +28,7 @@ export const limitsSection = section(
       env: 'AGENT_RUN_ATTEMPTS',
       min: 1,
       default: 3,
-      doc: 'attempts of the agent per run (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
+      doc: 'attempts of the agent per run, or per turn of a conversation (the first included) when it fails for a reason that passes (API overloaded or rate-limited, network, workspace lost); 1 = no retries',
     }),
     replyWaitHours: number({
       env: 'RUN_REPLY_WAIT_HOURS',
@@ -39,7 +39,7 @@ export const limitsSection = section(
     maxDurationMinutes: number({
       env: 'RUN_MAX_DURATION_MINUTES',
       min: 0.01,
-      doc: 'longest a run may take: the runner stops the agent, and baton ends the run timed_out soon after; default STALE_WORKSPACE_MINUTES',
+      doc: 'longest a run may take (a conversation’s turns together, not the waits for replies): the runner stops the agent, and baton ends the run timed_out soon after; default STALE_WORKSPACE_MINUTES',
     }),
   }),
   (v): LimitsConfig => ({

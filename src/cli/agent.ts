@@ -3,10 +3,12 @@ import {
   checkRunner,
   createCallbackClient,
   gatedFetch,
+  guardProcessMemory,
   nestedSandboxProblem,
   nestedSandboxSpawn,
   runAgent,
   startEgressBridge,
+  type MemoryGuard,
   type RunAgentOptions,
 } from '../agent/index.js';
 import { agentAdapter, isAgentName, type AgentName } from '../agents/index.js';
@@ -58,7 +60,8 @@ inherited descriptor, closed once read). Secrets in the environment still work b
 about: every process of the workspace can read them there. The agent gets GITEA_TOKEN and its
 own credential only (in the variables its CLI reads), never CALLBACK_TOKEN; install and build commands get only the tokens
 named in BATON_SETUP_TOKENS (forge, agent; comma-separated; default none).
-Also read: GITEA_URL, GITEA_ORG, BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
+Also read: GITEA_URL, GITEA_ORG, BATON_FORGE (github | gitlab: the agent also gets GITEA_TOKEN
+in that forge's variables, GH_TOKEN and GITHUB_API_URL or GITLAB_TOKEN and CI_API_V4_URL), BATON_RUN_ID, BATON_CALLBACK_MAX_RETRY_MS (default 900000),
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
@@ -130,12 +133,15 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   }
   const opt = lookupIn(values, env);
 
+  // Before the secrets are read: no process of this uid may read them out of this one's memory.
+  const guard = guardProcessMemory();
   // Before anything else, and whatever else is wrong: the secrets leave the environment (and a
   // secrets file the disk) before any child process could inherit or find them.
   const secrets = takeSecrets(env);
   if (!secrets) return 2;
 
-  const sandbox = resolveSandbox(env[RUNNER_ENV.sandbox]?.trim() || undefined);
+  const sandbox = resolveSandbox(env[RUNNER_ENV.sandbox]?.trim() || undefined, guard);
+  if (values.check) console.log(guardLine(guard));
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
   const egressSocket = await openEgress(env);
   if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
@@ -194,14 +200,23 @@ async function openEgress(env: NodeJS.ProcessEnv): Promise<string | undefined> {
  * `auto`: the nested sandbox wherever it can start (user namespaces allowed), said when it cannot,
  * since without it the agent can read the runner's memory (`/proc/<ppid>/mem`, same uid).
  */
-function resolveSandbox(value: string | undefined): string | undefined {
-  if (value !== 'auto') return value;
-  const problem = nestedSandboxProblem();
-  if (problem === null) return 'bwrap';
+function resolveSandbox(value: string | undefined, guard: MemoryGuard): string | undefined {
+  const problem = value === 'auto' ? nestedSandboxProblem() : value === undefined ? 'BATON_SANDBOX is unset' : null;
+  if (problem === null) return value === 'auto' ? 'bwrap' : value;
+  const exposed = guard.undumpable
+    ? "they run as the runner's uid and see its files and processes, not its memory (the runner is undumpable)"
+    : `they can read this runner's memory, callback token included (the runner could not make itself undumpable: ${guard.problem})`;
   console.error(
-    `baton agent: warning: the nested sandbox is off (${problem}): the agent and the repository's commands can read this runner's memory, callback token included`,
+    `baton agent: warning: the nested sandbox is off (${problem}): the agent and the repository's commands are not isolated: ${exposed}`,
   );
   return undefined;
+}
+
+/** What `--check` says of the runner's memory. */
+function guardLine(guard: MemoryGuard): string {
+  return guard.undumpable
+    ? 'the runner is undumpable: processes of its uid cannot read its memory or environment'
+    : `the runner is dumpable (${guard.problem}): processes of its uid can read its memory`;
 }
 
 /** `--check`: can the agent command (and the nested sandbox) start here, and is the network contained. */

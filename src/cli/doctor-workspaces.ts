@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { makeUndumpable } from '../agent/index.js';
 import { agentAdapter, agentsInUse } from '../agents/index.js';
 import { createLogger } from '../log/index.js';
 import { findCommand, parseAgentCommand } from '../runner-contract/index.js';
@@ -111,7 +112,47 @@ async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
   } catch (err) {
     lines.push({ status: 'FAIL', check: 'coder template', detail: (err as Error).message });
   }
+  lines.push(nestedSandboxLine(coder.parameters.nested_sandbox));
   return lines;
+}
+
+/** The template's nested_sandbox as baton sets it (coder.parameters), else the template's default, auto. */
+function nestedSandboxLine(value: string | undefined): Line {
+  if (value === 'off')
+    return {
+      status: 'warn',
+      check: 'nested sandbox',
+      detail:
+        "coder.parameters.nested_sandbox is off: each run's agent runs as the runner's uid beside it, seeing its files and processes; the runner makes itself undumpable (its memory and environment stay closed) and says so in its log",
+      fix: 'remove nested_sandbox from coder.parameters (the template defaults to auto)',
+    };
+  return {
+    status: 'ok',
+    check: 'nested sandbox',
+    detail: `nested_sandbox is ${value ?? 'auto (the template default)'}: each step of a run is in a sandbox of its own where the workspace allows user namespaces; a run's log warns where it does not`,
+  };
+}
+
+/**
+ * Whether a runner can make itself undumpable here, which is all that keeps the agent out of its
+ * memory without a sandbox: tried on this process (the doctor, which reads nothing of itself
+ * through /proc and ends soon), with the same Node and the same koffi binary a local runner loads.
+ */
+function runnerMemoryLine(): Line {
+  const guard = makeUndumpable();
+  return guard.undumpable
+    ? {
+        status: 'ok',
+        check: 'runner memory',
+        detail:
+          "a runner makes itself undumpable: an agent of its uid cannot read the runner's memory or environment (callback token included)",
+      }
+    : {
+        status: 'warn',
+        check: 'runner memory',
+        detail: `a runner cannot make itself undumpable (${guard.problem}): an agent of its uid can read its memory, callback token included`,
+        fix: "reinstall baton's dependencies (npm ci) so koffi's prebuilt binary is there, or use the sandbox",
+      };
 }
 
 async function checkLocal(config: Config): Promise<Line[]> {
@@ -172,12 +213,15 @@ async function checkLocal(config: Config): Promise<Line[]> {
           },
     );
     if (config.local.sandbox === 'none')
-      lines.push({
-        status: 'warn',
-        check: 'local runs',
-        detail: 'local.sandbox is none: runs see everything baton sees',
-        fix: 'remove local.sandbox: none and install bubblewrap',
-      });
+      lines.push(
+        {
+          status: 'warn',
+          check: 'local runs',
+          detail: 'local.sandbox is none: runs see everything baton sees',
+          fix: 'remove local.sandbox: none and install bubblewrap',
+        },
+        runnerMemoryLine(),
+      );
   } finally {
     await provider.close?.();
     // Only directories this check made, and only when empty again (rmdir refuses anything else).

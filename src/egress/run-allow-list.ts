@@ -3,19 +3,20 @@ import type { EgressSettings } from './config-section.js';
 
 /**
  * The one place a run's allow-list is assembled: the agent's API hosts, where the run reaches its
- * forge directly (only what does not go through baton's forge gateway: a GitHub run's forge and
- * API, a clone source that is not the forge's), then what the operator lists for every run and for
- * the run's stage. Baton's own origin is never on it: a Gitea run's forge URL and clone URL are
- * baton's gateway, which the run reaches as `http://baton.internal/gateway` and nothing else, so a
- * run has no way to the forge but the gateway. Operator-written exact hosts (and direct forge
+ * forge directly (only what does not go through baton's forge gateway: a clone source that is not
+ * the forge's, a GitHub repository a run without a forge credential clones), then what the operator
+ * lists for every run and for the run's stage. Baton's own origin is never on it: the forge URL and
+ * clone URL of a run on Gitea, Forgejo, GitHub or GitLab are baton's gateway, which the run reaches
+ * as `http://baton.internal/gateway` and nothing else, so a run has no way to its forge but the
+ * gateway. Operator-written exact hosts (and direct forge
  * origins) may be private addresses; wildcards and the built-in agent hosts never are.
  */
 export function runAllowList(input: {
   stage: string;
-  /** The run's GITEA_URL (the gateway's for a Gitea run). */
+  /** The run's GITEA_URL (the gateway's for a run with a forge credential). */
   forgeUrl?: string;
   cloneUrl?: string;
-  /** Other forge URLs the run uses directly (a GitHub run's API root). */
+  /** Other forge URLs the run uses directly (the API root of a GitHub run outside the gateway). */
   forgeUrls?: readonly string[];
   /** Baton's base URL (the run's callback URL will do): its origin is left out. */
   batonUrl?: string;

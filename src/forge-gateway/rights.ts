@@ -50,3 +50,145 @@ function patternOf(rule: string): RegExp {
 function escape(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
+
+/** Who is asking, for a change's body: the run, its stage's rights, the bot account, and where. */
+export interface ChangeContext {
+  run: Pick<Run, 'owner' | 'repo' | 'number' | 'payload' | 'stage'>;
+  rights: RunRights;
+  account: 'dev' | 'review';
+  /** The forge's dialect, by the run's forge. */
+  forge: 'gitea' | 'github' | 'gitlab';
+  /** The path under the repository (GitLab approves by path: `/merge_requests/<n>/approve`). */
+  rest: string;
+}
+
+/**
+ * The fields through which a change asks for more than its path says, per forge. Sources:
+ * Gitea's EditPullRequestOption (`base`; `state` open | closed), CreatePullRequestOption (`head`
+ * as `branch` or `owner:branch`), MergePullRequestForm (`force_merge`: past the branch's
+ * protection), CreatePullReviewOptions (`event` APPROVED); GitHub's "Update a pull request"
+ * (`base`, `state`), "Create a pull request" (`head` as `owner:branch`, `head_repo`), "Create a
+ * review" (`event` APPROVE); GitLab's "Merge requests API": create (`source_branch`,
+ * `target_project_id`: a merge request into another project), update (`target_branch`;
+ * `state_event` close | reopen, and `merge` in API v3), "Merge request approvals API" (`approve`).
+ */
+const FIELDS = {
+  gitea: { base: 'base', state: 'state', plainStates: ['open', 'closed'], head: 'head', elsewhere: [], force: ['force_merge'] },
+  github: { base: 'base', state: 'state', plainStates: ['open', 'closed'], head: 'head', elsewhere: ['head_repo'], force: [] },
+  gitlab: {
+    base: 'target_branch',
+    state: 'state_event',
+    plainStates: ['close', 'reopen'],
+    head: 'source_branch',
+    elsewhere: ['target_project_id'],
+    force: [],
+  },
+} as const;
+
+/**
+ * A write's JSON body, or null when it is not one. The forges also bind form-encoded bodies to
+ * the same fields, which a JSON check would not see; the gateway reads JSON only and sends the
+ * forge `application/json` (an empty body is `{}`).
+ */
+export function readChangeBody(bytes: Uint8Array | undefined): unknown {
+  const text = bytes ? Buffer.from(bytes).toString('utf8').trim() : '';
+  if (text === '') return {};
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Why a write's query is refused, or null. GitLab reads a write's fields from its query string
+ * as well as its body (`PUT …/merge_requests/3?target_branch=main`), so a body check alone would
+ * be passed by; a change carries its fields in its body. The credential parameters are allowed:
+ * they are taken out before the request goes on.
+ */
+export function writeQueryProblem(search: URLSearchParams): string | null {
+  const extra = [...search.keys()].filter((key) => !/^((access_|private_|job_)?token)$/i.test(key));
+  return extra.length ? `a change carries its fields in its JSON body, not in the query (${extra.join(', ').slice(0, 120)})` : null;
+}
+
+/**
+ * What a change's body asks for beyond what the path allows and the stage may do, or null.
+ * The path says "edit pull request 3"; the body can retarget it (its base: the default branch as
+ * its new target, past the review its old target had), merge it through a state change, open one
+ * from a branch the stage may not push or from another repository (which the pipeline's later
+ * stages would treat as the bot's own work), force a merge past the branch's protection, or
+ * approve as the dev account (whose approval counts towards a protected branch's required ones).
+ */
+export function changeProblem(change: string, body: unknown, context: ChangeContext): string | null {
+  if (body === null) return 'the gateway passes a JSON body of a change, nothing else (no form)';
+  const checked = ['pull-edit', 'issue-edit', 'pull-create', 'merge', 'review'].includes(change);
+  if (typeof body !== 'object' || Array.isArray(body)) return checked ? `the body of a ${change} must be a JSON object` : null;
+  const { run, rights } = context;
+  const fields = FIELDS[context.forge];
+  const values = (name: string) => valuesOf(body as Record<string, unknown>, name);
+  const needsMerge = (what: string) =>
+    `${what} needs the right to merge, which the ${run.stage} stage has not (pipeline.stages.${run.stage}.merge)`;
+  if (change === 'pull-edit' && !rights.merge && values(fields.base).some((v) => v !== '' && v !== null))
+    return needsMerge("changing a pull request's base branch");
+  const plain = (v: unknown) =>
+    v === null || (typeof v === 'string' && (fields.plainStates as readonly string[]).includes(v.trim().toLowerCase()));
+  const state = values(fields.state).find((v) => !plain(v));
+  if ((change === 'pull-edit' || change === 'issue-edit') && !rights.merge && state !== undefined)
+    return needsMerge(`a state change to ${JSON.stringify(state).slice(0, 40)} (only ${fields.plainStates.join(' or ')})`);
+  if (change === 'pull-create') return headProblem(values(fields.head), fields.elsewhere.flatMap(values), context);
+  if (change === 'merge' && fields.force.flatMap(values).some((v) => v !== false && v !== null))
+    return "a merge past the branch's protection (force_merge) is not made through the gateway";
+  const approving = values('event').some((v) => typeof v === 'string' && /^approve/i.test(v.trim())) || /\/approve$/.test(context.rest);
+  if (change === 'review' && context.account === 'dev' && approving)
+    return 'only the review account approves pull requests; the dev account may comment or request changes';
+  return null;
+}
+
+/** A pull request's head must be a branch of the run's repository that the stage may push. */
+function headProblem(heads: unknown[], elsewhere: unknown[], context: ChangeContext): string | null {
+  const { run, rights } = context;
+  if (elsewhere.some((r) => r !== null && (typeof r !== 'string' || r.toLowerCase() !== run.repo.toLowerCase())))
+    return `a pull request from or into another repository; only within ${run.owner}/${run.repo}`;
+  if (heads.length === 0) return null; // the forge refuses a pull request without a head
+  for (const head of heads) {
+    if (typeof head !== 'string') return 'a pull request whose head is not a branch name';
+    const colon = context.forge === 'gitlab' ? -1 : head.indexOf(':');
+    if (colon >= 0 && head.slice(0, colon).toLowerCase() !== run.owner.toLowerCase())
+      return `a pull request from ${head.slice(0, 160)}: another owner's branch; only branches of ${run.owner}/${run.repo}`;
+    const branch = head.slice(colon + 1);
+    const headRef = typeof run.payload.headRef === 'string' ? run.payload.headRef : undefined;
+    if (!branchAllowed(branch, rights.push, run, headRef))
+      return `a pull request from ${branch.slice(0, 160)}: the ${run.stage} stage opens pull requests only from ${describeRules(rights.push, run, headRef)} (pipeline.stages.${run.stage}.push)`;
+  }
+  return null;
+}
+
+/**
+ * Every value the forge could read as field `name`. Gitea's Go decoder matches names without
+ * case (Unicode simple folding: `Base`, `BASE`, `baſe`), and the last duplicate wins there; so
+ * all of them are looked at, folded wider than Go does (upper, then lower case), never narrower.
+ */
+function valuesOf(body: Record<string, unknown>, name: string): unknown[] {
+  return Object.entries(body).flatMap(([key, value]) => (key.toUpperCase().toLowerCase() === name ? [value] : []));
+}
+
+/**
+ * Reads under the run's repository that reach past it: secrets and variables of its CI (values,
+ * or a runner's registration token, which gets the repository's jobs and their secrets), its
+ * webhooks and deploy keys, and an issue's dependencies (issues of other repositories). The
+ * capability is for the repository's code, issues and pull requests; these are the bot's rights
+ * as the repository's administrator.
+ */
+const READS_REFUSED: readonly [RegExp, string][] = [
+  [/^\/hooks(\/|$)/i, "the repository's webhooks"],
+  [/^\/keys(\/|$)/i, "the repository's deploy keys"],
+  [/^\/(actions|dependabot|codespaces|environments\/[^/]+)\/(secrets|variables)(\/|$)/i, "the repository's CI secrets and variables"],
+  [/^\/actions\/runners(\/|$)/i, "the repository's CI runners and their registration token"],
+  [/^\/issues\/\d+\/(dependencies|blocks)(\/|$)/i, "an issue's dependencies (issues of other repositories)"],
+];
+
+/** Why a read of `rest` (the path after the run's repository) is refused, or null. */
+export function readProblem(rest: string): string | null {
+  const refused = READS_REFUSED.find(([pattern]) => pattern.test(rest));
+  return refused ? `${refused[1]} are not read through the gateway` : null;
+}

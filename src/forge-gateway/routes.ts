@@ -2,49 +2,41 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from '../log/index.js';
 import type { CallbackTokenChecks, RunService, Run } from '../runs/index.js';
 import { macMatches, parseCapability } from './capability.js';
+import { REVIEW_CHANGES, type ForgeDialect, type Target } from './dialect.js';
 import { readRefUpdates, refusedPushReport } from './pkt-line.js';
-import { branchAllowed, DEFAULT_RIGHTS, describeRules, type RunRights } from './rights.js';
+import {
+  branchAllowed,
+  changeProblem,
+  DEFAULT_RIGHTS,
+  describeRules,
+  readChangeBody,
+  readProblem,
+  writeQueryProblem,
+  type ChangeContext,
+  type RunRights,
+} from './rights.js';
 
-/** Where the gateway lives on baton's HTTP app: `GITEA_URL` of a run is `<baton>/gateway`. */
+/** Where the gateway lives on baton's HTTP app: the forge URL of a run is `<baton>/gateway`. */
 export const GATEWAY_PREFIX = '/gateway';
 /** Largest request the gateway passes on (a push of a big change); more gets 413. */
 const MAX_BODY_BYTES = 256 * 1024 * 1024;
 /** A run's capability is good while the run can still be working. */
 const LIVE = new Set(['queued', 'provisioning', 'running']);
-/** Endpoints outside the repository that tools ask for (tea, the agent's curl calls). */
-const GLOBAL_READS = new Set(['/api/v1/version', '/api/v1/user', '/api/v1/settings/api']);
-/** What the review account may change: comments and reviews, nothing else. */
-const REVIEW_WRITES = [/^\/issues\/\d+\/comments$/, /^\/pulls\/\d+\/reviews$/, /^\/pulls\/\d+\/reviews\/\d+(\/comments)?$/];
-/**
- * What the dev account may change through the API, by method and path under the repository: the
- * work the stage prompts do (issues, their comments and labels, pull requests, reviews, a draft
- * release). Everything else the bot's rights would allow is refused: collaborators, deploy keys,
- * webhooks, settings, branch protections, file writes through `contents` (a commit to the default
- * branch past the push check), deleting the repository. A merge needs the stage's `merge`; a
- * release must be a draft (publishing one makes its tag).
- */
-const DEV_WRITES: readonly [RegExp, RegExp][] = [
-  [/^POST$/, /^\/issues$/],
-  [/^PATCH$/, /^\/issues\/\d+$/],
-  [/^POST$/, /^\/issues\/\d+\/comments$/],
-  [/^(PATCH|DELETE)$/, /^\/issues\/comments\/\d+$/],
-  [/^(POST|PUT|DELETE)$/, /^\/issues\/\d+\/labels(\/[^/]+)?$/],
-  [/^(POST|DELETE)$/, /^\/issues\/(\d+|comments\/\d+)\/reactions$/],
-  [/^POST$/, /^\/pulls$/],
-  [/^PATCH$/, /^\/pulls\/\d+$/],
-  [/^POST$/, /^\/pulls\/\d+\/reviews(\/\d+(\/comments)?)?$/],
-  [/^(POST|DELETE)$/, /^\/pulls\/\d+\/requested_reviewers$/],
-  [/^POST$/, /^\/pulls\/\d+\/merge$/],
-  [/^POST$/, /^\/releases$/],
-];
+/** Request headers never passed on: the agent's credentials (every forge's spelling), hop-by-hop ones. */
+const DROPPED_HEADERS =
+  /^(host|authorization|private-token|job-token|cookie|content-length|connection|keep-alive|transfer-encoding|x-forwarded-.*)$/i;
+/** Query parameters that carry a credential on some forge (Gitea's `token`, GitLab's `private_token`). */
+const CREDENTIAL_QUERY = /([?&])((access_|private_|job_)?token)=[^&]*/gi;
+
+/** One forge the gateway serves: how to speak to it and the bots' real tokens there. */
+export interface GatewayForge {
+  dialect: ForgeDialect;
+  tokens: { dev?: string; review?: string };
+}
 
 export interface ForgeGatewayDeps {
-  /** GITEA_URL: where requests go once the capability is swapped for the bot's token. */
-  forgeUrl: string;
-  /** Where git's smart HTTP goes (GITEA_CLONE_URL, the same forge at another address). @default forgeUrl */
-  gitUrl?: string;
-  /** The bots' real tokens, by account. */
-  tokens: { dev?: string; review?: string };
+  /** The forges runs reach through the gateway, by the run's forge (a Forgejo run is served as `gitea`). */
+  forges: Partial<Record<'gitea' | 'github' | 'gitlab', GatewayForge>>;
   /** Which live run a capability was derived from (its callback token hashes). */
   callbackTokens: Pick<CallbackTokenChecks, 'verifyByTokenHash'>;
   /** Where a refusal is written: the run's log. */
@@ -55,20 +47,30 @@ export interface ForgeGatewayDeps {
   fetch?: typeof fetch;
 }
 
-type Target = { kind: 'global' } | { kind: 'api'; rest: string } | { kind: 'git'; service: 'info' | 'upload' | 'receive' };
+/** What one request is about, once the capability is known good. */
+interface Exchange {
+  run: Run;
+  forge: GatewayForge;
+  target: Target & { kind: 'global' | 'api' | 'git' };
+  token: string;
+  review: boolean;
+  method: string;
+  path: string;
+}
 
 /**
- * The forge gateway: the agent's only door to the forge. It accepts a run's capability (never
- * the bot's token) only while the run is live and only for the run's repository, its API paths
- * and git smart HTTP, swaps it for the bot's token on the way out, never answers with that token,
- * refuses pushes to the default or a protected branch and the review account's changes other
- * than comments and reviews, and writes each refusal into the run's log.
+ * The forge gateway: the agent's only door to its forge (Gitea or Forgejo, GitHub, GitLab). It
+ * accepts a run's capability (never the bot's token) only while the run is live and only for the
+ * run's repository, its API paths and git smart HTTP, swaps it for the bot's token of the run's
+ * forge on the way out, never answers with that token, refuses pushes to the default or a
+ * protected branch and API changes other than the work the prompts do (the review account's
+ * other than comments and reviews), and writes each refusal into the run's log.
  */
 export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
   const app = new Hono();
   const doFetch = deps.fetch ?? fetch;
-  const forge = deps.forgeUrl.replace(/\/+$/, '');
-  const gitBase = (deps.gitUrl ?? deps.forgeUrl).replace(/\/+$/, '');
+  /** The numeric id of each live run's repository, asked once (GitHub's and GitLab's id-addressed paths). */
+  const repositoryIds = new Map<number, Promise<string | null>>();
 
   app.all(`${GATEWAY_PREFIX}/*`, async (c) => {
     const path = c.req.path.slice(GATEWAY_PREFIX.length) || '/';
@@ -79,76 +81,181 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       : null;
     if (!run) {
       c.header('WWW-Authenticate', 'Basic realm="baton forge gateway"');
-      return c.json({ message: 'the forge gateway needs the run capability baton gave this run (GITEA_TOKEN)' }, 401);
+      return c.json(
+        { message: 'the forge gateway needs the run capability baton gave this run (GITEA_TOKEN, GH_TOKEN or GITLAB_TOKEN)' },
+        401,
+      );
     }
     if (!LIVE.has(run.status)) {
+      repositoryIds.delete(run.id);
       return refuse(c, run, 401, `the run is ${run.status}: its capability is no longer accepted`);
     }
-    const target = targetOf(path, c.req.query('service'), run);
+    const forge = deps.forges[run.forge === 'github' || run.forge === 'gitlab' ? run.forge : 'gitea'];
+    if (!forge) return refuse(c, run, 403, `baton's forge gateway does not serve ${run.forge ?? 'gitea'} (its URL is not configured)`);
+    const target = forge.dialect.targetOf(path, c.req.query('service'), run);
+    if (target?.kind === 'refused') return refuse(c, run, 403, target.reason);
     if (!target)
       return refuse(c, run, 403, `${c.req.method} ${path.slice(0, 160)} is outside this run's repository ${run.owner}/${run.repo}`);
     const review = run.payload.account === 'review';
-    const token = review ? deps.tokens.review : deps.tokens.dev;
-    if (!token) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured`);
-    const method = c.req.method.toUpperCase();
-    const reading = method === 'GET' || method === 'HEAD';
-    if (target.kind === 'global' && !reading) return refuse(c, run, 403, `${method} ${path} is not allowed through the gateway`);
-    if (review && target.kind === 'api' && !reading && !(method === 'POST' && REVIEW_WRITES.some((r) => r.test(target.rest)))) {
-      return refuse(c, run, 403, `the review account may only comment and review; ${method} ${path.slice(0, 160)} refused`);
-    }
-    const rights = deps.rightsOf?.(run) ?? DEFAULT_RIGHTS;
-    if (!review && target.kind === 'api' && !reading) {
-      if (!DEV_WRITES.some(([m, p]) => m.test(method) && p.test(target.rest)))
-        return refuse(c, run, 403, `${method} ${path.slice(0, 160)} is not a change runs may make through the gateway`);
-      if (/^\/pulls\/\d+\/merge$/.test(target.rest) && !rights.merge)
-        return refuse(c, run, 403, `the ${run.stage} stage may not merge pull requests (pipeline.stages.${run.stage}.merge)`);
-    }
-    const pushing = target.kind === 'git' && (target.service === 'receive' || c.req.query('service') === 'git-receive-pack');
-    if (review && pushing) return refuse(c, run, 403, 'the review account may not push');
-    if (pushing && rights.push.length === 0)
-      return refuse(c, run, 403, `the ${run.stage} stage may push no branch (pipeline.stages.${run.stage}.push)`);
+    const token = review ? forge.tokens.review : forge.tokens.dev;
+    if (!token) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured for ${forge.dialect.name}`);
+    const exchange: Exchange = { run, forge, target, token, review, method: c.req.method.toUpperCase(), path };
+    if (target.kind === 'api' && target.byId !== undefined && (await repositoryIdOf(exchange)) !== target.byId)
+      return refuse(
+        c,
+        run,
+        403,
+        `${exchange.method} ${path.slice(0, 160)} names a repository by an id that is not ${run.owner}/${run.repo}'s`,
+      );
+    const problem = rightsProblem(exchange, c.req.query('service'));
+    if (problem) return refuse(c, run, 403, problem);
 
     const length = Number(c.req.header('content-length') ?? 0);
     if (length > MAX_BODY_BYTES) return refuse(c, run, 413, `a request of ${length} bytes is over the gateway's limit`);
+    const reading = exchange.method === 'GET' || exchange.method === 'HEAD';
     const body = reading ? undefined : new Uint8Array(await c.req.arrayBuffer());
     if (body && body.byteLength > MAX_BODY_BYTES) return refuse(c, run, 413, "the request is over the gateway's limit");
-
     if (target.kind === 'git' && target.service === 'receive' && body) {
-      const problem = await pushProblem(body, run, token, rights);
-      if (problem) {
-        const read = readRefUpdates(body);
-        if ('error' in read || read.updates.length === 0) return refuse(c, run, 403, problem);
-        // Refused in git's own words, so the agent's `git push` says why (each ref `! [remote rejected]`).
-        await refuse(c, run, 403, problem);
-        return new Response(refusedPushReport(read.updates, read.capabilities, `baton's forge gateway refused this: ${problem}`), {
-          status: 200,
-          headers: { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache' },
-        });
-      }
+      const refused = await refusedPush(c, exchange, body);
+      if (refused) return refused;
     }
-    if (target.kind === 'api' && method === 'POST' && target.rest === '/releases' && body && !isDraft(body))
-      return refuse(c, run, 403, 'a release through the gateway must be a draft (publishing one makes its tag)');
+    if (target.kind === 'api' && body) {
+      const bodyProblem = changeBodyProblem(exchange, new URL(c.req.url).searchParams, body);
+      if (bodyProblem) return refuse(c, run, 403, bodyProblem);
+    }
+    return forward(c, exchange, body);
+  });
 
-    const headers = new Headers();
-    for (const [name, value] of c.req.raw.headers) {
-      if (!/^(host|authorization|cookie|content-length|connection|keep-alive|transfer-encoding|x-forwarded-.*)$/i.test(name)) {
-        headers.set(name, value);
-      }
+  /**
+   * What the run's account and stage may not do: the review account only comments and reviews
+   * and never pushes; the dev account changes only what the prompts' work needs; a merge needs
+   * the stage's `merge`; a push needs push rules.
+   */
+  function rightsProblem(x: Exchange, service: string | undefined): string | null {
+    const { run, target, method, path } = x;
+    const reading = method === 'GET' || method === 'HEAD';
+    if (target.kind === 'global') return reading ? null : `${method} ${path} is not allowed through the gateway`;
+    if (target.kind === 'api') {
+      if (reading) return readProblem(target.rest);
+      const change = x.forge.dialect.changeOf(method, target.rest);
+      if (x.review && (change === null || !REVIEW_CHANGES.has(change)))
+        return `the review account may only comment and review; ${method} ${path.slice(0, 160)} refused`;
+      if (change === null) return `${method} ${path.slice(0, 160)} is not a change runs may make through the gateway`;
+      if (change === 'merge' && !rightsOf(run).merge)
+        return `the ${run.stage} stage may not merge pull requests (pipeline.stages.${run.stage}.merge)`;
+      return null;
     }
-    headers.set(
-      'authorization',
-      target.kind === 'git' ? `Basic ${Buffer.from(`${token}:x-oauth-basic`).toString('base64')}` : `token ${token}`,
+    const pushing = target.service === 'receive' || service === 'git-receive-pack';
+    if (!pushing) return null;
+    if (x.review) return 'the review account may not push';
+    if (rightsOf(run).push.length === 0) return `the ${run.stage} stage may push no branch (pipeline.stages.${run.stage}.push)`;
+    return null;
+  }
+
+  const rightsOf = (run: Run): RunRights => deps.rightsOf?.(run) ?? DEFAULT_RIGHTS;
+
+  /** What an API write's query and body ask for beyond its path (rights.ts), a release that is not a draft included. */
+  function changeBodyProblem(x: Exchange, query: URLSearchParams, body: Uint8Array): string | null {
+    const rest = x.target.kind === 'api' ? x.target.rest : '';
+    const change = x.forge.dialect.changeOf(x.method, rest);
+    if (change === null) return null;
+    const json = readChangeBody(body);
+    const forge: ChangeContext['forge'] = x.run.forge === 'github' || x.run.forge === 'gitlab' ? x.run.forge : 'gitea';
+    const context = { run: x.run, rights: rightsOf(x.run), account: x.review ? ('review' as const) : ('dev' as const), forge, rest };
+    return (
+      writeQueryProblem(query) ??
+      changeProblem(change, json, context) ??
+      (change === 'release' ? x.forge.dialect.releaseProblem(json) : null)
     );
-    const url = `${target.kind === 'git' ? gitBase : forge}${path}${new URL(c.req.url).search.replace(/([?&])(access_)?token=[^&]*/gi, '$1')}`;
+  }
+
+  /** A push the run may not make, refused in git's own words (each ref `! [remote rejected]`), or null. */
+  async function refusedPush(c: Context, x: Exchange, body: Uint8Array): Promise<Response | null> {
+    const problem = await pushProblem(x, body);
+    if (!problem) return null;
+    const read = readRefUpdates(body);
+    if ('error' in read || read.updates.length === 0) return refuse(c, x.run, 403, problem);
+    await refuse(c, x.run, 403, problem);
+    return new Response(refusedPushReport(read.updates, read.capabilities, `baton's forge gateway refused this: ${problem}`), {
+      status: 200,
+      headers: { 'content-type': 'application/x-git-receive-pack-result', 'cache-control': 'no-cache' },
+    });
+  }
+
+  /**
+   * Pushes go to the run's own branches: never the default branch, a protected one or a tag, and
+   * only a branch its stage's rules name (deleting one included). The forge is asked with the
+   * bot's token; the forge's own protections still apply when the push reaches it.
+   */
+  async function pushProblem(x: Exchange, body: Uint8Array): Promise<string | null> {
+    const { run, forge } = x;
+    const read = readRefUpdates(body);
+    if ('error' in read) return `a push the gateway cannot read (${read.error})`;
+    const auth = forge.dialect.apiAuth(x.token);
+    const info = await doFetch(forge.dialect.repositoryUrl(run), { headers: auth });
+    if (!info.ok) return `the forge did not say what the default branch is (${info.status})`;
+    const defaultBranch = ((await info.json()) as { default_branch?: string }).default_branch ?? '';
+    const rights = rightsOf(run);
+    for (const { ref } of read.updates) {
+      if (!ref.startsWith('refs/heads/')) return `a push to ${ref} (only branches may be pushed)`;
+      const branch = ref.slice('refs/heads/'.length);
+      if (branch === defaultBranch) return `a push to the default branch ${branch}`;
+      const found = await doFetch(forge.dialect.branchUrl(run, branch), { headers: auth });
+      if (found.ok && ((await found.json()) as { protected?: boolean }).protected === true)
+        return `a push to the protected branch ${branch}`;
+      const head = await headRefOf(x, rights);
+      if (!branchAllowed(branch, rights.push, run, head))
+        return `a push to ${branch}: the ${run.stage} stage may push only ${describeRules(rights.push, run, head)} (pipeline.stages.${run.stage}.push)`;
+    }
+    return null;
+  }
+
+  /** The head branch of a run on a pull request, from its payload or else the forge. */
+  async function headRefOf(x: Exchange, rights: RunRights): Promise<string | undefined> {
+    const { run, forge } = x;
+    if (run.payload.isPull !== true || run.number === null || !rights.push.includes('head')) return undefined;
+    if (typeof run.payload.headRef === 'string') return run.payload.headRef;
+    const pull = await doFetch(forge.dialect.pullUrl(run, run.number), { headers: forge.dialect.apiAuth(x.token) });
+    if (!pull.ok) return undefined;
+    return forge.dialect.headRefOf(await pull.json());
+  }
+
+  /** The run's repository's numeric id on its forge, asked once per run; null when the forge does not say. */
+  function repositoryIdOf(x: Exchange): Promise<string | null> {
+    let id = repositoryIds.get(x.run.id);
+    if (!id) {
+      id = doFetch(x.forge.dialect.repositoryUrl(x.run), { headers: x.forge.dialect.apiAuth(x.token) })
+        .then(async (answer) => (answer.ok ? String(((await answer.json()) as { id?: unknown }).id ?? '') || null : null))
+        .catch(() => null);
+      // Runs end; their ids need not be kept past a few thousand.
+      if (repositoryIds.size > 5_000) repositoryIds.clear();
+      repositoryIds.set(x.run.id, id);
+      void id.then((value) => value === null && repositoryIds.delete(x.run.id));
+    }
+    return id;
+  }
+
+  /** The request, with the bot's token instead of the capability, to the forge; its answer relayed. */
+  async function forward(c: Context, x: Exchange, body: Uint8Array | undefined): Promise<Response> {
+    const { dialect } = x.forge;
+    const headers = new Headers();
+    for (const [name, value] of c.req.raw.headers) if (!DROPPED_HEADERS.test(name)) headers.set(name, value);
+    if (x.target.kind === 'git') headers.set('authorization', dialect.gitAuth(x.token));
+    else for (const [name, value] of Object.entries(dialect.apiAuth(x.token))) headers.set(name, value);
+    // An API write's body was checked as JSON (rights.ts): the forge must read it as JSON, never as a form.
+    if (x.target.kind === 'api' && body) headers.set('content-type', 'application/json');
+    // GitHub refuses a request without a User-Agent; curl and git send one, a bare fetch may not.
+    if (!headers.has('user-agent')) headers.set('user-agent', 'baton-forge-gateway');
+    const url = `${dialect.upstreamUrl(x.path, x.target)}${new URL(c.req.url).search.replace(CREDENTIAL_QUERY, '$1')}`;
     let answer: Response;
     try {
-      answer = await doFetch(url, { method, headers, body, redirect: 'manual' });
+      answer = await doFetch(url, { method: x.method, headers, body, redirect: 'manual' });
     } catch (err) {
-      deps.logger.warn({ runId: run.id, err: (err as Error).message }, 'forge gateway: the forge is unreachable');
+      deps.logger.warn({ runId: x.run.id, err: (err as Error).message }, 'forge gateway: the forge is unreachable');
       return c.json({ message: 'the forge is unreachable from baton' }, 502);
     }
-    return relay(answer, token);
-  });
+    return relay(answer, x.token, { from: dialect.apiBase, to: `${GATEWAY_PREFIX}${dialect.apiPrefix}` });
+  }
 
   /** A refusal: the agent gets the reason, and so does the run's log. */
   async function refuse(c: Context, run: Run, status: 401 | 403 | 413, reason: string) {
@@ -157,59 +264,15 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     return c.json({ message: `baton's forge gateway refused this: ${reason}` }, status);
   }
 
-  /**
-   * Pushes go to the run's own branches: never the default branch, a protected one or a tag, and
-   * only a branch its stage's rules name (deleting one included).
-   */
-  async function pushProblem(body: Uint8Array, run: Run, token: string, rights: RunRights): Promise<string | null> {
-    const read = readRefUpdates(body);
-    if ('error' in read) return `a push the gateway cannot read (${read.error})`;
-    const api = `${forge}/api/v1/repos/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}`;
-    const auth = { authorization: `token ${token}` };
-    const info = await doFetch(api, { headers: auth });
-    if (!info.ok) return `the forge did not say what the default branch is (${info.status})`;
-    const defaultBranch = ((await info.json()) as { default_branch?: string }).default_branch ?? '';
-    for (const { ref } of read.updates) {
-      if (!ref.startsWith('refs/heads/')) return `a push to ${ref} (only branches may be pushed)`;
-      const branch = ref.slice('refs/heads/'.length);
-      if (branch === defaultBranch) return `a push to the default branch ${branch}`;
-      const found = await doFetch(`${api}/branches/${encodeURIComponent(branch)}`, { headers: auth });
-      if (found.ok && ((await found.json()) as { protected?: boolean }).protected === true)
-        return `a push to the protected branch ${branch}`;
-      const head = await headRefOf(run, api, auth, rights);
-      if (!branchAllowed(branch, rights.push, run, head))
-        return `a push to ${branch}: the ${run.stage} stage may push only ${describeRules(rights.push, run, head)} (pipeline.stages.${run.stage}.push)`;
-    }
-    return null;
-  }
-
-  /** The head branch of a run on a pull request, from its payload or else the forge. */
-  async function headRefOf(run: Run, api: string, auth: Record<string, string>, rights: RunRights): Promise<string | undefined> {
-    if (run.payload.isPull !== true || run.number === null || !rights.push.includes('head')) return undefined;
-    if (typeof run.payload.headRef === 'string') return run.payload.headRef;
-    const pull = await doFetch(`${api}/pulls/${run.number}`, { headers: auth });
-    if (!pull.ok) return undefined;
-    return ((await pull.json()) as { head?: { ref?: string } }).head?.ref;
-  }
-
   return app;
 }
 
-/** What a path is: the run's repository through the API or git, a global read, or nothing allowed. */
-function targetOf(path: string, service: string | undefined, run: Run): Target | null {
-  if (GLOBAL_READS.has(path)) return { kind: 'global' };
-  const same = (owner: string, repo: string) =>
-    owner.toLowerCase() === run.owner.toLowerCase() && repo.toLowerCase() === run.repo.toLowerCase();
-  const api = /^\/api\/v1\/repos\/([^/]+)\/([^/]+)(\/.*)?$/.exec(path);
-  if (api) return same(decodeURIComponent(api[1]!), decodeURIComponent(api[2]!)) ? { kind: 'api', rest: api[3] ?? '' } : null;
-  const git = /^\/([^/]+)\/([^/]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(path);
-  if (!git || !same(git[1]!, git[2]!)) return null;
-  if (git[3] === 'info/refs')
-    return service === 'git-upload-pack' || service === 'git-receive-pack' ? { kind: 'git', service: 'info' } : null;
-  return { kind: 'git', service: git[3] === 'git-upload-pack' ? 'upload' : 'receive' };
-}
-
-/** The capability from `Authorization` (token, Bearer or Basic, as git and tea send it) or `?token=`. */
+/**
+ * The capability from `Authorization` (token, Bearer or Basic, as git, curl, tea, gh and glab send
+ * it), GitLab's `PRIVATE-TOKEN`, or `?token=` / `?access_token=` / `?private_token=`. In Basic, the
+ * capability may be the user name (Gitea's `<token>:x-oauth-basic`) or the password (GitHub's
+ * `x-access-token:<token>`, GitLab's `oauth2:<token>`).
+ */
 function credentialOf(c: Context): string | undefined {
   const header = c.req.header('authorization')?.trim() ?? '';
   const scheme = /^(token|bearer)\s+(\S+)$/i.exec(header);
@@ -221,24 +284,21 @@ function credentialOf(c: Context): string | undefined {
     const [user, password] = colon < 0 ? [decoded, ''] : [decoded.slice(0, colon), decoded.slice(colon + 1)];
     return password.startsWith('bgw_') ? password : user;
   }
-  return c.req.query('token') ?? c.req.query('access_token') ?? undefined;
+  const privateToken = c.req.header('private-token')?.trim();
+  if (privateToken) return privateToken;
+  return c.req.query('token') ?? c.req.query('access_token') ?? c.req.query('private_token') ?? undefined;
 }
 
-/** Whether a release request's JSON body asks for a draft. */
-function isDraft(body: Uint8Array): boolean {
-  try {
-    return (JSON.parse(Buffer.from(body).toString('utf8')) as { draft?: unknown }).draft === true;
-  } catch {
-    return false;
-  }
-}
-
-/** The forge's answer, with the bot's token taken out of any text it might echo. */
-async function relay(answer: Response, token: string): Promise<Response> {
+/**
+ * The forge's answer, with the bot's token taken out of any text it might echo, and links to the
+ * forge's API (`Link` pagination) pointed back at the gateway, so a next page is asked here too.
+ */
+async function relay(answer: Response, token: string, links: { from: string; to: string }): Promise<Response> {
   const headers = new Headers();
   for (const [name, value] of answer.headers) {
-    if (!/^(content-length|content-encoding|transfer-encoding|connection|set-cookie)$/i.test(name))
-      headers.set(name, value.split(token).join('[redacted]'));
+    if (/^(content-length|content-encoding|transfer-encoding|connection|set-cookie)$/i.test(name)) continue;
+    const clean = value.split(token).join('[redacted]');
+    headers.set(name, /^link$/i.test(name) ? clean.split(links.from).join(links.to) : clean);
   }
   const type = answer.headers.get('content-type') ?? '';
   if (/json|text|html|xml/i.test(type)) {

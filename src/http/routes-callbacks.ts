@@ -107,15 +107,21 @@ export function callbackRoutes(options: CallbackRoutesOptions): Hono<CallbackEnv
     return c.body(new Uint8Array(jsonl), 200, { 'content-type': 'application/x-ndjson' });
   });
 
-  /** A resumed run's last turn reports its own usage: the turns before count too (budgets, the record). */
+  /**
+   * A resumed run's last turn reports its own usage and time: the turns before count too (budgets,
+   * the record, the finished comment); their agent time is `payload.resume.msBefore`.
+   */
   async function withEarlierTurns(run: Run, outcome: RunOutcome): Promise<RunOutcome> {
     if (run.agentAttempt <= 1) return outcome;
     const conversation = await runs.conversation(run.id);
     if (!conversation) return outcome;
+    const msBefore = (run.payload.resume as { msBefore?: unknown } | undefined)?.msBefore;
+    const earlierMs = typeof msBefore === 'number' && Number.isFinite(msBefore) && msBefore > 0 ? msBefore : 0;
     return {
       ...outcome,
       usage: addUsage(conversation.usage, outcome.usage ?? null),
       costUsd: conversation.costUsd + (outcome.costUsd ?? 0),
+      ...(typeof outcome.durationMs === 'number' ? { durationMs: outcome.durationMs + earlierMs } : {}),
     };
   }
 

@@ -9,6 +9,8 @@ export const RUNNER_ENV = {
   stage: 'TASK_TYPE',
   issueNumber: 'ISSUE_NUMBER',
   forgeUrl: 'GITEA_URL',
+  /** The forge the repository is on (`gitea`, `forgejo`, `github`, `gitlab`): which forge variables the agent gets. */
+  forge: 'BATON_FORGE',
   owner: 'GITEA_ORG',
   repo: 'GITEA_REPO',
   cloneUrl: 'REPO_CLONE_URL',
@@ -65,6 +67,8 @@ export interface RunnerRun {
   runId: number;
   issueNumber?: number;
   forgeUrl?: string;
+  /** @default 'gitea' (not set) */
+  forge?: string;
   owner?: string;
   repo?: string;
   cloneUrl?: string;
@@ -102,6 +106,7 @@ export function formatRunnerEnv(run: RunnerRun): Record<string, string> {
     [RUNNER_ENV.stage]: run.stage,
     [RUNNER_ENV.issueNumber]: run.issueNumber?.toString(),
     [RUNNER_ENV.forgeUrl]: run.forgeUrl,
+    [RUNNER_ENV.forge]: run.forge,
     [RUNNER_ENV.owner]: run.owner,
     [RUNNER_ENV.repo]: run.repo,
     [RUNNER_ENV.cloneUrl]: run.cloneUrl,

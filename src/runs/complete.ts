@@ -3,7 +3,7 @@ import type { TransactionScope } from '../store/index.js';
 import { write, type EngineContext } from './engine-context.js';
 import { TransitionError } from './errors.js';
 import { finish, requireRun } from './finish.js';
-import { isSetupFailure, isTransientFailure } from './retries.js';
+import { attemptInTurn, isSetupFailure, isTransientFailure } from './retries.js';
 import { toWritten } from './postgres-statements.js';
 import { toRun, type RunPatch } from './rows.js';
 import { canTransition, FINAL_EVENT, isFinal, RUN_EVENT, RUN_STATUS } from './states.js';
@@ -76,7 +76,7 @@ export async function completeInTransaction(
   const retries = ctx.retries;
   if (retries && outcome.status === RUN_STATUS.failed && isTransientFailure(outcome.error)) {
     const of = retries.attemptsFor(run.stage);
-    if (run.agentAttempt < of) return { run: await retryAgent(scope, ctx, run, outcome, of), changed: true };
+    if (attemptInTurn(run) < of) return { run: await retryAgent(scope, ctx, run, outcome, of), changed: true };
   }
   const lastError = outcome.status === 'succeeded' ? run.lastError : failureReason(outcome);
   const patch: RunPatch = {
@@ -139,7 +139,8 @@ async function retryAgent(scope: TransactionScope, ctx: EngineContext, run: Run,
     agent: true,
     error,
     ...(outcome.summary ? { summary: outcome.summary.slice(0, 2_000) } : {}),
-    attempt: run.agentAttempt,
+    // Within the turn (a conversation's reply starts a new one).
+    attempt: attemptInTurn(run),
     attempts: of,
     delayMs,
     usage: outcome.usage ?? null,

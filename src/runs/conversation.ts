@@ -16,7 +16,8 @@ import { totalTokens } from './usage.js';
  * with the reply as its prompt. No reply within the wait ends it `expired`.
  *
  * Usage of the turns before is kept here and added to each later turn's, so budgets, the run's
- * record and the token cap count the whole conversation.
+ * record and the token cap count the whole conversation; the agent's time of the turns before
+ * (`payload.resume.msBefore`) is what the duration limit of the next turn leaves out.
  */
 
 /** Longest question or reply kept (and posted). */
@@ -156,9 +157,22 @@ export function createConversationOps(ctx: TransitionContext, dialect: 'sqlite' 
       const before = conversation?.usage ? (JSON.parse(conversation.usage) as Usage) : null;
       // Input + output, as the cap counts them (cache reads and writes it does not).
       const tokensBefore = totalTokens(before) ?? 0;
+      // The agent's time so far, for the duration limit: the turns before this one's, and this
+      // one's from its start to its park (the run has not changed since; the wait is not counted).
+      const earlier = run.payload.resume as { msBefore?: unknown } | undefined;
+      const turnMs = run.startedAt !== null ? Math.max(0, run.updatedAt - run.startedAt) : 0;
+      const msBefore = (typeof earlier?.msBefore === 'number' && Number.isFinite(earlier.msBefore) ? earlier.msBefore : 0) + turnMs;
       const payload = {
         ...run.payload,
-        resume: { sessionId: conversation?.session_id ?? null, prompt: text, by: reply.by, tokensBefore },
+        // `attempt`: where this turn starts among the agent's attempts (retries count per turn).
+        resume: {
+          sessionId: conversation?.session_id ?? null,
+          prompt: text,
+          by: reply.by,
+          tokensBefore,
+          msBefore,
+          attempt: run.agentAttempt + 1,
+        },
       };
       const row = await scope.trx
         .updateTable('runs')
@@ -243,6 +257,31 @@ export async function readConversation(trx: Kysely<Database>, runId: number): Pr
     costUsd: Number(row.cost_usd),
     transcriptBytes: Number(row.transcript_bytes),
   };
+}
+
+/**
+ * A retried run starts afresh, from the stage prompt (operator-actions.ts): the conversation's
+ * turns so far stop counting (their usage, the open question, the reply); the transcript stays
+ * readable until the new first turn replaces it. Without this a retried run resumed the old
+ * session, whose last turn kept no session files, and failed with "No conversation found".
+ */
+export async function forgetTurns(trx: Kysely<Database>, runId: number, now: number): Promise<void> {
+  await db(trx)
+    .updateTable('run_conversations')
+    .set({
+      question: null,
+      asked_for: null,
+      asked_at: null,
+      reply: null,
+      reply_by: null,
+      replied_at: null,
+      turns: 1,
+      usage: null,
+      cost_usd: 0,
+      updated_at: now,
+    })
+    .where('run_id', '=', runId)
+    .execute();
 }
 
 /** Keeps the session's transcript (JSONL text), gzip'd; the latest upload replaces the one before. */

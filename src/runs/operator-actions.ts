@@ -1,5 +1,6 @@
 import { isUniqueViolation, type TransactionScope } from '../store/index.js';
 import { forgetTokens } from './callback-tokens.js';
+import { forgetTurns } from './conversation.js';
 import { write, type EngineContext } from './engine-context.js';
 import { TransitionError } from './errors.js';
 import { finish, requireRun } from './finish.js';
@@ -60,12 +61,17 @@ async function retryInTransaction(scope: TransactionScope, ctx: EngineContext, r
     throw new TransitionError(`run ${runId} is ${run.status}; only failed, dead, timed_out or cancelled runs can be retried`, 'conflict');
   }
   const t = ctx.now();
+  // A run that was a conversation starts afresh, from its stage prompt (conversation.ts forgetTurns).
+  const payload = { ...run.payload };
+  delete payload.resume;
+  await forgetTurns(scope.trx, runId, t);
   const row = await scope.trx
     .updateTable('runs')
     .set({
       status: RUN_STATUS.queued,
       attempts: 0,
       agent_attempt: 1,
+      payload: JSON.stringify(payload),
       run_at: t,
       finished_at: null,
       claimed_at: null,

@@ -1,3 +1,5 @@
+import type { Run } from './types.js';
+
 /**
  * Retries of agent runs. A run that ends `failed` is tried again when the failure is one that
  * passes, up to its stage's number of attempts, with backoff (`BACKOFF.agentRun`); any other
@@ -43,4 +45,16 @@ export function isSetupFailure(error: string | null | undefined): boolean {
 export interface RetryPolicy {
   /** Attempts of the agent (the first included) a run of `stage` may take. */
   attemptsFor(stage: string): number;
+}
+
+/**
+ * Which attempt of its agent `run` is on within its turn (1 = the first). A conversation's reply
+ * starts a new turn as the run's next agent attempt (runs/conversation.ts records where in
+ * `payload.resume.attempt`), so the attempts a stage allows are counted per turn: the third
+ * turn of a conversation gets its retries like the first.
+ */
+export function attemptInTurn(run: Pick<Run, 'agentAttempt' | 'payload'>): number {
+  const resume = run.payload.resume as { attempt?: unknown } | undefined;
+  const start = typeof resume?.attempt === 'number' && Number.isInteger(resume.attempt) && resume.attempt >= 1 ? resume.attempt : 1;
+  return Math.max(1, run.agentAttempt - start + 1);
 }

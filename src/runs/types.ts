@@ -280,10 +280,6 @@ export interface RunEngine {
   resume(): Promise<void>;
   /** Appends a log/usage batch (`run:progress`) to the run's timeline. */
   appendEvent(runId: number, type: typeof RUN_EVENT.progress | typeof RUN_EVENT.prompt, data: Record<string, unknown>): Promise<RunEvent>;
-  /** Provisioning runs whose lease expired go back to the queue. Returns how many. */
-  reclaimExpiredLeases(): Promise<number>;
-  /** Deletes finished runs (and their events) older than the retention. Returns how many. */
-  prune(): Promise<number>;
   /** Listens to a signal of this process (see `RunSignals`); returns the function that stops listening. */
   on<K extends keyof RunSignals>(name: K, listener: (...args: RunSignals[K]) => void): () => void;
 }

@@ -18,7 +18,7 @@ import {
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
 import { createCommentHandler, createOutbox, createReactionHandler, type Outbox } from '../outbox/index.js';
-import { maintenanceRequests, mayMergeOf, pushRulesOf, type Pipeline } from '../pipeline/index.js';
+import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
   createDispatcher,
@@ -39,12 +39,12 @@ import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
 import { createLifecycle, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
+import { createForgeGateway } from './forge-gateway.js';
 import { createOutcomeCheck } from './outcome-check.js';
 import { createRunParts } from './runs.js';
 import { createRunSubmission } from './run-submission.js';
 import { webhookSecretFor, type AnnounceWebhookSecret } from './webhook-secret.js';
 import { buildWorkspaceSpec, createConfiguredProvider, reconcileWorkspaces, workspaceName } from './workspaces.js';
-import { forgeGatewayRoutes } from '../forge-gateway/index.js';
 
 export interface AppDeps {
   logger: Logger;
@@ -383,22 +383,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
-    gateway: config.gitea.url
-      ? forgeGatewayRoutes({
-          forgeUrl: config.gitea.url,
-          // Runs clone the forge's copy at GITEA_CLONE_URL when it is set (over http(s)).
-          gitUrl: config.gitea.cloneUrl && /^https?:\/\//i.test(config.gitea.cloneUrl) ? config.gitea.cloneUrl : undefined,
-          tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
-          callbackTokens,
-          engine,
-          logger,
-          // A stage that is no longer in the table (renamed while its run lives) gets the defaults by its name.
-          rightsOf: (run) => {
-            const stage = config.pipeline.stages.find((s) => s.name === run.stage) ?? { name: run.stage };
-            return { push: pushRulesOf(stage), merge: mayMergeOf(stage) };
-          },
-        })
-      : undefined,
+    gateway: createForgeGateway(config, { callbackTokens, engine, logger }),
     forgeUrl: config.gitea.url,
     submitRun: createRunSubmission(config, engine, logger, store),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),

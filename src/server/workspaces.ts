@@ -80,15 +80,17 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
-  // A Gitea run reaches the forge only through baton's forge gateway, with a capability worth
-  // nothing outside this run; the bot's token stays in baton. Git goes through it too when the
-  // run clones the forge's own copy (`<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` over
-  // http(s)): the gateway passes git to that base. Any other clone source (a declared
-  // repository, a maintenance repository elsewhere, ssh or a path) is cloned directly, with no
-  // forge credential: the bot's token never goes to another host.
+  // A run reaches its forge (Gitea or Forgejo, GitHub, GitLab) only through baton's forge
+  // gateway, with a capability worth nothing outside this run; the bot's token stays in baton.
+  // Git goes through it too when the run clones the forge's own copy (`<clone URL or root>/<owner>/
+  // <repo>.git` over http(s)): the gateway passes git to that base. Any other clone source (a
+  // declared repository, a maintenance repository elsewhere, ssh or a path) is cloned directly,
+  // with no forge credential: the bot's token never goes to another host.
   const direct = declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge));
-  const gateway = !declared && forge === 'gitea' && token !== undefined && config.gitea.url !== undefined;
-  const gitBase = config.gitea.cloneUrl ?? config.gitea.url;
+  const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
+  const forgeRoot = named ? named.url : config.gitea.url;
+  const gateway = !declared && token !== undefined && forgeRoot !== undefined;
+  const gitBase = named ? (named.cloneUrl ?? named.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   const cloneThroughGateway =
     gateway && gitBase !== undefined && originOf(gitBase) !== null && direct === `${gitBase}/${run.owner}/${run.repo}.git`;
   const gatewayBase = `${config.callbackUrl}${GATEWAY_PREFIX}`;
@@ -108,6 +110,8 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const limits = runLimits(config.limits, stage, config.staleWorkspaceMinutes * 60_000);
   // The token cap counts the whole conversation: a resumed turn gets what the turns before left.
   if (resume && limits.tokenCap !== undefined) limits.tokenCap = Math.max(1, limits.tokenCap - resume.tokensBefore);
+  // So does the duration limit: the agent's time of the turns before (never the wait for a reply).
+  if (resume) limits.maxDurationMs = Math.max(1_000, limits.maxDurationMs - resume.msBefore);
   return {
     ...(agent !== 'claude' ? { agent } : {}),
     ...(model ? { agentModel: model } : {}),
@@ -131,7 +135,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
       ? run.payload.setupTokens.filter((t): t is 'forge' | 'agent' => t === 'forge' || t === 'agent')
       : undefined,
     forge,
-    forgeUrl: gateway ? gatewayBase : forge === 'github' || forge === 'gitlab' ? config[forge].url : config.gitea.url,
+    forgeUrl: gateway ? gatewayBase : forgeRoot,
     forgeToken: declared ? undefined : gateway ? capabilityFor(run.id, hashCallbackToken(callbackToken)) : token,
     callbackUrl: `${config.callbackUrl}/api/runs/${run.id}/complete`,
     callbackToken,
@@ -142,18 +146,19 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
 
 /**
  * `payload.resume` of a run a reply resumed (runs/conversation.ts): the session, the reply and who
- * wrote it, and the tokens the turns before used. null for a first turn, or a session id of no
+ * wrote it, and the tokens and agent time the turns before used. null for a first turn, or a session id of no
  * form an agent CLI takes (the runner then starts afresh rather than pass it on).
  */
-export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number } | null {
+export function resumeOf(run: Run): { sessionId: string; reply: string; by: string; tokensBefore: number; msBefore: number } | null {
   const raw = run.payload.resume as Record<string, unknown> | undefined;
   if (!raw || typeof raw !== 'object' || typeof raw.sessionId !== 'string' || !SESSION_ID_FORM.test(raw.sessionId)) return null;
-  const tokensBefore = typeof raw.tokensBefore === 'number' && Number.isFinite(raw.tokensBefore) ? Math.max(0, raw.tokensBefore) : 0;
+  const count = (value: unknown) => (typeof value === 'number' && Number.isFinite(value) ? Math.max(0, value) : 0);
   return {
     sessionId: raw.sessionId,
     reply: typeof raw.prompt === 'string' ? raw.prompt : '',
     by: typeof raw.by === 'string' ? raw.by : 'someone',
-    tokensBefore,
+    tokensBefore: count(raw.tokensBefore),
+    msBefore: count(raw.msBefore),
   };
 }
 

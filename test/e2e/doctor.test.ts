@@ -77,6 +77,20 @@ describe('baton doctor', { timeout: 120_000 }, () => {
     expect(result.stdout).toMatch(/everything checked is fine$/m);
   });
 
+  it('says a local run without the sandbox is not isolated, and that its runner makes itself undumpable', async () => {
+    fs.writeFileSync(path.join(dir, 'baton.yaml'), 'local:\n  sandbox: none\n');
+    const result = await doctor({ GITEA_URL: gitea.url, GITEA_DEV_TOKEN: tokens.dev!, GITEA_REVIEW_TOKEN: tokens.review! });
+    const found = lines(result.stdout);
+    expect(found).toContainEqual(
+      expect.objectContaining({ status: 'warn', check: 'local runs', text: expect.stringMatching(/^local.sandbox is none/) }),
+    );
+    expect(found).toContainEqual({
+      status: 'ok',
+      check: 'runner memory',
+      text: "a runner makes itself undumpable: an agent of its uid cannot read the runner's memory or environment (callback token included)",
+    });
+  });
+
   it('names each broken part with its fix: secret, a token of the wrong user, a missing scope, a private PUBLIC_URL', async () => {
     const result = await doctor(
       {
@@ -171,6 +185,25 @@ describe('baton doctor', { timeout: 120_000 }, () => {
       const found = lines(result.stdout);
       expect(found).toContainEqual({ status: 'ok', check: 'coder', text: `${coder.url} accepts CODER_TOKEN (user baton)` });
       expect(found).toContainEqual({ status: 'ok', check: 'coder template', text: 'declares every parameter baton sends' });
+      expect(found).toContainEqual(
+        expect.objectContaining({
+          status: 'ok',
+          check: 'nested sandbox',
+          text: expect.stringMatching(/^nested_sandbox is auto \(the template default\)/),
+        }),
+      );
+    });
+
+    it('says when the nested sandbox is off, and what is left of the runner’s protection', async () => {
+      fs.writeFileSync(path.join(dir, 'baton.yaml'), 'coder:\n  parameters:\n    nested_sandbox: "off"\n');
+      const found = lines((await doctor(env(coder.template.id, 'https://baton.example.com'))).stdout);
+      expect(found).toContainEqual({
+        status: 'warn',
+        check: 'nested sandbox',
+        text: expect.stringMatching(
+          /^coder.parameters.nested_sandbox is off: each run's agent runs as the runner's uid beside it, .* the runner makes itself undumpable .* → remove nested_sandbox from coder.parameters/,
+        ),
+      });
     });
 
     it('recognises the original orchestrator’s template and a callback URL no workspace can reach', async () => {

@@ -8,7 +8,6 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/ingress/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
-import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { processedDelivery } from '../helpers/deliveries.js';
@@ -43,17 +42,14 @@ describe('baton serve with GitHub: webhook → run → comment, end to end', () 
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-github-'));
     fs.chmodSync(root, 0o711);
-    const repos = path.join(root, 'repos');
-    fs.mkdirSync(path.join(repos, OWNER), { recursive: true });
-    const bare = createBareRepo(path.join(repos, OWNER), REPO, { defaultBranch: 'master' });
-    // The corpus's pull request is `changes` into `master`.
-    execFileSync('git', ['-C', bare, 'branch', 'changes', 'main']);
-
     github = await createFakeGitHub();
     const dev = github.addUser('claude-dev');
     const review = github.addUser('claude-review');
     github.addUser(OWNER);
     github.addRepo(OWNER, REPO);
+    // The repository's git, served by the fake GitHub; the corpus's pull request is `changes` into `master`.
+    github.state.repo(OWNER, REPO)!.defaultBranch = 'master';
+    execFileSync('git', ['-C', github.gitRepo(OWNER, REPO), 'branch', 'changes', 'main']);
     github.setPermission(OWNER, REPO, 'claude-dev', 'write');
     github.setPermission(OWNER, REPO, 'claude-review', 'write');
     for (const name of ['bug', 'ready-for-development', 'ready-for-architecture']) github.addLabel(OWNER, REPO, name);
@@ -65,26 +61,17 @@ describe('baton serve with GitHub: webhook → run → comment, end to end', () 
       base: 'master',
     });
 
-    // Workspaces clone from GITHUB_URL (never the payload's clone_url); git is sent to the bare repository.
+    // Workspaces clone GITHUB_URL's copy (never the payload's clone_url) through baton's forge gateway.
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const gitConfig = path.join(home, '.gitconfig');
     fs.writeFileSync(
       gitConfig,
-      [
-        '[user]',
-        '\tname = Baton E2E',
-        '\temail = baton-e2e@example.invalid',
-        `[url "file://${repos}/"]`,
-        `\tinsteadOf = ${github.url}/`,
-        '[safe]',
-        '\tdirectory = *',
-        '',
-      ].join('\n'),
+      ['[user]', '\tname = Baton E2E', '\temail = baton-e2e@example.invalid', '[safe]', '\tdirectory = *', ''].join('\n'),
     );
     fs.writeFileSync(
       path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+      `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
         // The fake agent submits no review: review-code's success is its result here. The other
         // stages' success is checked on GitHub (the fake agent pushes nothing).
         'pipeline:\n  stages:\n    review-code: { success: result }\n',

@@ -8,7 +8,6 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/ingress/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
-import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { processedDelivery } from '../helpers/deliveries.js';
@@ -53,18 +52,14 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
   beforeAll(async () => {
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-gitlab-'));
     fs.chmodSync(root, 0o711);
-    const repos = path.join(root, 'repos');
-    fs.mkdirSync(path.join(repos, NAMESPACE), { recursive: true });
-    const bare = createBareRepo(path.join(repos, NAMESPACE), PROJECT, { defaultBranch: 'master' });
-    // The example's merge request is `ms-viewport` into `master`.
-    execFileSync('git', ['-C', bare, 'branch', 'ms-viewport', 'main']);
-
     gitlab = await createFakeGitLab();
     const dev = gitlab.addUser('claude-dev');
     const review = gitlab.addUser('claude-review');
     gitlab.addUser('root');
     gitlab.addProject(NAMESPACE, PROJECT);
     gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
+    // The project's repository, served by the fake GitLab; the example's merge request is `ms-viewport` into `master`.
+    execFileSync('git', ['-C', gitlab.gitRepo(NAMESPACE, PROJECT), 'branch', 'ms-viewport', 'main']);
     for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(NAMESPACE, PROJECT, user, 30);
     // The examples' sender: a Maintainer, who may steer baton.
     gitlab.setAccess(NAMESPACE, PROJECT, 'root', 40);
@@ -81,26 +76,17 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
       sha: 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7',
     });
 
-    // Workspaces clone from GITLAB_URL (never the payload's git_http_url); git is sent to the bare repository.
+    // Workspaces clone GITLAB_URL's copy (never the payload's git_http_url) through baton's forge gateway.
     const home = path.join(root, 'home');
     fs.mkdirSync(home);
     const gitConfig = path.join(home, '.gitconfig');
     fs.writeFileSync(
       gitConfig,
-      [
-        '[user]',
-        '\tname = Baton E2E',
-        '\temail = baton-e2e@example.invalid',
-        `[url "file://${repos}/"]`,
-        `\tinsteadOf = ${gitlab.url}/`,
-        '[safe]',
-        '\tdirectory = *',
-        '',
-      ].join('\n'),
+      ['[user]', '\tname = Baton E2E', '\temail = baton-e2e@example.invalid', '[safe]', '\tdirectory = *', ''].join('\n'),
     );
     fs.writeFileSync(
       path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+      `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
         // The fake agent neither approves nor writes a note: review-code's success is its result
         // here. develop's success is checked on GitLab (the fake agent pushes nothing).
         'pipeline:\n  stages:\n    review-code: { success: result }\n',

@@ -163,6 +163,7 @@ describe.each(FLAVOUR_NAMES)('the %s template against what baton sends', (flavou
       specFor('bt-maint', { stage: 'maintenance', number: undefined, deployEnv: undefined, forgeUrl: undefined }),
     ],
     ['a manual run with arguments and a branch', specFor('bt-manual', { arguments: 'only the parser, please', ref: 'feature/parser' })],
+    ['a run on GitHub (its forge named)', specFor('bt-github', { forge: 'github' })],
   ])('gets every required parameter and nothing undeclared for %s', async (_label, spec) => {
     const sent = await sentFor(spec);
     const declared = parameters(templates[flavour]);
@@ -349,6 +350,7 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       skipPermissions: false,
       arguments: 'explain $HOME; then stop',
       ref: 'release/2.0',
+      forge: 'gitlab',
     });
     const sent = await sentFor(spec);
     const result = startup({ ...agentEnv(template(), sent, workdir), CODER_AGENT_TOKEN: 'coder-agent-token' });
@@ -365,6 +367,8 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       BATON_STAGE_SKIP_PERMISSIONS: 'false',
       BATON_ARGUMENTS: 'explain $HOME; then stop',
       BATON_BRANCH: 'release/2.0',
+      // The forge whose variables the runner gives the agent (GITLAB_TOKEN, CI_API_V4_URL).
+      BATON_FORGE: 'gitlab',
     });
     // No secret in the runner's environment, under any name; nor the Coder agent's token.
     const secretValues = new Set([...Object.values(secretsOf(spec)), 'coder-agent-token']);

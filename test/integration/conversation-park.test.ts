@@ -145,6 +145,10 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       by: 'alice',
       // The first turn's tokens: the token cap counts the whole conversation.
       tokensBefore: 110,
+      // The agent's time so far: the first turn's, from its start to its question.
+      msBefore: expect.any(Number),
+      // The second turn starts at the agent's second attempt; its retries count from there.
+      attempt: 2,
     });
     // The other issue's run still holds the only slot: finish it, then the resumed turn starts.
     const otherSpec = await specOf(other.run.id);
@@ -220,9 +224,17 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
       prompt: '16, please.',
       by: 'alice',
       tokensBefore: 220,
+      msBefore: expect.any(Number),
+      attempt: 3,
     });
     const third = await specOf(run.id, 2);
     expect(third.resume).toEqual({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', reply: '16, please.', by: 'alice' });
+    // The duration limit counts the agent's time of both turns before, not the waits between.
+    const { msBefore } = (await app!.app.runs.get(run.id))!.payload.resume as { msBefore: number };
+    const [firstSpec, secondSpec] = provider.created.filter((s) => s.runId === run.id);
+    expect(msBefore).toBeGreaterThan(0);
+    expect(secondSpec!.maxDurationMs).toBeLessThan(firstSpec!.maxDurationMs!);
+    expect(third.maxDurationMs).toBe(firstSpec!.maxDurationMs! - msBefore);
     await call(third, '/complete', {
       method: 'POST',
       body: JSON.stringify({
@@ -236,9 +248,64 @@ describe.each(STORE_KINDS)('a conversation on $kind', ({ kind, create }) => {
     const done = await until(async () => ((await status(run.id)) === 'succeeded' ? app!.app.runs.get(run.id) : null), 'the answer');
     expect(done!.costUsd).toBeCloseTo(1.0);
     expect(done!.usage).toMatchObject({ inputTokens: 250, outputTokens: 25 });
+    // Its time is the agent's of all three turns (the last reported 1 ms), not the waits.
+    expect(done!.durationMs).toBe(msBefore + 1);
     expect((await app!.app.runs.conversation(run.id))!).toMatchObject({ turns: 3, reply: '16, please.', replyBy: 'alice' });
     // One run, three workspaces, one after another.
     expect(provider.created.filter((s) => s.runId === run.id)).toHaveLength(3);
+  });
+
+  it('gives a later turn the retries of its own: attempts count per turn, not per run', async () => {
+    // Two attempts per turn; the third turn is the run's fourth agent attempt.
+    await start({ AGENT_RUN_ATTEMPTS: '2' });
+    const { run } = await app!.app.engine.enqueue({
+      stage: 'analyse',
+      owner: 'acme',
+      repo: 'app',
+      number: issue,
+      payload: { account: 'dev' },
+    });
+    await ask(await specOf(run.id), 'Which database?');
+    await comment('alice', 'PostgreSQL.');
+    await ask(await specOf(run.id, 1), 'Which version?');
+    await comment('alice', '16.');
+    const third = await specOf(run.id, 2);
+    const overloaded = { status: 'failed', error: 'agent_overloaded', summary: 'API Error: 529 Overloaded', durationMs: 1 };
+    await call(third, '/complete', { method: 'POST', body: JSON.stringify(overloaded) });
+    // Retried (its turn's first attempt failed), not failed for the run's attempts so far.
+    const retried = (await app!.app.runs.get(run.id))!;
+    expect(retried).toMatchObject({ status: 'queued', agentAttempt: 4 });
+    const retrying = (await app!.app.runs.events(run.id)).findLast((e) => e.type === 'run:retrying');
+    expect(retrying?.data).toMatchObject({ attempt: 1, attempts: 2 });
+    // Its retry resumes the same session with the same reply.
+    expect(retried.payload.resume).toMatchObject({ sessionId: '5f0c1a2b-0000-4000-8000-000000000001', prompt: '16.', attempt: 3 });
+  });
+
+  it('starts a retried conversation afresh, from the stage prompt, its earlier turns no longer counted', async () => {
+    await start();
+    const { run } = await app!.app.engine.enqueue({
+      stage: 'analyse',
+      owner: 'acme',
+      repo: 'app',
+      number: issue,
+      payload: { account: 'dev' },
+    });
+    await ask(await specOf(run.id), 'Which database?');
+    await comment('alice', 'PostgreSQL.');
+    const resumed = await specOf(run.id, 1);
+    expect(resumed.resume).toBeDefined();
+    await call(resumed, '/complete', {
+      method: 'POST',
+      body: JSON.stringify({ status: 'failed', error: 'agent_error', summary: 'it broke', durationMs: 1 }),
+    });
+    await until(async () => (await status(run.id)) === 'failed', 'the resumed turn to fail');
+
+    // Resuming again would find no session files: the last turn kept only its stream.
+    await comment('alice', '@baton retry');
+    const retried = await specOf(run.id, 2);
+    expect(retried.resume).toBeUndefined();
+    expect((await app!.app.runs.get(run.id))!.payload.resume).toBeUndefined();
+    expect((await app!.app.runs.conversation(run.id))!).toMatchObject({ turns: 1, usage: null, costUsd: 0, question: null, reply: null });
   });
 
   it('cancels a waiting run with @baton cancel', async () => {

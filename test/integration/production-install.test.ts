@@ -22,9 +22,14 @@ const manifest = JSON.parse(fs.readFileSync(path.join(REPO_ROOT, 'package.json')
   dependencies: Record<string, string>;
   devDependencies: Record<string, string>;
 };
-/** What `npm ci --omit=dev` installs: the lockfile's packages without `dev` (devOptional ones are dev too). */
+/**
+ * What `npm ci --omit=dev` installs: the lockfile's packages without `dev` (devOptional ones are
+ * dev too), and of the optional ones those this platform took (koffi's binaries for other systems
+ * and CPUs are skipped by npm, as here).
+ */
 const productionPackages = Object.entries(lock.packages)
   .filter(([location, entry]) => location.startsWith('node_modules/') && !entry.dev && !entry.devOptional)
+  .filter(([location, entry]) => !entry.optional || fs.existsSync(path.join(REPO_ROOT, location)))
   .map(([location]) => location);
 
 /** Hard-links a package's files (a copy across filesystems), leaving out its nested node_modules. */
@@ -74,6 +79,15 @@ describe('baton installed with npm ci --omit=dev', () => {
     expect(help).toMatchObject({ code: 0, stdout: expect.stringContaining('Usage: baton <command>') });
     const agentHelp = await runBaton(['agent', '--help'], { bin, cwd: root });
     expect(agentHelp).toMatchObject({ code: 0, stdout: expect.stringContaining('CALLBACK_URL') });
+  });
+
+  it("has koffi's prebuilt binary: `baton agent --check` says the runner is undumpable", async () => {
+    const check = await runBaton(['agent', '--check'], {
+      bin,
+      cwd: root,
+      env: { BATON_AGENT_COMMAND: JSON.stringify([process.execPath]) },
+    });
+    expect(check.stdout, check.stderr).toContain('the runner is undumpable: processes of its uid cannot read its memory or environment');
   });
 
   it('runs `baton serve` on SQLite: answers, serves the API and the dashboard, and stops cleanly on SIGTERM', async () => {

@@ -136,8 +136,10 @@ describe('run engine on PostgreSQL, one-trip claims and replica hints', () => {
     await enqueueMany(21, 20_000);
     await other!.query('ANALYZE runs');
     const many = await pagesPerClaim();
-    // A claim that joined its candidates to every queued run read hundreds of pages more here.
-    expect(Math.max(...many)).toBeLessThanOrEqual(few + 10);
+    // A claim that joined its candidates to every queued run read hundreds of pages more here. A
+    // thousand times the runs deepens each index it walks by a level and may switch the function to
+    // its generic plan: measured 30 pages with 20 runs, 39 to 41 with 20,000.
+    expect(Math.max(...many)).toBeLessThan(few * 2);
   });
 
   it("claims, starts and ends runs as stored, also once another replica's migration has added a column to runs", async () => {

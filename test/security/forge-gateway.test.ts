@@ -218,6 +218,102 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     ).toBe(201);
   });
 
+  it('refuses what a body or a query asks beyond its path: a retarget, a merge by state, a foreign head, a dev approval, a form', async () => {
+    const { id, spec } = await startRun();
+    const cap = spec.forgeToken!;
+    const json = { 'content-type': 'application/json' };
+    const before = gitea.requests.length;
+    const attempts: [string, string, string, Record<string, string>][] = [
+      ['PATCH', '/api/v1/repos/acme/app/pulls/2', '{"title":"x","base":"main"}', json],
+      // Gitea's decoder matches field names without case.
+      ['PATCH', '/api/v1/repos/acme/app/pulls/2', '{"Base":"main"}', json],
+      ['PATCH', '/api/v1/repos/acme/app/pulls/2', '{"state":"merged"}', json],
+      // A form binds to the same fields in Gitea, whatever the content type says.
+      ['PATCH', '/api/v1/repos/acme/app/pulls/2', 'title=x&base=main', { 'content-type': 'application/x-www-form-urlencoded' }],
+      ['PATCH', '/api/v1/repos/acme/app/pulls/2?base=main', '{"title":"x"}', json],
+      ['POST', '/api/v1/repos/acme/app/pulls', '{"head":"mallory:evil","base":"main","title":"t"}', json],
+      ['POST', '/api/v1/repos/acme/app/pulls', '{"head":"someone-elses-branch","base":"main","title":"t"}', json],
+      ['POST', '/api/v1/repos/acme/app/pulls/2/reviews', '{"event":"APPROVED","body":"lgtm"}', json],
+    ];
+    for (const [method, path, body, headers] of attempts) {
+      const res = await gateway(path, cap, { method, headers, body });
+      expect(res.status, `${method} ${path} ${body}`).toBe(403);
+    }
+    expect(gitea.requests.slice(before).filter((r) => !r.path.endsWith('/issues/1/comments'))).toEqual([]);
+    const log = await logOf(id);
+    expect(log).toContainEqual(
+      "[gateway] refused: changing a pull request's base branch needs the right to merge, which the develop stage has not (pipeline.stages.develop.merge)",
+    );
+    expect(log).toContainEqual(
+      '[gateway] refused: a state change to "merged" (only open or closed) needs the right to merge, which the develop stage has not (pipeline.stages.develop.merge)',
+    );
+    expect(log).toContainEqual('[gateway] refused: the gateway passes a JSON body of a change, nothing else (no form)');
+    expect(log).toContainEqual('[gateway] refused: a change carries its fields in its JSON body, not in the query (base)');
+    expect(log).toContainEqual("[gateway] refused: a pull request from mallory:evil: another owner's branch; only branches of acme/app");
+    expect(log).toContainEqual(
+      '[gateway] refused: a pull request from someone-elses-branch: the develop stage opens pull requests only from a branch naming issue #1 (issue-1-…) (pipeline.stages.develop.push)',
+    );
+    expect(log).toContainEqual(
+      '[gateway] refused: only the review account approves pull requests; the dev account may comment or request changes',
+    );
+    // The work the prompts do passes, and reaches the forge as JSON: a pull request from the run's own branch, a title.
+    const own = await gateway('/api/v1/repos/acme/app/pulls', cap, {
+      method: 'POST',
+      headers: json,
+      body: '{"head":"feature/issue-1-fix-it","base":"main","title":"Fix it"}',
+    });
+    expect(own.status).not.toBe(403);
+    const edit = await gateway('/api/v1/repos/acme/app/pulls/2', cap, {
+      method: 'PATCH',
+      body: '{"title":"Fix it (tested)","state":"closed"}',
+    });
+    expect(edit.status).not.toBe(403);
+    expect(gitea.requests.slice(before).map((r) => `${r.method} ${r.path}`)).toEqual(
+      expect.arrayContaining(['POST /api/v1/repos/acme/app/pulls', 'PATCH /api/v1/repos/acme/app/pulls/2']),
+    );
+  });
+
+  it("reads the run's repository only: no other repository, listing, search, admin area, CI secret or runner token", async () => {
+    const { id, spec } = await startRun();
+    const cap = spec.forgeToken!;
+    const before = gitea.requests.length;
+    for (const path of [
+      '/api/v1/repos/acme/secret/contents/README.md',
+      '/api/v1/user/repos',
+      '/api/v1/user/orgs',
+      '/api/v1/users/search?q=a',
+      '/api/v1/users/mallory/repos',
+      '/api/v1/orgs/acme/repos',
+      '/api/v1/orgs',
+      '/api/v1/repos/search?q=secret',
+      '/api/v1/repos/issues/search?q=password',
+      '/api/v1/admin/users',
+      '/api/v1/notifications',
+      '/api/v1/repos/acme/app/hooks',
+      '/api/v1/repos/acme/app/keys',
+      '/api/v1/repos/acme/app/actions/runners/registration-token',
+      '/api/v1/repos/acme/app/actions/secrets',
+      '/api/v1/repos/acme/app/actions/variables',
+      '/api/v1/repos/acme/app/issues/1/dependencies',
+    ]) {
+      expect((await gateway(path, cap)).status, path).toBe(403);
+    }
+    expect(gitea.requests.slice(before).filter((r) => !r.path.endsWith('/issues/1/comments'))).toEqual([]);
+    const log = await logOf(id);
+    expect(log).toContainEqual("[gateway] refused: GET /api/v1/repos/search is outside this run's repository acme/app");
+    expect(log).toContainEqual(
+      "[gateway] refused: the repository's CI runners and their registration token are not read through the gateway",
+    );
+    // Its own repository's code, issues and pull requests, and who the bot is, are read.
+    for (const path of [
+      '/api/v1/repos/acme/app',
+      '/api/v1/repos/acme/app/issues/1',
+      '/api/v1/repos/acme/app/pulls?state=open',
+      '/api/v1/user',
+    ])
+      expect((await gateway(path, cap)).status, path).toBe(200);
+  });
+
   it('lets the review account only comment and review', async () => {
     const { spec } = await startRun('review');
     const cap = spec.forgeToken!;

@@ -16,7 +16,7 @@ import { createSandboxFixture, type SandboxFixture } from '../helpers/sandbox.js
 import { until } from '../helpers/until.js';
 
 /**
- * Issue #11's findings, replayed against the local provider with the real runner and the real
+ * What a hostile agent was found to reach, replayed against the local provider with the real runner and the real
  * bubblewrap: an agent (the spy) tries to read baton's environment, another run's callback token
  * (its environment, its files, its open descriptors, its memory) and workspace, baton's data
  * directory, database and config file, writes to the database, and reports a run it does not own
@@ -209,7 +209,7 @@ describe('an agent in the bubblewrap sandbox', () => {
   });
 });
 
-describe('the same agent without a sandbox (local.sandbox: none), as issue #11 found it', () => {
+describe('the same agent without a sandbox (local.sandbox: none), as it was found', () => {
   it("reads baton's environment and the database, and reports another run as succeeded with its token", async () => {
     const { report, secrets, victim, server: serverPid, declared } = await attack({ kind: 'none' });
     // The control of the declared-repository check: without the sandbox, every run reads it.

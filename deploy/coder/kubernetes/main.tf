@@ -135,10 +135,23 @@ data "coder_parameter" "issue_number" {
 data "coder_parameter" "gitea_url" {
   name         = "gitea_url"
   display_name = "Forge URL"
-  description  = "For a Gitea run, baton's forge gateway (CALLBACK_URL/gateway): the run reaches the forge only through baton. The forge itself for GitHub and GitLab runs."
+  description  = "Baton's forge gateway (CALLBACK_URL/gateway), for runs on Gitea, Forgejo, GitHub and GitLab alike: the run reaches its forge only through baton."
   type         = "string"
   default      = ""
   mutable      = false
+}
+
+data "coder_parameter" "forge" {
+  name         = "forge"
+  display_name = "Forge"
+  description  = "BATON_FORGE: github or gitlab for a run on those forges (the runner then gives the agent the forge gateway's capability in GH_TOKEN and GITHUB_API_URL, or GITLAB_TOKEN and CI_API_V4_URL, beside GITEA_TOKEN); empty for Gitea and Forgejo."
+  type         = "string"
+  default      = ""
+  mutable      = false
+  validation {
+    regex = "^(github|gitlab)?$"
+    error = "github, gitlab or empty"
+  }
 }
 
 data "coder_parameter" "gitea_org" {
@@ -158,7 +171,7 @@ data "coder_parameter" "gitea_repo" {
 data "coder_parameter" "gitea_token" {
   name         = "gitea_token"
   display_name = "Forge token of the stage's bot account"
-  description  = "Secret, handed to the runner in its secrets file. For a Gitea run a capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository; the bot's token for GitHub and GitLab runs. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
+  description  = "Secret, handed to the runner in its secrets file. A capability (bgw_…) that only baton's forge gateway accepts, only while the run lives and only for its repository, on every forge. Visible to template admins and the workspace owner in the build parameters: create workspaces as a dedicated baton service account."
   type         = "string"
   default      = ""
   mutable      = false
@@ -351,6 +364,7 @@ resource "coder_agent" "main" {
     TASK_TYPE                             = data.coder_parameter.task_type.value
     ISSUE_NUMBER                          = data.coder_parameter.issue_number.value
     GITEA_URL                             = data.coder_parameter.gitea_url.value
+    BATON_FORGE                           = data.coder_parameter.forge.value
     GITEA_ORG                             = data.coder_parameter.gitea_org.value
     GITEA_REPO                            = data.coder_parameter.gitea_repo.value
     REPO_CLONE_URL                        = data.coder_parameter.repo_clone_url.value
@@ -595,13 +609,13 @@ resource "coder_metadata" "run" {
 # link-local (cloud metadata at 169.254.169.254), the cluster's and the node's private networks
 # stay unreachable except what is listed. Needs a CNI that enforces NetworkPolicy (Calico, Cilium;
 # not flannel alone). Name-based rules need an FQDN-aware policy (CiliumNetworkPolicy toFQDNs).
-# A Gitea run needs no route to the forge: its API calls, clones and pushes go through baton's
-# forge gateway (CALLBACK_URL/gateway), and the capability it holds is worth nothing at the forge
-# itself. Do not list the forge unless runs need it directly: GitHub or GitLab runs, or a clone
+# A run needs no route to its forge (Gitea, Forgejo, GitHub, GitLab): its API calls, clones and
+# pushes go through baton's forge gateway (CALLBACK_URL/gateway), and the capability it holds is
+# worth nothing at the forge itself. Do not list the forge unless runs need it directly: a clone
 # source on another host (a declared repository, MAINTENANCE_REPOS).
 
 variable "egress_allow_cidrs" {
-  description = "CIDRs a workspace may reach besides DNS and public addresses: baton's CALLBACK_URL (where a Gitea run also reaches the forge, through baton's forge gateway), the Coder deployment (its agent connects there), a package registry mirror; the forge itself only for GitHub or GitLab runs or a clone source elsewhere. Example: [\"10.0.4.12/32\"]."
+  description = "CIDRs a workspace may reach besides DNS and public addresses: baton's CALLBACK_URL (where a run also reaches its forge, through baton's forge gateway), the Coder deployment (its agent connects there), a package registry mirror; the forge itself only for a clone source elsewhere. Example: [\"10.0.4.12/32\"]."
   type        = list(string)
   default     = []
 }

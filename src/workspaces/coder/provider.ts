@@ -122,6 +122,7 @@ export const WORKSPACE_PARAMETERS = [
   'task_type',
   'issue_number',
   'gitea_url',
+  'forge',
   'gitea_org',
   'gitea_repo',
   'gitea_token',
@@ -227,6 +228,9 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       task_type: spec.stage,
       issue_number: spec.number,
       gitea_url: spec.forgeUrl,
+      // BATON_FORGE, which names the forge's own variables for the agent (GH_TOKEN, GITLAB_TOKEN);
+      // not sent for Gitea, so a template from before it keeps working for Gitea runs.
+      forge: spec.forge === 'github' || spec.forge === 'gitlab' ? spec.forge : undefined,
       gitea_org: spec.owner,
       gitea_repo: spec.repo,
       gitea_token: spec.forgeToken,

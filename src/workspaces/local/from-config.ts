@@ -81,8 +81,10 @@ export function createLocalProviderFromConfig(
                 stage: spec.stage,
                 forgeUrl: spec.forgeUrl,
                 cloneUrl: spec.cloneUrl,
-                // A GitHub run reaches GitHub directly (the gateway serves Gitea): its API root too.
-                forgeUrls: spec.forge === 'github' && config.github?.apiUrl ? [config.github.apiUrl] : [],
+                // A run with a forge credential reaches its forge only through baton's gateway (its
+                // forge and clone URLs are baton's); one without (a declared repository) reaches a
+                // GitHub repository directly, whose API root is another host (api.github.com).
+                forgeUrls: spec.forge === 'github' && !spec.forgeToken && config.github?.apiUrl ? [config.github.apiUrl] : [],
                 batonUrl: spec.callbackUrl,
                 // The run's own agent's API and login hosts, on top of the configured agent hosts.
                 settings: { ...config.egress, agentHosts: [...config.egress.agentHosts, ...agentHostsOf(spec.agent)] },

@@ -43,6 +43,7 @@ export function runnerEnv(spec: WorkspaceSpec): Record<string, string> {
     runId: spec.runId,
     issueNumber: spec.number,
     forgeUrl: spec.forgeUrl,
+    forge: spec.forge,
     owner: spec.owner,
     repo: spec.repo,
     cloneUrl: spec.cloneUrl,

@@ -87,21 +87,41 @@ export function serveGit(options: GitHttpOptions, req: http.IncomingMessage, res
   // serviceRPC: the request body must be the service's request type.
   if (rest !== 'info/refs' && req.headers['content-type'] !== `application/x-${service}-request`) return void text(400, '');
 
+  runGitBackend(
+    { root: options.root(), pathInfo: `/${repo.owner.toLowerCase()}/${repo.name.toLowerCase()}.git/${rest}`, remoteUser: user?.login },
+    req,
+    res,
+  );
+}
+
+/**
+ * One request of git's smart HTTP answered by the real `git http-backend` (CGI) on a bare
+ * repository under `root` (`pathInfo`: `/<owner>/<name>.git/<info/refs|git-upload-pack|
+ * git-receive-pack>`), once the forge's own checks have passed. Shared by the fake forges: each
+ * decides who may do what as its forge does, then lets git answer.
+ */
+export function runGitBackend(
+  options: { root: string; pathInfo: string; remoteUser?: string },
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+): void {
+  const url = new URL(req.url ?? '/', 'http://fake');
+  const text = (status: number, body: string) => res.writeHead(status, { 'content-type': 'text/plain;charset=utf-8' }).end(body);
   const backend = spawn('git', ['http-backend'], {
     env: {
       PATH: process.env.PATH,
-      GIT_PROJECT_ROOT: options.root(),
+      GIT_PROJECT_ROOT: options.root,
       GIT_HTTP_EXPORT_ALL: '1',
       GIT_CONFIG_NOSYSTEM: '1',
-      HOME: options.root(),
+      HOME: options.root,
       REQUEST_METHOD: req.method,
-      PATH_INFO: `/${repo.owner.toLowerCase()}/${repo.name.toLowerCase()}.git/${rest}`,
+      PATH_INFO: options.pathInfo,
       QUERY_STRING: url.search.slice(1),
       CONTENT_TYPE: req.headers['content-type'] ?? '',
       HTTP_CONTENT_ENCODING: req.headers['content-encoding'] ?? '',
       HTTP_GIT_PROTOCOL: (req.headers['git-protocol'] as string | undefined) ?? '',
       // git http-backend serves receive-pack only to an authenticated user.
-      ...(user ? { REMOTE_USER: user.login } : {}),
+      ...(options.remoteUser ? { REMOTE_USER: options.remoteUser } : {}),
       REMOTE_ADDR: '127.0.0.1',
     },
     stdio: ['pipe', 'pipe', 'ignore'],
@@ -133,6 +153,21 @@ export function serveGit(options: GitHttpOptions, req: http.IncomingMessage, res
     if (!headersDone) text(500, 'git http-backend failed\n');
     else res.end();
   });
+}
+
+/** The parts of a smart-HTTP path (`isGitPath` said yes): owner, name (without `.git`), and what is asked. */
+export function gitPathParts(pathname: string): { owner: string; name: string; rest: string } | null {
+  const match = GIT_PATH.exec(pathname);
+  return match ? { owner: match[1]!, name: match[2]!, rest: match[3]! } : null;
+}
+
+/** The user and password of a Basic `Authorization`, or null for another scheme or none. */
+export function basicCredentials(authorization: string | undefined): { user: string; password: string } | null {
+  const basic = /^basic\s+(\S+)$/i.exec((authorization ?? '').trim());
+  if (!basic) return null;
+  const decoded = Buffer.from(basic[1]!, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? { user: decoded, password: '' } : { user: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
 }
 
 /** A branch of a repository on disk: its head commit, or null when there is no such branch. */

@@ -8,7 +8,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { Context } from 'hono';
+import fs from 'node:fs';
+import type { SeedRepoOptions } from '../agent/git-repos.js';
+import { isGitPath, makeGitRoot } from '../gitea/git-http.js';
 import { createFakeGitHubApp } from './app.js';
+import { addGitHubRepositoryRoutes, seedGitHubRepo, serveGitHubGit } from './repository.js';
 import { FakeGitHubState, type GitHubPermission, type HookRecord, type IssueRecord, type RepoRecord, type ReviewRecord } from './state.js';
 
 export type { GitHubPermission } from './state.js';
@@ -34,6 +38,14 @@ export interface FakeGitHub {
   hooks(owner: string, repo: string): HookRecord[];
   /** The next `count` requests matching `path` (a substring) answer `status` with GitHub's error body. */
   failNext(path: string, status: number, count?: number): void;
+  /**
+   * Gives the repository its git side (a bare repository seeded with `main`, its HEAD the default
+   * branch), served over smart HTTP at `<url>/<owner>/<repo>.git` with GitHub's authentication;
+   * returns its directory. Idempotent.
+   */
+  gitRepo(owner: string, repo: string, seed?: SeedRepoOptions): string;
+  /** Makes `branch` a protected branch (Get a branch then says `protected: true`); pushes to it are not refused by the fake itself. */
+  protectBranch(owner: string, repo: string, branch: string): void;
   close(): Promise<void>;
 }
 
@@ -53,7 +65,19 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
     );
   };
   const app = createFakeGitHubApp(state, { onRequest });
-  const server = http.createServer(getRequestListener(app.fetch));
+  let gitRoot: string | null = null;
+  const gitRootDir = () => (gitRoot ??= makeGitRoot());
+  const protectedBranches = new Set<string>();
+  const branchKey = (owner: string, repo: string, branch: string) => `${owner}/${repo}`.toLowerCase() + `:${branch}`;
+  addGitHubRepositoryRoutes(app, state, gitRootDir, (repo, branch) => protectedBranches.has(branchKey(repo.owner, repo.name, branch)));
+  const listener = getRequestListener(app.fetch);
+  // Git's smart HTTP is github.com's web side, not the API: it has its own handler.
+  const server = http.createServer((req, res) => {
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (!isGitPath(pathname)) return void listener(req, res);
+    requests.push(`${req.method} ${pathname}`);
+    serveGitHubGit(state, gitRootDir(), req, res);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -171,10 +195,19 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
     failNext(path, status, count = 1) {
       faults.push({ path, status, remaining: count });
     },
+    gitRepo(owner, repo, seed) {
+      return seedGitHubRepo(gitRootDir(), repoOf(owner, repo), seed);
+    },
+    protectBranch(owner, repo, branch) {
+      const record = repoOf(owner, repo);
+      protectedBranches.add(branchKey(record.owner, record.name, branch));
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
+      }).finally(() => {
+        if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
       }),
   };
 }

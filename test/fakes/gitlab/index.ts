@@ -9,7 +9,11 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { getRequestListener } from '@hono/node-server';
 import type { Context } from 'hono';
+import fs from 'node:fs';
+import type { SeedRepoOptions } from '../agent/git-repos.js';
+import { isGitPath, makeGitRoot } from '../gitea/git-http.js';
 import { createFakeGitLabApp } from './app.js';
+import { addGitLabRepositoryRoutes, seedGitLabRepo, serveGitLabGit } from './repository.js';
 import { FakeGitLabState, type AccessLevel, type HookRecord, type ItemRecord, type ProjectRecord } from './state.js';
 
 export type { AccessLevel } from './state.js';
@@ -58,6 +62,14 @@ export interface FakeGitLab {
   resend(namespace: string, path: string, eventId: number): Promise<Delivery>;
   /** The next `count` requests matching `path` (a substring) answer `status` with GitLab's error body. */
   failNext(path: string, status: number, count?: number): void;
+  /**
+   * Gives the project its repository (a bare repository seeded with `main`, its HEAD the default
+   * branch), served over smart HTTP at `<url>/<namespace>/<project>.git` with GitLab's
+   * authentication; returns its directory. Idempotent.
+   */
+  gitRepo(namespace: string, path: string, seed?: SeedRepoOptions): string;
+  /** Makes `branch` a protected branch (Get a single repository branch then says `protected: true`); pushes to it are not refused by the fake itself. */
+  protectBranch(namespace: string, path: string, branch: string): void;
   close(): Promise<void>;
 }
 
@@ -112,7 +124,19 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
   }
 
   const app = createFakeGitLabApp(state, { onRequest, resend: async (p, id) => (await resendEvent(p, id))?.status });
-  const server = http.createServer(getRequestListener(app.fetch));
+  let gitRoot: string | null = null;
+  const gitRootDir = () => (gitRoot ??= makeGitRoot());
+  const protectedBranches = new Set<string>();
+  const branchKey = (namespace: string, path: string, branch: string) => `${namespace}/${path}`.toLowerCase() + `:${branch}`;
+  addGitLabRepositoryRoutes(app, state, gitRootDir, (p, branch) => protectedBranches.has(branchKey(p.namespace, p.path, branch)));
+  const listener = getRequestListener(app.fetch);
+  // Git's smart HTTP is GitLab's web side (workhorse), not the API: it has its own handler.
+  const server = http.createServer((req, res) => {
+    const pathname = new URL(req.url ?? '/', 'http://x').pathname;
+    if (!isGitPath(pathname)) return void listener(req, res);
+    requests.push(`${req.method} ${pathname}`);
+    serveGitLabGit(state, gitRootDir(), req, res);
+  });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 
@@ -233,10 +257,19 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     failNext(path, status, count = 1) {
       faults.push({ path, status, remaining: count });
     },
+    gitRepo(namespace, path, seed) {
+      return seedGitLabRepo(gitRootDir(), projectOf(namespace, path), seed);
+    },
+    protectBranch(namespace, path, branch) {
+      const project = projectOf(namespace, path);
+      protectedBranches.add(branchKey(project.namespace, project.path, branch));
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
+      }).finally(() => {
+        if (gitRoot) fs.rmSync(gitRoot, { recursive: true, force: true });
       }),
   };
 }

@@ -1,0 +1,50 @@
+import {
+  forgeGatewayRoutes,
+  giteaDialect,
+  githubDialect,
+  gitlabDialect,
+  type ForgeGatewayDeps,
+  type GatewayForge,
+} from '../forge-gateway/index.js';
+import type { Hono } from 'hono';
+import { mayMergeOf, pushRulesOf } from '../pipeline/index.js';
+import type { Config } from './config-types.js';
+
+/**
+ * Baton's forge gateway over every configured forge: Gitea/Forgejo at `GITEA_URL`, GitHub at its
+ * API root, GitLab at `<GITLAB_URL>/api/v4`, each with its bots' tokens; git goes to the forge's
+ * clone URL when that is http(s), else to its root. None configured: no gateway.
+ */
+export function createForgeGateway(config: Config, deps: Pick<ForgeGatewayDeps, 'callbackTokens' | 'engine' | 'logger'>): Hono | undefined {
+  const forges: ForgeGatewayDeps['forges'] = {};
+  const httpOnly = (url: string | undefined) => (url && /^https?:\/\//i.test(url) ? url : undefined);
+  if (config.gitea.url) {
+    forges.gitea = {
+      // Runs clone the forge's copy at GITEA_CLONE_URL when it is set (over http(s)).
+      dialect: giteaDialect({ forgeUrl: config.gitea.url, gitUrl: httpOnly(config.gitea.cloneUrl) }),
+      tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
+    };
+  }
+  if (config.github.url && config.github.apiUrl) {
+    forges.github = {
+      dialect: githubDialect({ apiUrl: config.github.apiUrl, gitUrl: httpOnly(config.github.cloneUrl) ?? config.github.url }),
+      tokens: config.github.tokens,
+    } satisfies GatewayForge;
+  }
+  if (config.gitlab.url && config.gitlab.apiUrl) {
+    forges.gitlab = {
+      dialect: gitlabDialect({ apiUrl: config.gitlab.apiUrl, gitUrl: httpOnly(config.gitlab.cloneUrl) ?? config.gitlab.url }),
+      tokens: config.gitlab.tokens,
+    };
+  }
+  if (Object.keys(forges).length === 0) return undefined;
+  return forgeGatewayRoutes({
+    forges,
+    ...deps,
+    // A stage that is no longer in the table (renamed while its run lives) gets the defaults by its name.
+    rightsOf: (run) => {
+      const stage = config.pipeline.stages.find((s) => s.name === run.stage) ?? { name: run.stage };
+      return { push: pushRulesOf(stage), merge: mayMergeOf(stage) };
+    },
+  });
+}
