@@ -65,7 +65,8 @@ in that forge's variables, GH_TOKEN and GITHUB_API_URL or GITLAB_TOKEN and CI_AP
 BATON_KILL_GRACE_MS (default 10000), BATON_AGENT_LOG_HOST (default 127.0.0.1), BATON_STAGE_BUILD
 (heavy | light: whether install/build run first; set by baton, default from the built-in stage table),
 BATON_SANDBOX (bwrap: the runner is in a bubblewrap sandbox; every step runs in a nested one
-that cannot see the runner; auto: the same wherever bubblewrap can start, warned about otherwise), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
+that cannot see the runner; auto: the same wherever bubblewrap can start, warned about otherwise; either way the
+runner makes itself undumpable, so processes of its uid cannot read its memory), BATON_EGRESS_SOCKET and BATON_EGRESS_PORT (the run's egress gate,
 a unix socket, and the port of 127.0.0.1 where the runner relays to it for HTTPS_PROXY; the
 callbacks then go through the gate too), BATON_CHECK_UNREACHABLE (host:port,…: --check fails
 when any of them connects, directly or through the gate).

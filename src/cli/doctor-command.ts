@@ -5,6 +5,7 @@ import { ConfigError } from '../config-schema/index.js';
 import { loadConfig, type Config } from '../server/index.js';
 import { createStore, parseDatabaseUrl } from '../store/index.js';
 import { parseRepositoryName } from '../repositories/index.js';
+import { readRunsSearch } from '../runs/index.js';
 import { UsageError } from './args.js';
 import { checkForge, checkGitHub, checkGitLab } from './doctor-forge.js';
 import type { Line } from './doctor-lines.js';
@@ -123,7 +124,11 @@ async function checkDatabase(config: Config): Promise<Line[]> {
           fix: 'baton serve applies them at start, or run baton migrate',
         },
       ];
-    return [{ status: 'ok', check: 'database', detail: `${shown} answers, migrations current` }];
+    const search = await readRunsSearch(store);
+    return [
+      { status: 'ok', check: 'database', detail: `${shown} answers, migrations current` },
+      ...(search ? [{ status: 'warn' as const, check: 'runs search', detail: search, fix: 'docs/troubleshooting.md#slow-search' }] : []),
+    ];
   } catch (err) {
     return [
       {

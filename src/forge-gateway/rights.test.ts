@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { branchAllowed, changeProblem, DEFAULT_RIGHTS, readChangeBody, readProblem, writeQueryProblem } from './rights.js';
+import {
+  branchAllowed,
+  changeProblem,
+  commentEditProblem,
+  DEFAULT_RIGHTS,
+  readChangeBody,
+  readProblem,
+  writeQueryProblem,
+} from './rights.js';
 
 describe('branchAllowed', () => {
   const onIssue = { number: 12, payload: {} };
@@ -154,5 +162,17 @@ describe('readProblem: reads under the repository that reach past it', () => {
       '/git/refs',
     ])
       expect(readProblem(rest), rest).toBeNull();
+  });
+});
+
+describe('commentEditProblem: the bot edits and deletes only its own comments', () => {
+  it('compares the comment’s author with the bot, on every forge’s fields, and refuses when the forge does not say', () => {
+    expect(commentEditProblem({ user: { login: 'Claude-Dev' } }, { login: 'claude-dev' })).toBeNull();
+    expect(commentEditProblem({ author: { username: 'claude-dev' } }, { username: 'claude-dev' })).toBeNull();
+    expect(commentEditProblem({ user: { login: 'maintainer' } }, { login: 'claude-dev' })).toBe(
+      'a change to a comment by maintainer: the bot edits and deletes only its own comments',
+    );
+    expect(commentEditProblem(null, { login: 'claude-dev' })).toBe('the forge did not say who wrote this comment');
+    expect(commentEditProblem({ user: { login: 'claude-dev' } }, null)).toBe('the forge did not say who wrote this comment');
   });
 });

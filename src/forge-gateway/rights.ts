@@ -192,3 +192,24 @@ export function readProblem(rest: string): string | null {
   const refused = READS_REFUSED.find(([pattern]) => pattern.test(rest));
   return refused ? `${refused[1]} are not read through the gateway` : null;
 }
+
+/**
+ * Whether the bot may edit or delete a comment: only one it wrote. The bot may touch anyone's as
+ * the repository's administrator, and others' words are theirs (an approval, an objection, a
+ * maintainer's instruction the next stage reads). `comment` is the forge's JSON of the comment
+ * (Gitea's and GitHub's `user.login`, GitLab's note `author.username`), `self` the bot's own
+ * (`/user`: `login`, GitLab's `username`).
+ */
+export function commentEditProblem(comment: unknown, self: unknown): string | null {
+  const author = nameOf((comment as { user?: unknown; author?: unknown } | null)?.user ?? (comment as { author?: unknown } | null)?.author);
+  const bot = nameOf(self);
+  if (author === undefined || bot === undefined) return 'the forge did not say who wrote this comment';
+  if (author.toLowerCase() === bot.toLowerCase()) return null;
+  return `a change to a comment by ${author.slice(0, 80)}: the bot edits and deletes only its own comments`;
+}
+
+function nameOf(user: unknown): string | undefined {
+  const { login, username } = (user ?? {}) as { login?: unknown; username?: unknown };
+  const name = typeof login === 'string' ? login : username;
+  return typeof name === 'string' && name !== '' ? name : undefined;
+}

@@ -7,6 +7,7 @@ import { readRefUpdates, refusedPushReport } from './pkt-line.js';
 import {
   branchAllowed,
   changeProblem,
+  commentEditProblem,
   DEFAULT_RIGHTS,
   describeRules,
   readChangeBody,
@@ -122,6 +123,10 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (target.kind === 'api' && body) {
       const bodyProblem = changeBodyProblem(exchange, new URL(c.req.url).searchParams, body);
       if (bodyProblem) return refuse(c, run, 403, bodyProblem);
+      if (forge.dialect.changeOf(exchange.method, target.rest) === 'comment-edit') {
+        const authorProblem = await commentAuthorProblem(exchange);
+        if (authorProblem) return refuse(c, run, 403, authorProblem);
+      }
     }
     return forward(c, exchange, body);
   });
@@ -167,6 +172,20 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       changeProblem(change, json, context) ??
       (change === 'release' ? x.forge.dialect.releaseProblem(json) : null)
     );
+  }
+
+  /** Who wrote the comment a change is to (read at the change's own path), against who the bot is. */
+  async function commentAuthorProblem(x: Exchange): Promise<string | null> {
+    const headers = { ...x.forge.dialect.apiAuth(x.token), 'user-agent': 'baton-forge-gateway' };
+    const read = (url: string) =>
+      doFetch(url, { headers })
+        .then(async (answer) => (answer.ok ? ((await answer.json()) as unknown) : null))
+        .catch(() => null);
+    const [comment, self] = await Promise.all([
+      read(x.forge.dialect.upstreamUrl(x.path, x.target)),
+      read(`${x.forge.dialect.apiBase}/user`),
+    ]);
+    return commentEditProblem(comment, self);
   }
 
   /** A push the run may not make, refused in git's own words (each ref `! [remote rejected]`), or null. */

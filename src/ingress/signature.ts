@@ -1,4 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { HttpError } from '../web-kit/index.js';
 
 const HEX_SHA256 = /^[0-9a-f]{64}$/i;
 
@@ -16,4 +17,12 @@ export function verifySignature(body: Uint8Array, signature: string, secret: str
   if (!HEX_SHA256.test(hex)) return false;
   const expected = createHmac('sha256', secret).update(body).digest();
   return timingSafeEqual(expected, Buffer.from(hex, 'hex'));
+}
+
+/**
+ * The 401 to a delivery whose signature (or GitLab token) is missing or wrong. The forge shows the
+ * answer in its delivery log, where the operator is looking: it says where the fix is explained.
+ */
+export function refusedDelivery(message: string): HttpError {
+  return new HttpError(401, 'unauthorized', `${message}; see docs/troubleshooting.md#signature-failures`);
 }

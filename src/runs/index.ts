@@ -4,6 +4,7 @@ export { IllegalTransitionError, LeaseLostError, TransitionError } from './error
 export { runKey, slotKey, FORGES, forgeIsNamed, forgeRepository, type ForgeName } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
+export { ensureRunsSearch, readRunsSearch } from './search-index.js';
 export { createCallbackTokenChecks, type CallbackTokenChecks } from './callback-tokens.js';
 export { branchNamesIssue, type IssueRun, type IssueStep, type IssueTotals, type IssueView } from './issue-view.js';
 export {

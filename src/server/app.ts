@@ -25,6 +25,7 @@ import {
   createScheduler,
   createSweeper,
   createTeardownWorker,
+  ensureRunsSearch,
   NOTIFY_CHANNEL,
   registerRunMetrics,
   type RunService,
@@ -404,6 +405,8 @@ export function createApp(config: Config, deps: AppDeps): App {
     async prepare() {
       // After migrations, so the database files exist; a warning at every start until fixed.
       for (const warning of checkFileModes({ dataDir: config.dataDir, databaseUrl: config.database.url })) logger.warn(warning);
+      const search = await ensureRunsSearch(store);
+      if (search) logger.warn(search);
       const minted = await tokens.bootstrap(config.api.bootstrapToken);
       if (!minted) return;
       // Nothing of the token itself, not even its first characters: a supplied one is the

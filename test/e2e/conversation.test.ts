@@ -213,9 +213,12 @@ describe('baton serve: an agent asks, the run waits, a reply resumes the session
       expect(table.body).toContain('$0.02');
       const refused = await world.comment(4, 'rita', '@baton cancel');
       expect(refused.outcome).toBe('not_permitted');
-      await until(
+      const refusal = await until(
         () => world.botComments(4).find((c) => c.body.includes('@rita only people with write access to acme/app can give baton commands')),
         'the refusal',
+      );
+      expect(refusal.body.split('\n')[0]).toBe(
+        "@rita only people with write access to acme/app can give baton commands; nothing was run. See baton's docs/troubleshooting.md#permission-failures.",
       );
       await world.comment(4, 'alice', '@baton frobnicate');
       const help = await until(

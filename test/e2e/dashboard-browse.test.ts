@@ -308,5 +308,14 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     await engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 404 });
     await eventually(() => page.isVisible('#issue-found'), true);
     expect(await page.isVisible('#issue-missing')).toBe(false);
+    expect(await page.textContent('#issue-title')).toBe('acme/app#404 ↗');
+
+    // A repository declared in baton.yaml has no forge link: its title is the name alone (it
+    // once read `demo/hello#7null`).
+    await engine.enqueue({ stage: 'analyse', owner: 'demo', repo: 'hello', number: 7, payload: { declared: true } });
+    await page.evaluate(`location.hash = '#/issues/demo/hello/7'`);
+    await eventually(() => page.isVisible('#issue-found'), true);
+    await eventually(() => page.textContent('#issue-title'), 'demo/hello#7');
+    expect(await page.locator('#issue-title a').count()).toBe(0);
   });
 });

@@ -319,7 +319,9 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
       payload.number = 9;
       const answer = await send(toBody(payload), 'issues', 'issues', { secret: 'not-the-secret' });
       expect(answer.status).toBe(401);
-      expect(answer.body).toEqual({ error: { code: 'unauthorized', message: 'invalid signature' } });
+      expect(answer.body).toEqual({
+        error: { code: 'unauthorized', message: 'invalid signature; see docs/troubleshooting.md#signature-failures' },
+      });
       expect(await runCount()).toBe(before);
     }, 120_000);
 

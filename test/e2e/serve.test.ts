@@ -24,7 +24,12 @@ describe('the baton CLI', () => {
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/serve\s+Start the orchestrator/);
     const version = await runBaton(['--version']);
-    expect(version.stdout.trim()).toMatch(/^\d+\.\d+\.\d+$/);
+    // The version users name: package.json's, which the release workflow checks against the tag.
+    const { version: released } = JSON.parse(fs.readFileSync(path.join(import.meta.dirname, '../../package.json'), 'utf8')) as {
+      version: string;
+    };
+    expect(version.stdout).toBe(`${released}\n`);
+    expect(released).toMatch(/^\d+\.\d+\.\d+$/);
     const unknown = await runBaton(['frobnicate']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/unknown command "frobnicate"/);

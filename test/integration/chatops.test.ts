@@ -116,8 +116,14 @@ describe.each(STORE_KINDS)('ChatOps on $kind', ({ kind, create }) => {
 
   it('answers a read-only user that it may not, and runs nothing', async () => {
     const { commentId, delivery } = await comment('rita', '@baton run develop');
-    await reply('@rita only people with write access to acme/app can give baton commands');
+    const refusal = await reply('@rita only people with write access to acme/app can give baton commands');
+    expect(refusal.body.split('\n')[0]).toBe(
+      "@rita only people with write access to acme/app can give baton commands; nothing was run. See baton's docs/troubleshooting.md#permission-failures.",
+    );
     expect(delivery.outcome).toBe('not_permitted');
+    expect(delivery.verdict).toBe(
+      'not permitted: rita lacks write permission for a command; see docs/troubleshooting.md#permission-failures',
+    );
     expect(gitea.reactions(commentId)).toEqual([]);
     expect(await app!.app.runs.list()).toEqual([]);
   });

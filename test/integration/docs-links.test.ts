@@ -38,6 +38,13 @@ function markdownFiles(): string[] {
   return [path.join(ROOT, 'README.md'), ...docs];
 }
 
+function allFiles(dir: string): string[] {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const full = path.join(dir, entry.name);
+    return entry.isDirectory() ? allFiles(full) : [full];
+  });
+}
+
 function sourceFiles(dir: string): string[] {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const full = path.join(dir, entry.name);
@@ -82,5 +89,21 @@ describe('links in the docs', () => {
     expect(broken).toEqual([]);
     // The check reads something: the messages that point at the troubleshooting page exist.
     expect(found).toBeGreaterThan(5);
+  });
+
+  it('from the comments of compose.yaml, the Dockerfile and deploy/ lead to headings that exist', () => {
+    const files = [path.join(ROOT, 'compose.yaml'), path.join(ROOT, 'Dockerfile'), ...allFiles(path.join(ROOT, 'deploy'))];
+    const broken: string[] = [];
+    let anchored = 0;
+    for (const file of files) {
+      for (const [, target] of fs.readFileSync(file, 'utf8').matchAll(/\b(docs\/[\w-]+\.md(?:#[\w-]+)?)/g)) {
+        if (target!.includes('#')) anchored++;
+        const wrong = problem(path.join(ROOT, 'README.md'), target!);
+        if (wrong) broken.push(`${path.relative(ROOT, file)}: ${wrong}`);
+      }
+    }
+    expect(broken).toEqual([]);
+    // compose.yaml's dashboard paragraph names its section.
+    expect(anchored).toBeGreaterThan(0);
   });
 });

@@ -238,7 +238,9 @@ describe('the permission check as Gitea answers it', () => {
 
     const refused = await deliver(1);
     expect(refused.outcome).toBe('misconfigured');
-    expect(refused.verdict).toMatch(/^misconfigured: the forge refused baton's permission lookup on acme\/app \(.*403.*\)/);
+    expect(refused.verdict).toMatch(
+      /^misconfigured: the forge refused baton's permission lookup on acme\/app \(.*403.*\).*; see docs\/troubleshooting\.md#permission-failures$/,
+    );
     expect(refused.attempts).toBe(1);
     const notReady = await ready();
     expect(notReady.status).toBe(503);
@@ -253,7 +255,7 @@ describe('the permission check as Gitea answers it', () => {
     // A sender Gitea does not know (404): not permitted, not a retry.
     expect(await deliver(3, 'ghost')).toMatchObject({
       outcome: 'not_permitted',
-      verdict: 'not permitted: sender ghost is unknown to the forge',
+      verdict: 'not permitted: sender ghost is unknown to the forge; see docs/troubleshooting.md#permission-failures',
     });
     expect((await server.app.runs.list()).map((r) => r.number)).toEqual([2]);
   });

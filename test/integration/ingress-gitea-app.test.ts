@@ -283,7 +283,12 @@ describe('POST /webhook/gitea: security', () => {
     const res = await post('/webhook/gitea', body, base());
     expect(res).toEqual({
       status: 401,
-      body: { error: { code: 'unauthorized', message: 'missing signature: X-Gitea-Signature is required' } },
+      body: {
+        error: {
+          code: 'unauthorized',
+          message: 'missing signature: X-Gitea-Signature is required; see docs/troubleshooting.md#signature-failures',
+        },
+      },
     });
     expect(await queries.list()).toEqual([]);
   });
@@ -294,7 +299,10 @@ describe('POST /webhook/gitea: security', () => {
     expect((await post('/webhook/gitea', body, headers)).status).toBe(401);
     // Invalid JSON with a bad signature is still a 401, not a 400: nothing was parsed.
     const res = await post('/webhook/gitea', '{not json', { ...headers, 'X-Gitea-Signature': signBody('{not json', 'nope') });
-    expect(res).toEqual({ status: 401, body: { error: { code: 'unauthorized', message: 'invalid signature' } } });
+    expect(res).toEqual({
+      status: 401,
+      body: { error: { code: 'unauthorized', message: 'invalid signature; see docs/troubleshooting.md#signature-failures' } },
+    });
   });
 
   it('refuses a signature over different bytes (re-serialised JSON)', async () => {
@@ -340,7 +348,9 @@ describe('POST /webhook/gitea: security', () => {
       body: {
         error: {
           code: 'unauthorized',
-          message: expect.stringMatching(/^no webhook secret applies to acme\/other: unsigned deliveries are refused/),
+          message: expect.stringMatching(
+            /^no webhook secret applies to acme\/other: unsigned deliveries are refused: .*; see docs\/troubleshooting\.md#signature-failures$/,
+          ),
         },
       },
     });
@@ -351,7 +361,7 @@ describe('POST /webhook/gitea: security', () => {
     const globalSigned = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
     expect(await post('/webhook/gitea', body, globalSigned)).toEqual({
       status: 401,
-      body: { error: { code: 'unauthorized', message: 'invalid signature for acme/app' } },
+      body: { error: { code: 'unauthorized', message: 'invalid signature for acme/app; see docs/troubleshooting.md#signature-failures' } },
     });
     const other = fixtureJson('issues-opened.json');
     (other.repository as Record<string, unknown>).name = 'other';
@@ -481,14 +491,19 @@ describe('POST /webhook/gitea: security', () => {
       },
     });
     const res = await post('/webhook/gitea', body, giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }));
-    expect(res.delivery).toMatchObject({ outcome: 'not_permitted', verdict: 'not permitted: sender alice lacks write permission' });
+    expect(res.delivery).toMatchObject({
+      outcome: 'not_permitted',
+      verdict: 'not permitted: sender alice lacks write permission; see docs/troubleshooting.md#permission-failures',
+    });
     const comment = readFixture('issue_comment-created.json');
     const again = await post(
       '/webhook/gitea',
       comment,
       giteaHeaders(comment, { event: 'issue_comment', eventType: 'issue_comment', secret: SECRET }),
     );
-    expect(again.delivery!.verdict).toBe('not permitted: sender alice lacks write permission');
+    expect(again.delivery!.verdict).toBe(
+      'not permitted: sender alice lacks write permission; see docs/troubleshooting.md#permission-failures',
+    );
     expect(calls).toEqual(['acme/app:alice']);
     const pr = readFixture('pull_request-opened.json');
     const byBob = await post('/webhook/gitea', pr, giteaHeaders(pr, { event: 'pull_request', eventType: 'pull_request', secret: SECRET }));
@@ -602,7 +617,7 @@ describe('logging', () => {
     expect(http.map((l) => [l.level, l.details.delivery, l.details.event, l.details.status, l.details.outcome])).toEqual([
       // The acceptance at debug (the stored row is its record); the verdict below is at info.
       ['debug', 'log-1', 'issues', 202, undefined],
-      ['warn', 'log-2', 'issues', 401, 'invalid signature'],
+      ['warn', 'log-2', 'issues', 401, 'invalid signature; see docs/troubleshooting.md#signature-failures'],
     ]);
     const processedLine = lines.find((l) => l.message === 'webhook delivery processed');
     expect(processedLine?.details).toMatchObject({ deliveryId: 'log-1', outcome: 'started', verdict: 'issue #7 opened by alice' });

@@ -119,9 +119,15 @@ describe('POST /webhook/github', () => {
   it('refuses an unsigned delivery and a wrong signature, before reading the body', async () => {
     const raw = body(githubExample('issues', 'opened'));
     const unsigned = await h.post('/webhook/github', raw, githubHeaders(raw, { event: 'issues' }));
-    expect(unsigned).toMatchObject({ status: 401, body: { error: { message: 'missing signature: X-Hub-Signature-256 is required' } } });
+    expect(unsigned).toMatchObject({
+      status: 401,
+      body: { error: { message: 'missing signature: X-Hub-Signature-256 is required; see docs/troubleshooting.md#signature-failures' } },
+    });
     const wrong = await h.post('/webhook/github', raw, githubHeaders(raw, { event: 'issues', secret: 'not-the-secret' }));
-    expect(wrong).toMatchObject({ status: 401, body: { error: { message: 'invalid signature' } } });
+    expect(wrong).toMatchObject({
+      status: 401,
+      body: { error: { message: 'invalid signature; see docs/troubleshooting.md#signature-failures' } },
+    });
     // Not even parsed: a body that is not JSON is refused for its signature, not its syntax.
     const junk = await h.post('/webhook/github', '{not json', githubHeaders('{not json', { event: 'issues', secret: 'nope' }));
     expect(junk.status).toBe(401);

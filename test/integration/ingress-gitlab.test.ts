@@ -143,9 +143,15 @@ describe('POST /webhook/gitlab', () => {
   it('refuses a missing or wrong token before reading the body, and everything without a configured secret', async () => {
     const raw = body(gitlabExample('issue'));
     const missing = await h.post('/webhook/gitlab', raw, gitlabHeaders({ event: 'Issue Hook' }));
-    expect(missing).toMatchObject({ status: 401, body: { error: { message: 'missing token: X-Gitlab-Token is required' } } });
+    expect(missing).toMatchObject({
+      status: 401,
+      body: { error: { message: 'missing token: X-Gitlab-Token is required; see docs/troubleshooting.md#signature-failures' } },
+    });
     const wrong = await h.post('/webhook/gitlab', raw, gitlabHeaders({ event: 'Issue Hook', token: `${SECRET}x` }));
-    expect(wrong).toMatchObject({ status: 401, body: { error: { message: 'invalid token' } } });
+    expect(wrong).toMatchObject({
+      status: 401,
+      body: { error: { message: 'invalid token; see docs/troubleshooting.md#signature-failures' } },
+    });
     const junk = await h.post('/webhook/gitlab', '{not json', gitlabHeaders({ event: 'Issue Hook', token: 'nope' }));
     expect(junk.status).toBe(401);
     expect(await h.runs.list()).toEqual([]);

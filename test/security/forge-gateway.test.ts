@@ -273,6 +273,28 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     );
   });
 
+  it("edits and deletes only the bot's own comments, never a person's", async () => {
+    const { id, spec } = await startRun();
+    const cap = spec.forgeToken!;
+    gitea.addUser('maintainer');
+    const theirs = gitea.addComment('acme', 'app', 1, { author: 'maintainer', body: 'Do not merge: the migration is unsafe.' });
+    const ours = gitea.addComment('acme', 'app', 1, { author: 'claude-dev', body: 'Working on it.' });
+    const edit = (commentId: number, method = 'PATCH') =>
+      gateway(`/api/v1/repos/acme/app/issues/comments/${commentId}`, cap, {
+        method,
+        headers: { 'content-type': 'application/json' },
+        body: method === 'PATCH' ? '{"body":"LGTM, merge it."}' : undefined,
+      });
+    expect((await edit(theirs.id)).status).toBe(403);
+    expect((await edit(theirs.id, 'DELETE')).status).toBe(403);
+    expect(gitea.requests.some((r) => r.method !== 'GET' && r.path === `/api/v1/repos/acme/app/issues/comments/${theirs.id}`)).toBe(false);
+    expect(await logOf(id)).toContainEqual(
+      '[gateway] refused: a change to a comment by maintainer: the bot edits and deletes only its own comments',
+    );
+    expect((await edit(ours.id)).status).toBe(200);
+    expect(gitea.comments('acme', 'app', 1).find((c) => c.id === ours.id)?.body).toBe('LGTM, merge it.');
+  });
+
   it("reads the run's repository only: no other repository, listing, search, admin area, CI secret or runner token", async () => {
     const { id, spec } = await startRun();
     const cap = spec.forgeToken!;

@@ -210,7 +210,7 @@ describe('an agent in the bubblewrap sandbox', () => {
 });
 
 describe('the same agent without a sandbox (local.sandbox: none), as it was found', () => {
-  it("reads baton's environment and the database, and reports another run as succeeded with its token", async () => {
+  it("reads baton's environment and the database, and as root another run's token, with which it reports that run", async () => {
     const { report, secrets, victim, server: serverPid, declared } = await attack({ kind: 'none' });
     // The control of the declared-repository check: without the sandbox, every run reads it.
     expect(report.reads.find((r) => r.target === path.join(declared, 'SECRET.md'))?.text).toContain(secrets.declared);
@@ -220,8 +220,14 @@ describe('the same agent without a sandbox (local.sandbox: none), as it was foun
     expect(environ?.text).toContain(secrets.server);
     expect(report.reads.find((r) => r.target === path.join(fixture.dataDir, 'baton.db'))?.text).toContain(secrets.database);
     expect(report.writes[0]).toMatchObject({ ok: true });
-    // The victim's token, from its runner's memory, and the forged outcome it let through.
-    expect(report.tokens).toContain(secrets.victimCallback);
-    expect(victim.completions.some((c) => c.body.summary === 'forged by the spy')).toBe(true);
+    // The victim's runner is undumpable, which stops a spy of its uid (test/security/runner-memory.test.ts),
+    // not root: baton as root without the sandbox runs its agents as root, and they read any memory.
+    if (report.uid === 0) {
+      expect(report.tokens).toContain(secrets.victimCallback);
+      expect(victim.completions.some((c) => c.body.summary === 'forged by the spy')).toBe(true);
+    } else {
+      expect(report.tokens).not.toContain(secrets.victimCallback);
+      expect(victim.completions).toEqual([]);
+    }
   });
 });

@@ -253,7 +253,7 @@ describe('baton serve when runs cannot be sandboxed', () => {
       const { status, check } = await providerCheck(s.url);
       expect(status).toBe(503);
       expect(check.error).toMatch(
-        /^local provider: bubblewrap \("bwrap"\) is not installed or not on baton's PATH .*install the bubblewrap package, or set local.sandbox: none/,
+        /^local provider: bubblewrap \("bwrap"\) is not installed or not on baton's PATH .*install the bubblewrap package \(see docs\/troubleshooting\.md#sandbox-setup\), or set local.sandbox: none/,
       );
 
       const body = toBody(fixtureJson('issues-opened.json'));

@@ -45,7 +45,7 @@ function openedIn(owner: string, name: string): Buffer {
 }
 
 const UNSIGNED_REFUSED =
-  "unsigned deliveries are refused: give the Gitea webhook baton's secret (WEBHOOK_SECRET, or the one baton serve generated in its data directory)";
+  "unsigned deliveries are refused: give the Gitea webhook baton's secret (WEBHOOK_SECRET, or the one baton serve generated in its data directory); see docs/troubleshooting.md#signature-failures";
 
 describe('signatures are required', () => {
   const body = readFixture('issues-opened.json');
@@ -71,7 +71,12 @@ describe('signatures are required', () => {
     for (const name of ['X-Gitea-Signature', 'X-Gogs-Signature', 'X-Hub-Signature', 'X-Hub-Signature-256']) delete headers[name];
     expect(await h.post('/webhook/gitea', body, headers)).toEqual({
       status: 401,
-      body: { error: { code: 'unauthorized', message: 'missing signature: X-Gitea-Signature is required' } },
+      body: {
+        error: {
+          code: 'unauthorized',
+          message: 'missing signature: X-Gitea-Signature is required; see docs/troubleshooting.md#signature-failures',
+        },
+      },
     });
     expect((await h.post('/webhook/gitea', body, unsigned())).status).toBe(401);
     expect(await stored(h)).toEqual({ runs: 0, deliveries: 0 });

@@ -3,7 +3,7 @@ import { errorMessage } from '../../background/index.js';
 import { errorBody, errorHandler, HttpError, limitBody } from '../../web-kit/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
 import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
-import { verifySignature } from '../signature.js';
+import { refusedDelivery, verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { readDeliveryHeaders, type DeliveryHeaders } from './headers.js';
 import { readRepository } from './normalize.js';
@@ -146,9 +146,9 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
     // the secrets, unless the operator accepts unsigned ones (then only a secret that applies to
     // the repository, known after parsing, is required).
     if (secrets.global !== undefined || !webhooks.allowUnsigned) {
-      if (secrets.global === undefined && secrets.byRepo.size === 0) throw new HttpError(401, 'unauthorized', NO_SECRET);
-      if (headers.signature === undefined) throw new HttpError(401, 'unauthorized', 'missing signature: X-Gitea-Signature is required');
-      if (matched.size === 0) throw new HttpError(401, 'unauthorized', 'invalid signature');
+      if (secrets.global === undefined && secrets.byRepo.size === 0) throw refusedDelivery(NO_SECRET);
+      if (headers.signature === undefined) throw refusedDelivery('missing signature: X-Gitea-Signature is required');
+      if (matched.size === 0) throw refusedDelivery('invalid signature');
     }
 
     const payload = parseJson(signed);
@@ -163,12 +163,10 @@ export function createGiteaIngress(deps: GiteaIngressDeps): Hono {
       const full = `${owner}/${repo}`.toLowerCase();
       const required = secrets.byRepo.has(full) ? full : secrets.global !== undefined ? '' : undefined;
       if (required === undefined && !webhooks.allowUnsigned) {
-        throw new HttpError(401, 'unauthorized', `no webhook secret applies to ${owner}/${repo}: ${NO_SECRET}`);
+        throw refusedDelivery(`no webhook secret applies to ${owner}/${repo}: ${NO_SECRET}`);
       }
       if (required !== undefined && !matched.has(required)) {
-        throw new HttpError(
-          401,
-          'unauthorized',
+        throw refusedDelivery(
           headers.signature === undefined ? 'missing signature: X-Gitea-Signature is required' : `invalid signature for ${owner}/${repo}`,
         );
       }

@@ -5,7 +5,7 @@ import { forgeRepository } from '../../runs/index.js';
 import type { IngressLogger } from '../gitea/index.js';
 import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
-import { verifySignature } from '../signature.js';
+import { refusedDelivery, verifySignature } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { gitHubNumberOf, readGitHubRepository } from './normalize.js';
 
@@ -98,11 +98,11 @@ export function createGitHubIngress(deps: GitHubIngressDeps): Hono {
     if (raw.byteLength === 0) throw new HttpError(400, 'bad_request', 'empty body: expected a JSON webhook payload');
 
     // Signatures come first: nothing of an unsigned body is read, whatever webhooks.allowUnsigned says.
-    if (!deps.secret) throw new HttpError(401, 'unauthorized', 'no GITHUB_WEBHOOK_SECRET is configured: GitHub deliveries are refused');
+    if (!deps.secret) throw refusedDelivery('no GITHUB_WEBHOOK_SECRET is configured: GitHub deliveries are refused');
     const signature = all['x-hub-signature-256']?.trim();
-    if (!signature) throw new HttpError(401, 'unauthorized', 'missing signature: X-Hub-Signature-256 is required');
+    if (!signature) throw refusedDelivery('missing signature: X-Hub-Signature-256 is required');
     if (!signature.startsWith('sha256=') || !verifySignature(raw, signature, deps.secret)) {
-      throw new HttpError(401, 'unauthorized', 'invalid signature');
+      throw refusedDelivery('invalid signature');
     }
 
     const payload = parseJson(raw);

@@ -6,6 +6,7 @@ import { forgeRepository } from '../../runs/index.js';
 import type { IngressLogger } from '../gitea/index.js';
 import { DELIVERY_SOURCE, type InboxStore } from '../inbox/index.js';
 import { createDeliveryAcceptor, type Spool, type WebhookAnswer } from '../spool/index.js';
+import { refusedDelivery } from '../signature.js';
 import { isAllowed, parseWebhooksConfig, type WebhooksConfig } from '../webhooks-config.js';
 import { gitLabNumberOf, readGitLabRepository } from './normalize.js';
 
@@ -79,10 +80,10 @@ export function createGitLabIngress(deps: GitLabIngressDeps): Hono {
   async function receive(c: Context): Promise<WebhookAnswer> {
     const all = c.req.header();
     // The token comes first: nothing of the request but its headers is read before it matches.
-    if (!deps.secret) throw new HttpError(401, 'unauthorized', 'no GITLAB_WEBHOOK_SECRET is configured: GitLab deliveries are refused');
+    if (!deps.secret) throw refusedDelivery('no GITLAB_WEBHOOK_SECRET is configured: GitLab deliveries are refused');
     const token = all['x-gitlab-token'];
-    if (token === undefined || token === '') throw new HttpError(401, 'unauthorized', 'missing token: X-Gitlab-Token is required');
-    if (!sameSecret(token, deps.secret)) throw new HttpError(401, 'unauthorized', 'invalid token');
+    if (token === undefined || token === '') throw refusedDelivery('missing token: X-Gitlab-Token is required');
+    if (!sameSecret(token, deps.secret)) throw refusedDelivery('invalid token');
 
     const contentType = (all['content-type'] ?? '').split(';')[0]!.trim().toLowerCase();
     if (!JSON_TYPES.test(contentType))

@@ -5,7 +5,7 @@ import type { TransactionScope } from '../../store/index.js';
 import { canWrite } from '../permissions.js';
 import { readCommandContext, refuseCommand, runCommand } from './commands.js';
 import { messageOf } from './normalize.js';
-import { readPermissionFailure } from './permission-answer.js';
+import { PERMISSION_HELP, readPermissionFailure } from './permission-answer.js';
 import type { DeliveryProcessorDeps, RunAnswer } from './process.js';
 import { DELIVERY_OUTCOME, type DeliveryVerdict } from './types.js';
 
@@ -60,13 +60,16 @@ export async function processCommand(
     if (failure.kind === 'misconfigured') {
       return finish({
         outcome: DELIVERY_OUTCOME.misconfigured,
-        verdict: `misconfigured: the forge refused the permission lookup of a command (${failure.message})`,
+        verdict: `misconfigured: the forge refused the permission lookup of a command (${failure.message}); ${PERMISSION_HELP}`,
       });
     }
   }
   if (!permitted) {
     return finish(
-      { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: ${event.sender} lacks write permission for a command` },
+      {
+        outcome: DELIVERY_OUTCOME.notPermitted,
+        verdict: `not permitted: ${event.sender} lacks write permission for a command; ${PERMISSION_HELP}`,
+      },
       async (scope) => {
         await refuseCommand(commands, scope, event);
         return [];
@@ -107,7 +110,7 @@ export async function processReply(commands: ChatDeps, finish: Finish, event: Fo
   if (!permitted) {
     return finish({
       outcome: DELIVERY_OUTCOME.notPermitted,
-      verdict: `not permitted: ${event.sender} may not answer run ${run.id}'s question`,
+      verdict: `not permitted: ${event.sender} may not answer run ${run.id}'s question; ${PERMISSION_HELP}`,
     });
   }
   return finish({ outcome: DELIVERY_OUTCOME.started, verdict: `reply resumes run ${run.id}` }, async (scope) => {

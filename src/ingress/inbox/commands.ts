@@ -10,6 +10,7 @@ import {
 } from '../../runs/index.js';
 import type { NewOutboxEntry } from '../../outbox/index.js';
 import type { TransactionScope } from '../../store/index.js';
+import { PERMISSION_HELP_PAGE } from './permission-answer.js';
 
 /** Outbox kinds the commands write (their handlers are registered by the composition root). */
 export const COMMAND_OUTBOX_KIND = { comment: 'comment', reaction: 'reaction' } as const;
@@ -127,7 +128,7 @@ export async function refuseCommand(deps: CommandDeps, scope: TransactionScope, 
       owner: event.owner,
       repo: event.repo,
       number: event.number,
-      body: `@${event.sender} only people with write access to ${event.owner}/${event.repo} can give baton commands; nothing was run.`,
+      body: `@${event.sender} only people with write access to ${event.owner}/${event.repo} can give baton commands; nothing was run. See baton's ${PERMISSION_HELP_PAGE}.`,
     },
     orderingKey: `comment:${event.owner}/${event.repo}#${event.number}`,
     dedupKey: `command:${event.owner}/${event.repo}:${event.comment?.id ?? 'none'}:refused`.toLowerCase(),

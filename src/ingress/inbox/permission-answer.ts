@@ -1,3 +1,7 @@
+/** Where a refused sender, and the operator reading the verdict, learn what to change. */
+export const PERMISSION_HELP_PAGE = 'docs/troubleshooting.md#permission-failures';
+export const PERMISSION_HELP = `see ${PERMISSION_HELP_PAGE}`;
+
 /**
  * How a failed permission lookup is read, as Gitea answers
  * `GET /repos/{owner}/{repo}/collaborators/{user}/permission` (reference/gitea/API.md):

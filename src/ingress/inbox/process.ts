@@ -12,7 +12,7 @@ import { isFromBot, processCommand, processReply, type Finish } from './chat-del
 import { waitingRunOf, type CommandDeps } from './commands.js';
 import { DeliveryLeaseLostError } from './errors.js';
 import { labelMemoryScope, messageOf, normalize } from './normalize.js';
-import { readPermissionFailure } from './permission-answer.js';
+import { PERMISSION_HELP, readPermissionFailure } from './permission-answer.js';
 import type { EarlierCopy, InboxStore } from './store.js';
 import { DELIVERY_OUTCOME, type ClaimedDelivery, type DeliveryVerdict } from './types.js';
 
@@ -286,20 +286,28 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
         const problem =
           `the forge refused baton's permission lookup on ${event.owner}/${event.repo} (${failure.message}): ` +
           'the dev bot token must belong to a site admin or a repository admin to read other users’ permission ' +
-          '(or turn webhooks.requireWritePermission off); replay the delivery once fixed';
+          `(or turn webhooks.requireWritePermission off); replay the delivery once fixed; ${PERMISSION_HELP}`;
         deps.onPermissionProblem?.(problem);
         // The label memory stays where it was, so a replay after the fix sees the same labels as new.
         return settled({ outcome: DELIVERY_OUTCOME.misconfigured, verdict: `misconfigured: ${problem}`, labelsBefore });
       }
       // 404: Gitea does not know the sender (a deleted account, gitea-actions).
       return settled(
-        { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} is unknown to the forge`, labelsBefore },
+        {
+          outcome: DELIVERY_OUTCOME.notPermitted,
+          verdict: `not permitted: sender ${event.sender} is unknown to the forge; ${PERMISSION_HELP}`,
+          labelsBefore,
+        },
         rememberingOnly(rememberLabels),
       );
     }
     if (permitted) return null;
     return settled(
-      { outcome: DELIVERY_OUTCOME.notPermitted, verdict: `not permitted: sender ${event.sender} lacks write permission`, labelsBefore },
+      {
+        outcome: DELIVERY_OUTCOME.notPermitted,
+        verdict: `not permitted: sender ${event.sender} lacks write permission; ${PERMISSION_HELP}`,
+        labelsBefore,
+      },
       rememberingOnly(rememberLabels),
     );
   }

@@ -25,6 +25,7 @@ import { conversations } from './0125-conversations.js';
 import { forgeFacts } from './0090-forge-facts.js';
 import { runsListIndexes } from './0120-runs-list-indexes.js';
 import { queueCountsIndex } from './0121-queue-counts-index.js';
+import { runsSearch } from './0140-runs-search.js';
 
 export type { Migration } from './types.js';
 
@@ -36,7 +37,8 @@ export type { Migration } from './types.js';
  * 0055–0059 trust boundary (run keys), 0060–0064 crash recovery, 0065–0074 limits, budgets and retries,
  * 0075–0079 the issue and usage views, 0080–0084 clean-ups,
  * 0085–0089 the PostgreSQL hot path, 0090–0094 nothing lost (forge facts), 0095–0099 the forge gateway and who may steer runs,
- * 0105–0109 agents (cost source), 0120–0124 the runs list (filters, search, keyset pages), 0125–0134 conversations.
+ * 0105–0109 agents (cost source), 0120–0124 the runs list (filters, search, keyset pages), 0125–0134 conversations,
+ * 0140–0144 the runs list's text search.
  */
 export const migrations: readonly Migration[] = [
   core,
@@ -65,4 +67,5 @@ export const migrations: readonly Migration[] = [
   forgeFacts,
   runsListIndexes,
   queueCountsIndex,
+  runsSearch,
 ].sort((a, b) => a.name.localeCompare(b.name));

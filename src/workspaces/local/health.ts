@@ -137,9 +137,9 @@ function describeCheckFailure(line: string, kind: 'bwrap' | 'none', runAs: { uid
   if (kind === 'bwrap' && line.startsWith('bwrap:')) {
     const hint =
       runAs && /Permission denied/.test(line)
-        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x; see docs/troubleshooting.md#sandbox-setup)`
+        ? ` (runs are uid ${runAs.uid} because baton runs as root: every directory above the workspaces, BATON_DATA_DIR included, must be traversable by it, e.g. chmod o+x)`
         : '';
-    return `the bubblewrap sandbox cannot be set up: ${line}${hint}; fix it, or set local.sandbox: none in baton.yaml to run without isolation (not recommended)`;
+    return `the bubblewrap sandbox cannot be set up: ${line}${hint}; fix it (see docs/troubleshooting.md#sandbox-setup), or set local.sandbox: none in baton.yaml to run without isolation (not recommended)`;
   }
   return line;
 }

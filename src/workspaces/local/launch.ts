@@ -95,6 +95,6 @@ export async function readSandboxInit(child: ChildProcess): Promise<number | nul
 export function missingBwrap(command: string): string {
   return (
     `bubblewrap ("${command}") is not installed or not on baton's PATH (${process.env.PATH ?? 'unset'}), so runs cannot be sandboxed: ` +
-    'install the bubblewrap package, or set local.sandbox: none in baton.yaml to run them without isolation (not recommended)'
+    'install the bubblewrap package (see docs/troubleshooting.md#sandbox-setup), or set local.sandbox: none in baton.yaml to run them without isolation (not recommended)'
   );
 }
