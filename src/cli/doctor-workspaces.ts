@@ -21,6 +21,8 @@ export async function checkWorkspaces(config: Config, io: CommandIo): Promise<Li
 
 /** Parameters deploy/coder/ declares for features a run may not use: an older template works without them. */
 const OPTIONAL_PARAMETERS = [
+  // Sent for GitHub and GitLab only: a template without it still serves Gitea runs.
+  'forge',
   'max_duration_ms',
   'token_cap',
   'stage_build',
@@ -30,6 +32,13 @@ const OPTIONAL_PARAMETERS = [
   'resume_session_id',
   'resume_reply',
   'resume_by',
+  'agent',
+  'agent_model',
+  'agent_command',
+  'agent_price',
+  'codex_api_key',
+  'gemini_api_key',
+  'opencode_api_key',
 ];
 
 async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
@@ -92,7 +101,7 @@ async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
       lines.push({
         status: 'warn',
         check: 'coder template',
-        detail: `it lacks ${missing.join(', ')}: runs that use them (limits, manual arguments, branches) are refused by Coder`,
+        detail: `it lacks ${missing.join(', ')}: runs that use them (limits, manual arguments, branches, agents other than Claude Code) are refused by Coder`,
         fix: 'push the current deploy/coder/ template',
       });
     } else {

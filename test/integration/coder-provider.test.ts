@@ -71,6 +71,34 @@ describe('coder provider: create', () => {
     expect(seen?.ttlMs).toBe(ttlForRun(3 * HOUR));
   });
 
+  it('sends the stage’s agent, model, command and price, and only that agent’s key under its own parameter', async () => {
+    const price = { input: 1.25, cachedInput: 0.125, output: 10 };
+    const secret = { name: 'CODEX_API_KEY', value: 'codex-key-secret' };
+    await provider.create(
+      specFor('bt-codex', { agent: 'codex', agentModel: 'gpt-5-codex', agentCommand: ['codex'], agentPrice: price, agentSecret: secret }),
+    );
+    expect(coder.workspace('bt-codex')?.richParameters).toMatchObject({
+      agent: 'codex',
+      agent_model: 'gpt-5-codex',
+      agent_command: '["codex"]',
+      agent_price: JSON.stringify(price),
+      codex_api_key: 'codex-key-secret',
+    });
+    expect(coder.workspace('bt-codex')?.richParameters).not.toHaveProperty('gemini_api_key');
+    // A Claude run with its defaults sends none of them, so a template from before them still takes it.
+    await provider.create(specFor('bt-claude'));
+    const claude = Object.keys(coder.workspace('bt-claude')?.richParameters ?? {});
+    expect(claude.filter((name) => name.startsWith('agent') || name.endsWith('_api_key'))).toEqual([]);
+    // An agent's key is a secret like the others: a line break is refused, naming only the parameter.
+    const failure = await provider
+      .create(specFor('bt-gemini', { agent: 'gemini', agentSecret: { name: 'GEMINI_API_KEY', value: 'k\nCALLBACK_TOKEN=x' } }))
+      .then(
+        () => undefined,
+        (err: unknown) => err as Error,
+      );
+    expect(failure?.message).toMatch(/^Coder parameter gemini_api_key must be a single line/);
+  });
+
   it('is idempotent by name: a second create returns the same workspace', async () => {
     const first = await provider.create(specFor('bt-w'));
     const second = await provider.create(specFor('bt-w'));

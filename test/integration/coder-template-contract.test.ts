@@ -69,6 +69,17 @@ function importProblems(parameter: ParameterBlock): string[] {
     .map((v) => `${parameter.name}: the value ${JSON.stringify(parameter.default ?? '')} does not match ${v.regex}`);
 }
 
+/** The agents' npm specs deploy/coder/Dockerfile installs, by CLI name (its ARGs). */
+const DOCKERFILE_AGENTS: Record<string, string> = (() => {
+  const dockerfile = fs.readFileSync(path.join(deployDir, 'Dockerfile'), 'utf8');
+  const claude = /ARG CLAUDE_CODE_VERSION=(\S+)/.exec(dockerfile)?.[1];
+  const others = /ARG AGENT_CLIS="([^"]*)"/.exec(dockerfile)?.[1]?.split(' ') ?? [];
+  const bin: Record<string, string> = { '@openai/codex': 'codex', '@google/gemini-cli': 'gemini', 'opencode-ai': 'opencode' };
+  const specs: Record<string, string> = { claude: `@anthropic-ai/claude-code@${claude}` };
+  for (const spec of others) specs[bin[spec.slice(0, spec.lastIndexOf('@'))] ?? spec] = spec;
+  return specs;
+})();
+
 /** What the provider's claude_oauth_token comes from (coder-support.ts `fastProvider`). */
 const CLAUDE_TOKEN = 'claude-oauth-secret';
 
@@ -164,6 +175,16 @@ describe.each(FLAVOUR_NAMES)('the %s template against what baton sends', (flavou
     ],
     ['a manual run with arguments and a branch', specFor('bt-manual', { arguments: 'only the parser, please', ref: 'feature/parser' })],
     ['a run on GitHub (its forge named)', specFor('bt-github', { forge: 'github' })],
+    [
+      'a Codex run with its model, command, price and key',
+      specFor('bt-codex', {
+        agent: 'codex',
+        agentModel: 'gpt-5-codex',
+        agentCommand: ['codex'],
+        agentPrice: { input: 1.25, cachedInput: 0.125, output: 10 },
+        agentSecret: { name: 'CODEX_API_KEY', value: 'codex-key-secret' },
+      }),
+    ],
   ])('gets every required parameter and nothing undeclared for %s', async (_label, spec) => {
     const sent = await sentFor(spec);
     const declared = parameters(templates[flavour]);
@@ -182,10 +203,17 @@ describe.each(FLAVOUR_NAMES)('the %s template against what baton sends', (flavou
   });
 
   it('keeps the run’s secrets out of the environment under their own names and out of every script', async () => {
-    const spec = specFor('bt-secrets', { setupTokens: ['forge'] });
+    const spec = specFor('bt-secrets', {
+      setupTokens: ['forge'],
+      agent: 'gemini',
+      agentSecret: { name: 'GEMINI_API_KEY', value: 'gemini-key' },
+    });
     const sent = await sentFor(spec);
     const secret = secretParameters(sent, spec);
-    expect(secret.sort()).toEqual(['callback_token', 'claude_oauth_token', 'gitea_token']);
+    expect(secret.sort()).toEqual(['callback_token', 'claude_oauth_token', 'gemini_api_key', 'gitea_token']);
+    // Every agent's key has its carrier, though a run sends only its own agent's.
+    for (const name of ['codex_api_key', 'gemini_api_key', 'opencode_api_key']) secret.push(name);
+    secret.splice(0, secret.length, ...new Set(secret));
     const env = agent(templates[flavour]).env;
     // Under the runner's names every process of the workspace, the agent included, would inherit them.
     expect(Object.keys(env).filter((key) => (RUNNER_SECRETS as readonly string[]).includes(key))).toEqual([]);
@@ -275,11 +303,13 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
   });
 
   const template = () => templates[flavour];
-  const values = () => ({
+  const values = (variables: Record<string, string> = {}) => ({
     'local.workdir': workdir,
     'local.log_port': '13338',
     'var.baton_npm_spec': 'baton',
     'var.max_run_hours': '3',
+    'var.agents': String(template().variable.agents?.[0]?.default),
+    ...variables,
   });
   // The Coder agent runs a script as `<shell> -c <script>` with the agent's env (and its own token).
   const sh = (script: string, env: Record<string, string> = {}) => {
@@ -292,7 +322,8 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
     return { code: result.status, out: result.stdout.trim(), err: result.stderr };
   };
   const status = () => sh(render(agent(template()).metadata.find((m) => m.key === 'run')?.script ?? '', values())).out;
-  const startup = (env: Record<string, string> = {}) => sh(render(agent(template()).startup_script, values()), env);
+  const startup = (env: Record<string, string> = {}, variables: Record<string, string> = {}) =>
+    sh(render(agent(template()).startup_script, values(variables)), env);
   const exitFile = () => path.join(workdir, '.baton/runner.exit');
   const runnerExited = () =>
     until(() => fs.existsSync(exitFile()) && fs.readFileSync(exitFile(), 'utf8').trim() !== '', 'the runner to exit');
@@ -351,6 +382,10 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       arguments: 'explain $HOME; then stop',
       ref: 'release/2.0',
       forge: 'gitlab',
+      agent: 'opencode',
+      agentModel: 'anthropic/claude-sonnet-4-5',
+      agentPrice: { input: 3, output: 15 },
+      agentSecret: { name: 'OPENCODE_API_KEY', value: 'opencode-key-secret' },
     });
     const sent = await sentFor(spec);
     const result = startup({ ...agentEnv(template(), sent, workdir), CODER_AGENT_TOKEN: 'coder-agent-token' });
@@ -369,6 +404,10 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
       BATON_BRANCH: 'release/2.0',
       // The forge whose variables the runner gives the agent (GITLAB_TOKEN, CI_API_V4_URL).
       BATON_FORGE: 'gitlab',
+      // The stage's agent, as baton.yaml chose it; its key only in the secrets file below.
+      BATON_AGENT: 'opencode',
+      BATON_AGENT_MODEL: 'anthropic/claude-sonnet-4-5',
+      BATON_AGENT_PRICE: '{"input":3,"output":15}',
     });
     // No secret in the runner's environment, under any name; nor the Coder agent's token.
     const secretValues = new Set([...Object.values(secretsOf(spec)), 'coder-agent-token']);
@@ -393,6 +432,31 @@ describe.each(FLAVOUR_NAMES)('the %s workspace scripts, run with sh', (flavour) 
     // Empty is what `baton agent` reads as unset: no setup tokens, skipPermissions true. The
     // nested sandbox is on wherever it can start.
     expect(seen).toMatchObject({ BATON_SETUP_TOKENS: '', BATON_STAGE_SKIP_PERMISSIONS: '', BATON_SANDBOX: 'auto' });
+  });
+
+  it('installs the agents’ CLIs its `agents` variable names and the image lacks, at the Dockerfile’s versions', async () => {
+    // A stand-in npm that records what it installs and puts the CLI where a global install does.
+    fs.writeFileSync(
+      path.join(bin, 'npm'),
+      '#!/bin/sh\necho "$@" >> "$BATON_WORKDIR/npm.args"\nmkdir -p "$HOME/.local/bin"\nprintf "#!/bin/sh\\n" > "$HOME/.local/bin/gemini"\nchmod +x "$HOME/.local/bin/gemini"\n',
+      { mode: 0o755 },
+    );
+    fs.writeFileSync(path.join(bin, 'codex'), '#!/bin/sh\n', { mode: 0o755 });
+    const result = startup({ TASK_TYPE: 'develop', BATON_RUN_ID: '7' }, { 'var.agents': 'codex,gemini' });
+    expect(result).toMatchObject({ code: 0, out: expect.stringContaining('gemini is not in the image; installing @google/gemini-cli@') });
+    await runnerExited();
+    const installed = fs.readFileSync(path.join(workdir, 'npm.args'), 'utf8').trim().split('\n');
+    expect(installed).toEqual([`install --global --prefix ${dir}/.local ${DOCKERFILE_AGENTS.gemini}`]);
+    // The runner, and so the agent, finds what was installed.
+    expect(runnerEnvironment().PATH?.split(':')[0]).toBe(`${dir}/.local/bin`);
+  });
+
+  it('pins the same CLI versions as the Dockerfile, and lets only known agents into its script', () => {
+    const script = agent(template()).startup_script;
+    for (const [cli, spec] of Object.entries(DOCKERFILE_AGENTS)) expect(script, cli).toContain(`${cli}) package="${spec}" ;;`);
+    expect(Object.keys(DOCKERFILE_AGENTS).sort()).toEqual(['claude', 'codex', 'gemini', 'opencode']);
+    const validation = (template().variable.agents?.[0] as { validation?: { condition: string }[] } | undefined)?.validation?.[0];
+    expect(validation?.condition).toContain('contains(["", "claude", "codex", "gemini", "opencode"], cli)');
   });
 
   it('writes a token with quotes, `$(…)`, backticks and `%s` byte-exact into the 0600 file, and runs nothing', async () => {

@@ -4,13 +4,13 @@
 #
 # baton (WORKSPACE_PROVIDER=coder) creates a workspace from this template for each run and passes
 # the run as the rich parameters below; the startup script runs `baton agent`, which clones the
-# repository, runs the stage prompt with Claude Code and posts the completion callback. baton
+# repository, runs the stage prompt with the stage's agent and posts the completion callback. baton
 # deletes the workspace after the callback (or after its stale-run sweep).
 #
 # The parameter names are a contract with baton's Coder provider: keep them exactly as they are.
-# The three secrets among them (callback_token, gitea_token, claude_oauth_token) never become the
-# runner's or the agent's environment: the startup script hands them to `baton agent` in a 0600
-# file (BATON_SECRETS_FILE); see "The run's secrets" at coder_agent below.
+# The secrets among them (callback_token, gitea_token, claude_oauth_token, the other agents'
+# *_api_key) never become the runner's or the agent's environment: the startup script hands them
+# to `baton agent` in a 0600 file (BATON_SECRETS_FILE); see "The run's secrets" at coder_agent below.
 # ../main.tf is the same template for Docker; everything from the variables shared by both down
 # to the `coder_app` is identical in the two files (a test keeps it so).
 
@@ -66,6 +66,16 @@ variable "baton_npm_spec" {
   description = "Installed with npm when the image has no `baton` command (an npm spec or tarball URL)."
   type        = string
   default     = "baton"
+}
+
+variable "agents" {
+  description = "The agents' CLIs the pipeline uses, comma-separated (claude, codex, gemini, opencode), e.g. \"claude,codex\": those the image lacks are installed at startup at the versions deploy/coder/Dockerfile pins. Empty: the image's only (the Dockerfile installs all four by default)."
+  type        = string
+  default     = ""
+  validation {
+    condition     = alltrue([for cli in split(",", var.agents) : contains(["", "claude", "codex", "gemini", "opencode"], cli)])
+    error_message = "agents must name claude, codex, gemini or opencode, separated by commas without spaces."
+  }
 }
 
 variable "max_run_hours" {
@@ -331,6 +341,72 @@ data "coder_parameter" "resume_by" {
   mutable      = false
 }
 
+# ---- The stage's agent (pipeline.stages.<stage>.agent, agents.<agent> in baton.yaml). Empty:
+# Claude Code with its own model, as in templates from before these.
+
+data "coder_parameter" "agent" {
+  name         = "agent"
+  display_name = "Agent"
+  description  = "BATON_AGENT of `baton agent`: claude, codex, gemini, opencode or text. Its CLI must be in the image or named in the template's `agents` variable."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "agent_model" {
+  name         = "agent_model"
+  display_name = "Agent model"
+  description  = "BATON_AGENT_MODEL of `baton agent`; empty: the CLI's default."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "agent_command" {
+  name         = "agent_command"
+  display_name = "Agent command"
+  description  = "BATON_AGENT_COMMAND of `baton agent` (agents.<agent>.command, a JSON array); empty: the adapter's executable."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "agent_price" {
+  name         = "agent_price"
+  display_name = "Agent price"
+  description  = "BATON_AGENT_PRICE of `baton agent`: USD per million tokens (JSON) for an agent whose CLI reports no cost."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "codex_api_key" {
+  name         = "codex_api_key"
+  display_name = "OpenAI API key for Codex CLI"
+  description  = "Secret, sent only for a Codex run and handed to the runner in its secrets file; becomes CODEX_API_KEY of the agent only."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "gemini_api_key" {
+  name         = "gemini_api_key"
+  display_name = "Gemini API key for Gemini CLI"
+  description  = "Secret, sent only for a Gemini CLI run and handed to the runner in its secrets file; becomes GEMINI_API_KEY of the agent only."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
+data "coder_parameter" "opencode_api_key" {
+  name         = "opencode_api_key"
+  display_name = "API key for OpenCode's provider"
+  description  = "Secret, sent only for an OpenCode run and handed to the runner in its secrets file; becomes the key of OpenCode's provider for the agent only."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
 locals {
   workdir  = "/home/coder/work"
   log_port = 13338
@@ -343,7 +419,7 @@ resource "coder_agent" "main" {
 
   # The env contract of `baton agent` (see `baton agent --help`), without its secrets.
   #
-  # The run's secrets (CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN) are not in this map
+  # The run's secrets (CALLBACK_TOKEN, GITEA_TOKEN, the agent's key) are not in this map
   # under their own names: the Coder agent gives this map to every process it starts (the
   # startup script, the metadata scripts below, SSH sessions), so as CALLBACK_TOKEN the agent
   # would inherit the token that reports the run. `baton agent` takes them from a 0600 file
@@ -385,10 +461,17 @@ resource "coder_agent" "main" {
     BATON_RESUME_SESSION_ID               = data.coder_parameter.resume_session_id.value
     BATON_RESUME_REPLY                    = data.coder_parameter.resume_reply.value
     BATON_RESUME_BY                       = data.coder_parameter.resume_by.value
+    BATON_AGENT                           = data.coder_parameter.agent.value
+    BATON_AGENT_MODEL                     = data.coder_parameter.agent_model.value
+    BATON_AGENT_COMMAND                   = data.coder_parameter.agent_command.value
+    BATON_AGENT_PRICE                     = data.coder_parameter.agent_price.value
     BATON_SANDBOX                         = var.nested_sandbox == "on" ? "bwrap" : (var.nested_sandbox == "auto" ? "auto" : "")
     BATON_HANDOFF_CALLBACK_TOKEN          = data.coder_parameter.callback_token.value
     BATON_HANDOFF_GITEA_TOKEN             = data.coder_parameter.gitea_token.value
     BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN = data.coder_parameter.claude_oauth_token.value
+    BATON_HANDOFF_CODEX_API_KEY           = data.coder_parameter.codex_api_key.value
+    BATON_HANDOFF_GEMINI_API_KEY          = data.coder_parameter.gemini_api_key.value
+    BATON_HANDOFF_OPENCODE_API_KEY        = data.coder_parameter.opencode_api_key.value
   }
 
   # The script starts the runner in the background and exits: the workspace counts as started
@@ -430,16 +513,37 @@ resource "coder_agent" "main" {
     put_secret CALLBACK_TOKEN callback_token "$${BATON_HANDOFF_CALLBACK_TOKEN:-}"
     put_secret GITEA_TOKEN gitea_token "$${BATON_HANDOFF_GITEA_TOKEN:-}"
     put_secret CLAUDE_CODE_OAUTH_TOKEN claude_oauth_token "$${BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN:-}"
+    put_secret CODEX_API_KEY codex_api_key "$${BATON_HANDOFF_CODEX_API_KEY:-}"
+    put_secret GEMINI_API_KEY gemini_api_key "$${BATON_HANDOFF_GEMINI_API_KEY:-}"
+    put_secret OPENCODE_API_KEY opencode_api_key "$${BATON_HANDOFF_OPENCODE_API_KEY:-}"
     # Nothing started from here on inherits them, nor the Coder agent's own token (which it puts
     # into every script's environment: agent/agent.go, updateCommandEnv), with which any process
     # could fetch the agent's manifest from Coder, these secrets included.
-    unset BATON_HANDOFF_CALLBACK_TOKEN BATON_HANDOFF_GITEA_TOKEN BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN CODER_AGENT_TOKEN
+    unset BATON_HANDOFF_CALLBACK_TOKEN BATON_HANDOFF_GITEA_TOKEN BATON_HANDOFF_CLAUDE_CODE_OAUTH_TOKEN \
+      BATON_HANDOFF_CODEX_API_KEY BATON_HANDOFF_GEMINI_API_KEY BATON_HANDOFF_OPENCODE_API_KEY CODER_AGENT_TOKEN
 
     if ! command -v baton >/dev/null 2>&1; then
       echo "baton is not in the image; installing ${var.baton_npm_spec}"
       npm install --global --prefix "$HOME/.local" "${var.baton_npm_spec}"
       export PATH="$HOME/.local/bin:$PATH"
     fi
+    # The agents' CLIs named in the `agents` variable that the image lacks, at the versions
+    # deploy/coder/Dockerfile pins (a test keeps the two alike). The variable's validation lets
+    # only these names and commas through.
+    for cli in $(echo "${var.agents}" | tr ',' ' '); do
+      case "$cli" in
+        claude) package="@anthropic-ai/claude-code@2.1.197" ;;
+        codex) package="@openai/codex@0.171.0" ;;
+        gemini) package="@google/gemini-cli@0.61.0" ;;
+        opencode) package="opencode-ai@1.18.33" ;;
+        *) continue ;;
+      esac
+      if ! command -v "$cli" >/dev/null 2>&1; then
+        echo "$cli is not in the image; installing $package"
+        npm install --global --prefix "$HOME/.local" "$package"
+        export PATH="$HOME/.local/bin:$PATH"
+      fi
+    done
     # `timeout` is the backstop should baton never tear this workspace down: SIGTERM makes the
     # runner stop the agent and still report the run as failed; SIGKILL a minute later. It gives
     # the run its own limit plus 15 minutes, and never less than max_run_hours.

@@ -142,8 +142,23 @@ export const WORKSPACE_PARAMETERS = [
   'resume_session_id',
   'resume_reply',
   'resume_by',
+  'agent',
+  'agent_model',
+  'agent_command',
+  'agent_price',
+  'codex_api_key',
+  'gemini_api_key',
+  'opencode_api_key',
 ] as const;
 export type WorkspaceParameter = (typeof WORKSPACE_PARAMETERS)[number];
+
+/** The run's agent credential as the parameter the template moves into the runner's secrets file. */
+function agentKeys(spec: WorkspaceSpec): Record<AgentKeyParameter, string | undefined> {
+  const name = spec.agentSecret?.name.toLowerCase();
+  const key = (parameter: AgentKeyParameter) => (name === parameter ? spec.agentSecret?.value : undefined);
+  return { codex_api_key: key('codex_api_key'), gemini_api_key: key('gemini_api_key'), opencode_api_key: key('opencode_api_key') };
+}
+type AgentKeyParameter = 'codex_api_key' | 'gemini_api_key' | 'opencode_api_key';
 
 /** Create attempts per call; each 409 round either adopts, waits, or deletes first. */
 const MAX_CONFLICT_ROUNDS = 6;
@@ -257,6 +272,15 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       resume_session_id: spec.resume?.sessionId,
       resume_reply: spec.resume?.reply,
       resume_by: spec.resume?.by,
+      // The stage's agent (BATON_AGENT, BATON_AGENT_MODEL, BATON_AGENT_COMMAND, BATON_AGENT_PRICE),
+      // as the local provider passes them; not sent for Claude Code with its defaults, so a
+      // template from before them keeps working for such runs.
+      agent: spec.agent,
+      agent_model: spec.agentModel,
+      agent_command: spec.agentCommand ? JSON.stringify(spec.agentCommand) : undefined,
+      agent_price: spec.agentPrice ? JSON.stringify(spec.agentPrice) : undefined,
+      // Only this run's agent's key, under its own parameter (CODEX_API_KEY -> codex_api_key).
+      ...agentKeys(spec),
     };
     const values = new Map<string, string>();
     for (const [key, value] of Object.entries(own)) if (value !== undefined) values.set(key, String(value));
@@ -340,7 +364,12 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
   async function create(spec: WorkspaceSpec): Promise<Workspace> {
     const problem = coderNameProblem(spec.name);
     if (problem) throw new PermanentError(`Coder workspace name ${JSON.stringify(spec.name)} is invalid: ${problem}`);
-    const secrets = { gitea_token: spec.forgeToken, callback_token: spec.callbackToken, claude_oauth_token: options.claudeOauthToken };
+    const secrets = {
+      gitea_token: spec.forgeToken,
+      callback_token: spec.callbackToken,
+      claude_oauth_token: options.claudeOauthToken,
+      ...agentKeys(spec),
+    };
     for (const [parameter, value] of Object.entries(secrets)) {
       // The template hands these to the runner as NAME=value lines of its secrets file, where a
       // line break would end the value early and could forge another line; its startup script
