@@ -211,8 +211,8 @@ export function createCatchupPass(deps: CatchupDeps) {
     }
     for (const item of items) {
       if (!item.isPull || item.state !== 'open' || Date.parse(item.updatedAt) < factWindow) continue;
-      // GitLab's approvals carry no time nor head: its review events name the time, and the head
-      // is the one the merge request has now (a push since the approval gives it another fact).
+      // GitLab's approvals carry no time: its review events say when, and the head each was given
+      // on; one whose head the forge cannot say is taken as given on the head the item has now.
       const listed = client.listReviewEvents
         ? await client.listReviewEvents(owner, repo, item.number)
         : await client.listPullReviews(owner, repo, item.number);
