@@ -8,7 +8,12 @@
  * latency does not depend on the forge.
  *
  *   npm run bench:ingress [-- --duration 5 --rates 250,500,1000 --concurrency 16 --cpu-prof DIR
- *                            --servers hello,ingress,ingress-forge-down,accept-only]
+ *                            --servers hello,ingress,ingress-forge-down,accept-only --busy-runners 2]
+ *
+ * `--busy-runners N` adds, for the accept path with its worker, a 500 req/s phase beside N
+ * processes that spin the CPU as busy agents and builds do: started at baton's own priority (the
+ * peer: runners that do not yield), then the way local runs start (`local.runnerNice`'s default,
+ * nice 10 with best-effort I/O 7, the same prefix the local provider uses).
  *
  * Each server runs in its own child process so the load generator (node's http client with a
  * keep-alive agent, this process) does not share its event loop. Fixed-rate phases are open-loop:
@@ -34,6 +39,8 @@ interface Options {
   /** Where each server child writes a V8 CPU profile (node --cpu-prof), or undefined for none. */
   cpuProfDir?: string;
   servers: ServerKind[];
+  /** Busy runners beside the accept path in extra phases (0: none). */
+  busyRunners: number;
 }
 
 function parseOptions(argv: string[]): Options {
@@ -49,6 +56,7 @@ function parseOptions(argv: string[]): Options {
       .filter((n) => n > 0),
     concurrency: Number(get('concurrency') ?? 16),
     cpuProfDir: get('cpu-prof'),
+    busyRunners: Number(get('busy-runners') ?? 0),
     servers: (get('servers') ?? 'hello,ingress,ingress-forge-down').split(',').map((name) => {
       if (!(SERVER_KINDS as readonly string[]).includes(name)) throw new Error(`--servers takes ${SERVER_KINDS.join(', ')}; got "${name}"`);
       return name as ServerKind;
@@ -339,6 +347,26 @@ async function drainPhase(child: ChildProcess, durationMs: number): Promise<Phas
   return { phase: 'backlog, no requests', sent: 0, ok: processed, errors: 0, elapsedMs: performance.now() - start, latencies: [] };
 }
 
+/** local.runnerNice's default. */
+const RUNNER_NICE = 10;
+
+/** `count` processes spinning the CPU, started with the local provider's priority prefix for `nice`; resolved once each runs. */
+async function startBusyRunners(count: number, nice: number): Promise<ChildProcess[]> {
+  const { priorityPrefix } = await import('../src/workspaces/local/launch.js');
+  const [file = process.execPath, ...args] = [...priorityPrefix(nice), process.execPath, '-e', 'for (;;) {}'];
+  return Promise.all(
+    Array.from(
+      { length: count },
+      () =>
+        new Promise<ChildProcess>((resolve, reject) => {
+          const child = spawn(file, args, { stdio: 'ignore' });
+          child.once('spawn', () => resolve(child));
+          child.once('error', reject);
+        }),
+    ),
+  );
+}
+
 async function stopServer(child: ChildProcess): Promise<void> {
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.send('stop');
@@ -363,6 +391,7 @@ async function main(): Promise<void> {
   };
   const max: Partial<Record<ServerKind, number>> = {};
   const p99At1000: Partial<Record<ServerKind, number>> = {};
+  const busyP99: Record<number, number> = {};
   for (const kind of options.servers) {
     const { child, port } = await startServer(kind, options.cpuProfDir);
     const load = new Load(port, Math.max(256, options.concurrency));
@@ -381,6 +410,23 @@ async function main(): Promise<void> {
       for (const rate of rates) await measured(() => load.fixedRate(rate, options.durationMs));
       // How fast the backlog goes once the requests stop (the worker steps aside while they come).
       if (kind === 'ingress') await measured(() => drainPhase(child, options.durationMs));
+      if (kind === 'ingress' && options.busyRunners > 0) {
+        for (const nice of [0, RUNNER_NICE]) {
+          const runners = await startBusyRunners(options.busyRunners, nice);
+          try {
+            const label = `500 req/s, ${options.busyRunners} busy runners at nice ${nice}`;
+            await measured(async () => ({ ...(await load.fixedRate(500, options.durationMs)), phase: label }));
+            busyP99[nice] = percentile(
+              [...phases.at(-1)!.latencies].sort((a, b) => a - b),
+              99,
+            );
+          } finally {
+            for (const runner of runners) runner.kill('SIGKILL');
+          }
+          // Whatever the phase left unprocessed goes before the next one starts.
+          await drainPhase(child, options.durationMs);
+        }
+      }
       for (const r of phases) {
         const sorted = [...r.latencies].sort((a, b) => a - b);
         if (r.phase.startsWith('max')) max[kind] = (r.ok / r.elapsedMs) * 1000;
@@ -425,6 +471,11 @@ async function main(): Promise<void> {
     `\naccept throughput: ${ratio}% of bare Hono; p99 at 1,000 req/s: ${p99At1000.ingress?.toFixed(2) ?? '?'} ms ` +
       `(forge API down: ${p99At1000['ingress-forge-down']?.toFixed(2) ?? '?'} ms, bare Hono ${p99At1000.hello?.toFixed(2) ?? '?'} ms)`,
   );
+  if (options.busyRunners > 0)
+    console.log(
+      `p99 at 500 req/s beside ${options.busyRunners} busy runners: ${busyP99[RUNNER_NICE]?.toFixed(2) ?? '?'} ms at nice ${RUNNER_NICE} ` +
+        `(baton's default), ${busyP99[0]?.toFixed(2) ?? '?'} ms at baton's own priority`,
+    );
 }
 
 const serveIndex = process.argv.indexOf('--serve');

@@ -53,6 +53,7 @@ function renderFailure(run) {
     ...[
       el('p', { id: 'run-error' }, failure.message),
       failure.code ? el('code', { id: 'run-error-code', title: 'the kind of failure, as the runner reported it' }, failure.code) : null,
+      failure.help ? el('p', { id: 'run-error-help' }, 'How to fix it: ', el('code', {}, failure.help)) : null,
     ].filter(Boolean),
   );
 }

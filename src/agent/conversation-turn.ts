@@ -81,22 +81,7 @@ export async function openConversationTurn(options: {
     log: (line) => log.write(line),
   });
   clearQuestion(stateDir);
-  let earlier: Transcript | null = null;
-  if (options.resume) {
-    const raw = await client.download().catch((err: unknown) => {
-      throw new RunFailure(`cannot resume the session: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
-    });
-    if (!raw) throw new RunFailure('cannot resume the session: baton kept no transcript of it');
-    try {
-      earlier = unpackTranscript(raw);
-    } catch (err) {
-      throw new RunFailure(`cannot resume the session: its transcript is unreadable (${(err as Error).message})`, { cause: err });
-    }
-    log.write(
-      `[baton] resuming session ${options.resume.sessionId} (turn ${earlier.turns.length + 1}) with the reply of ${options.resume.by}` +
-        (earlier.header.branch ? ` on branch ${earlier.header.branch}` : ''),
-    );
-  }
+  const earlier = options.resume ? await earlierTranscript(client, options.resume, log) : null;
   const resume = options.resume
     ? { sessionId: options.resume.sessionId, prompt: `Reply from @${options.resume.by} to your question:\n\n${options.resume.reply}` }
     : null;
@@ -171,6 +156,25 @@ export async function openConversationTurn(options: {
       return { text: asked.text, sessionId: input.sessionId!, ...(asked.for ? { for: asked.for } : {}) };
     },
   };
+}
+
+/** The transcript of the turns before the one a reply resumes, from baton; a run failure when it cannot be had. */
+async function earlierTranscript(client: TranscriptClient, resume: RunnerResume, log: AgentLog): Promise<Transcript> {
+  const raw = await client.download().catch((err: unknown) => {
+    throw new RunFailure(`cannot resume the session: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+  });
+  if (!raw) throw new RunFailure('cannot resume the session: baton kept no transcript of it');
+  let earlier: Transcript;
+  try {
+    earlier = unpackTranscript(raw);
+  } catch (err) {
+    throw new RunFailure(`cannot resume the session: its transcript is unreadable (${(err as Error).message})`, { cause: err });
+  }
+  log.write(
+    `[baton] resuming session ${resume.sessionId} (turn ${earlier.turns.length + 1}) with the reply of ${resume.by}` +
+      (earlier.header.branch ? ` on branch ${earlier.header.branch}` : ''),
+  );
+  return earlier;
 }
 
 /** The branch checked out (null: detached HEAD). */

@@ -1,4 +1,5 @@
 import { failureSentence } from '../outbox/index.js';
+import { FAILURE_KIND } from '../runner-contract/index.js';
 import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, totalTokens, type Run, type RunEvent, type Usage } from '../runs/index.js';
 
 /** Why a run did not succeed, in words first: what the list and the run page show. */
@@ -7,6 +8,8 @@ export interface RunFailure {
   message: string;
   /** The machine-readable kind (`agent_error`, `clone_failed`, `workspace_lost`, …); null when the error is words already. */
   code: string | null;
+  /** The troubleshooting page section for a failure people fix themselves (a login, the agent command); null for others. */
+  help: string | null;
 }
 
 /** A run as the API and the event stream show it: the run, plus derived fields people look for. */
@@ -45,12 +48,23 @@ export function runFailure(run: Pick<Run, 'status' | 'lastError' | 'summary'>): 
   const error = run.lastError?.trim();
   if (run.status === RUN_STATUS.succeeded || !error) return null;
   if (error.startsWith(OUTCOME_MISSING.trim()))
-    return { message: cut(error.slice(OUTCOME_MISSING.length).trim() || error), code: OUTCOME_MISSING.replace(/[: ]+$/, '') };
+    return { message: cut(error.slice(OUTCOME_MISSING.length).trim() || error), code: OUTCOME_MISSING.replace(/[: ]+$/, ''), help: null };
   const sentence = failureSentence(error);
   const isCode = sentence !== undefined || /^[a-z][a-z0-9]*(_[a-z0-9]+)+$/.test(error);
-  if (!isCode) return { message: cut(error), code: null };
+  if (!isCode) return { message: cut(error), code: null, help: null };
   const words = run.summary?.trim();
-  return { message: cut(words || sentence || error), code: error };
+  return { message: cut(words || sentence || error), code: error, help: failureHelp(error, words) };
+}
+
+/**
+ * Where a person reads how to fix a failure of their setup: the agent's login (its API refused the
+ * credentials, or Claude Code's own words for no login) and an agent command that cannot start.
+ */
+function failureHelp(code: string, words: string | undefined): string | null {
+  if (code === FAILURE_KIND.agentAuth || (code === FAILURE_KIND.agentError && /not logged in|please run \/login/i.test(words ?? '')))
+    return 'docs/troubleshooting.md#not-logged-in';
+  if (code === FAILURE_KIND.agentNotStarted) return 'docs/troubleshooting.md#the-agent-command';
+  return null;
 }
 
 const cut = (text: string) => (text.length > MAX_FAILURE_CHARS ? `${text.slice(0, MAX_FAILURE_CHARS)}…` : text);

@@ -148,6 +148,11 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
       [old, queued, other, ok, login1].sort((a, b) => b - a),
     );
     await shot('runs-list');
+
+    // A failure people fix in their setup says where to read how.
+    await page.evaluate(`location.hash = '#/runs/${login1}'`);
+    await eventually(() => page.textContent('#run-error'), 'Not logged in · Please run /login');
+    expect(await page.textContent('#run-error-help')).toBe('How to fix it: docs/troubleshooting.md#not-logged-in');
   });
 
   it('pages through more runs than a page holds, newest first, without gaps or repeats while runs arrive', async () => {
@@ -235,6 +240,8 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     await eventually(() => page.textContent('#run-status'), 'failed');
     expect(await page.textContent('#run-error')).toBe('API Error: 400 prompt is too long: 212000 tokens > 200000 maximum');
     expect(await page.textContent('#run-error-code')).toBe('agent_error');
+    // A prompt too long is not the setup's fault: no troubleshooting pointer.
+    expect(await page.locator('#run-error-help').count()).toBe(0);
     await eventually(() => page.textContent('#run-tokens'), (5700).toLocaleString('en-US'));
     expect(await page.textContent('[data-field="tokens"]')).not.toContain('so far');
     // The error once on the page: not again as the summary, nor in the timeline.

@@ -186,8 +186,7 @@ describe('catch-up worker', () => {
         // The pass writes the delivery before it reports: wait for both, or a loaded
         // machine reads the previous (failed) pass's results.
         await until(
-          async () =>
-            (await inbox.list({ source: 'sync' })).deliveries.length === 1 && worker.lastResults[0]?.queued === 1,
+          async () => (await inbox.list({ source: 'sync' })).deliveries.length === 1 && worker.lastResults[0]?.queued === 1,
           'the sync delivery and the pass that reports it after the forge came back',
         );
         expect(gitea.requests.filter((r) => r.path === '/api/v1/repos/acme/app/issues' && r.status === 503)).toHaveLength(3);

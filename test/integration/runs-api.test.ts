@@ -174,7 +174,7 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(await list(`status=queued&limit=1&cursor=${first.nextCursor}`)).toEqual([a.run.id]);
   });
 
-  it('shows a failure in words with its kind beside, and a cancellation as it was recorded', async () => {
+  it('shows a failure in words with its kind and where to read how to fix it, and a cancellation as it was recorded', async () => {
     const { engine } = server.app;
     const { run } = await engine.enqueue(task());
     const [claim] = await engine.claim();
@@ -185,8 +185,12 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     await engine.cancel(other.run.id, 'no longer needed');
     const body = (await (await call('GET', '/api/runs')).json()) as { runs: Array<{ id: number; failure: unknown }> };
     const failureOf = (id: number) => body.runs.find((r) => r.id === id)!.failure;
-    expect(failureOf(run.id)).toEqual({ message: 'Not logged in · Please run /login', code: 'agent_error' });
-    expect(failureOf(other.run.id)).toEqual({ message: 'no longer needed', code: null });
+    expect(failureOf(run.id)).toEqual({
+      message: 'Not logged in · Please run /login',
+      code: 'agent_error',
+      help: 'docs/troubleshooting.md#not-logged-in',
+    });
+    expect(failureOf(other.run.id)).toEqual({ message: 'no longer needed', code: null, help: null });
   });
 
   it('shows the prompt its runner reported and its tokens and cost so far while it runs', async () => {

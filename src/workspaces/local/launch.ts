@@ -14,14 +14,15 @@ export const INFO_FD = 4;
 export const bwrapPath = (ctx: LocalContext): string | null =>
   ctx.sandbox.kind === 'bwrap' ? findCommand(ctx.sandbox.bwrap ?? 'bwrap', process.env.PATH) : null;
 
-/** `nice -n N [ionice -c 2 -n 7]`: each execs the next, so the runner keeps the pid spawned. */
-function priority(ctx: LocalContext): string[] {
-  const nice = ctx.options.runnerNice ?? 10;
+/** `nice -n N [ionice -c 2 -n 7]` (nothing at 0 or below): each execs the next, so the runner keeps the pid spawned. */
+export function priorityPrefix(nice: number): string[] {
   if (nice <= 0) return [];
   const niceBin = findCommand('nice', process.env.PATH);
   const ioniceBin = findCommand('ionice', process.env.PATH);
   return [...(niceBin ? [niceBin, '-n', String(nice)] : []), ...(ioniceBin ? [ioniceBin, '-c', '2', '-n', '7'] : [])];
 }
+
+const priority = (ctx: LocalContext): string[] => priorityPrefix(ctx.options.runnerNice ?? 10);
 
 /**
  * Starts `command` as a run would be started: in its sandbox (or not), detached, as its user.
