@@ -222,8 +222,8 @@ const SUBMITTED: Partial<Record<ForgeReview['state'], 'approved' | 'rejected' | 
 };
 
 /**
- * The reviews of an open pull request to deliver: submitted (not pending, not a review request)
- * at or after `windowStart`, by an account the forge still knows, whose fact `factOf` (the same
+ * The reviews of an open pull request to deliver: submitted (not pending, not a review request,
+ * not dismissed since) at or after `windowStart`, by an account the forge still knows, whose fact `factOf` (the same
  * key the webhook's delivery records) is not in `seen`. Oldest first.
  */
 export function planReviews(
@@ -237,7 +237,8 @@ export function planReviews(
   const events: PlannedEvent[] = [];
   for (const review of [...reviews].sort((a, b) => a.id - b.id)) {
     const state = SUBMITTED[review.state];
-    if (!state || !review.user || !review.submittedAt || Date.parse(review.submittedAt) < windowStart) continue;
+    // A dismissed review no longer stands (GitHub lists it as DISMISSED, its verdict gone).
+    if (!state || review.dismissed || !review.user || !review.submittedAt || Date.parse(review.submittedAt) < windowStart) continue;
     if (seen.has(factOf(review, state))) continue;
     events.push({
       kind: 'review',

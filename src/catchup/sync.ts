@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { errorMessage } from '../background/index.js';
-import type { ForgeClient } from '../forge/index.js';
+import type { ForgeClient, ForgeRepoComment } from '../forge/index.js';
 import {
   createIngressState,
   forgeFacts,
@@ -116,11 +116,9 @@ export function createCatchupPass(deps: CatchupDeps) {
       ...(await client.listPullRequestsUpdatedSince(owner, repo, since)).map(pullItem),
     ];
     result.read = items.length;
-    // Openings, comments and reviews are rebuilt from when facts are recorded (src/ingress/facts.ts),
-    // on Gitea and Forgejo (whose webhooks' shapes the synthetic deliveries are).
-    const rebuild = forge === 'gitea' || forge === 'forgejo';
+    // Openings, comments and reviews are rebuilt from when facts are recorded (src/ingress/facts.ts).
     // The forge keeps whole seconds: an item of the second recording began in counts.
-    const recordingSince = rebuild ? Math.floor((await forgeFacts.recordingSince(store.db, now())) / 1000) * 1000 : Infinity;
+    const recordingSince = Math.floor((await forgeFacts.recordingSince(store.db, now())) / 1000) * 1000;
     const factWindow = Math.max(windowStart, recordingSince);
     const openings = items.filter((i) => !i.isPull && i.state === 'open' && Date.parse(i.createdAt) >= factWindow);
     const openingsSeen = await forgeFacts.seen(
@@ -167,43 +165,59 @@ export function createCatchupPass(deps: CatchupDeps) {
       result.skipped.push(...plan.skipped);
       if (plan.events.length > 0) await queue(item, plan.events, plan.seedLabels);
     }
-    if (rebuild) {
-      // Comments and reviews, after the items' own events (an issue's opening before a comment on it).
-      const byNumber = new Map(items.map((i) => [i.number, i]));
-      const later: { at: number; item: CatchupItem; event: PlannedEvent }[] = [];
-      const comments = (await client.listCommentsUpdatedSince?.(owner, repo, since)) ?? [];
-      const commentsSeen = await forgeFacts.seen(
-        store.db,
-        owner,
-        repo,
-        comments.map((c) => `comment:${c.id}`),
-        forge,
-      );
-      for (const { comment, event } of planComments(comments, commentsSeen, factWindow)) {
-        // A new comment bumps its issue's updated_at, so its issue is listed; read it when it is not.
-        let item = byNumber.get(comment.number);
-        if (!item) {
-          item = issueItem(await client.getIssue(owner, repo, comment.number));
-          byNumber.set(item.number, item);
-        }
-        later.push({ at: Date.parse(comment.createdAt), item, event: { ...event, labels: item.labels } });
+    // Comments and reviews, after the items' own events (an issue's opening before a comment on it).
+    // GitLab numbers merge requests apart from issues: an item is known by its kind and number there.
+    const itemKey = (isPull: boolean, number: number) => (forge === 'gitlab' && isPull ? `!${number}` : `#${number}`);
+    const byKey = new Map(items.map((i) => [itemKey(i.isPull, i.number), i]));
+    const later: { at: number; item: CatchupItem; event: PlannedEvent }[] = [];
+    let comments: ForgeRepoComment[];
+    if (client.listCommentsUpdatedSince) comments = await client.listCommentsUpdatedSince(owner, repo, since);
+    else {
+      // No repository-wide list (GitLab): the notes of each item updated in the window. A new note
+      // moves its item's updated_at (GitLab's Note#touch_noteable, at most once a minute:
+      // ThrottledTouch::TOUCH_INTERVAL, which the window's overlap covers).
+      comments = [];
+      for (const i of items) {
+        if (Date.parse(i.updatedAt) < factWindow) continue;
+        const notes = await client.listComments(owner, repo, i.number, i.isPull ? 'pull' : 'issue');
+        comments.push(...notes.map((c) => ({ ...c, number: i.number, isPull: i.isPull })));
       }
-      for (const item of items) {
-        if (!item.isPull || item.state !== 'open' || Date.parse(item.updatedAt) < factWindow) continue;
-        const reviews = await client.listPullReviews(owner, repo, item.number);
-        const factOfReview = (r: (typeof reviews)[number], state: 'approved' | 'rejected' | 'comment') =>
-          reviewFact(item.number, r.user?.login ?? '', state, r.commitId, r.body);
-        const keys = reviews.flatMap((r) =>
-          r.user ? (['approved', 'rejected', 'comment'] as const).map((st) => factOfReview(r, st)) : [],
-        );
-        const seen = await forgeFacts.seen(store.db, owner, repo, keys, forge);
-        for (const event of planReviews(item, reviews, factOfReview, seen, factWindow)) {
-          later.push({ at: Date.parse(event.review!.submittedAt), item, event });
-        }
-      }
-      later.sort((a, b) => a.at - b.at);
-      for (const { item, event } of later) await queue(item, [event]);
     }
+    const commentsSeen = await forgeFacts.seen(
+      store.db,
+      owner,
+      repo,
+      comments.map((c) => `comment:${c.id}`),
+      forge,
+    );
+    for (const { comment, event } of planComments(comments, commentsSeen, factWindow)) {
+      // A new comment bumps its issue's updated_at, so its issue is listed; read it when it is not.
+      const key = itemKey(comment.isPull ?? false, comment.number);
+      let item = byKey.get(key);
+      if (!item) {
+        item = issueItem(await client.getIssue(owner, repo, comment.number));
+        byKey.set(key, item);
+      }
+      later.push({ at: Date.parse(comment.createdAt), item, event: { ...event, labels: item.labels } });
+    }
+    for (const item of items) {
+      if (!item.isPull || item.state !== 'open' || Date.parse(item.updatedAt) < factWindow) continue;
+      // GitLab's approvals carry no time nor head: its review events name the time, and the head
+      // is the one the merge request has now (a push since the approval gives it another fact).
+      const listed = client.listReviewEvents
+        ? await client.listReviewEvents(owner, repo, item.number)
+        : await client.listPullReviews(owner, repo, item.number);
+      const reviews = listed.map((r) => (r.commitId === '' && item.head ? { ...r, commitId: item.head.sha } : r));
+      const factOfReview = (r: (typeof reviews)[number], state: 'approved' | 'rejected' | 'comment') =>
+        reviewFact(item.number, r.user?.login ?? '', state, r.commitId, r.body);
+      const keys = reviews.flatMap((r) => (r.user ? (['approved', 'rejected', 'comment'] as const).map((st) => factOfReview(r, st)) : []));
+      const seen = await forgeFacts.seen(store.db, owner, repo, keys, forge);
+      for (const event of planReviews(item, reviews, factOfReview, seen, factWindow)) {
+        later.push({ at: Date.parse(event.review!.submittedAt), item, event });
+      }
+    }
+    later.sort((a, b) => a.at - b.at);
+    for (const { item, event } of later) await queue(item, [event]);
     await sync.advance(cursor.repository, newest);
     return result;
   }

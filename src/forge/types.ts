@@ -94,6 +94,11 @@ export interface ForgeComment {
 export interface ForgeRepoComment extends ForgeComment {
   /** The issue's or pull request's number. */
   number: number;
+  /**
+   * Whether it is on a pull request, where the forge numbers them apart from issues (GitLab's
+   * `!7` is not `#7`); elsewhere left out, the number says.
+   */
+  isPull?: boolean;
 }
 
 /**
@@ -215,6 +220,13 @@ export interface ForgeClient {
    * client cannot list them: catch-up then rebuilds no comments there.
    */
   listCommentsUpdatedSince?(owner: string, repo: string, since: string): Promise<ForgeRepoComment[]>;
+  /**
+   * The reviews given on a pull request as its webhooks announced them, each with when it was
+   * given, oldest first, every page: on a forge whose `listPullReviews` cannot say when (GitLab's
+   * approvals carry no time), catch-up reads these instead. `commitId` is '' when the forge does
+   * not say which head a review was given on.
+   */
+  listReviewEvents?(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
   /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
   listTimeline(owner: string, repo: string, number: number, since?: string, kind?: ItemKind): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */

@@ -1,6 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { createGiteaClient, type ForgeClient } from '../../src/forge/index.js';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createGiteaClient, createGitHubClient, createGitLabClient, type ForgeClient } from '../../src/forge/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
+import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
+import { createFakeGitLab } from '../fakes/gitlab/index.js';
 
 /**
  * The forge calls catch-up reads (issues and pull requests updated since a time, an issue's
@@ -113,5 +115,90 @@ describe('Gitea client: lists for catch-up', () => {
     gitea.pushToPullRequest('acme', 'app', pr.number, { by: 'claude-dev' });
     const timeline = await client.listTimeline('acme', 'app', pr.number, pr.createdAt);
     expect(timeline).toEqual([expect.objectContaining({ kind: 'pull_push', type: 'pull_push', user: 'claude-dev' })]);
+  });
+});
+
+/**
+ * GitHub's list of a repository's comments (docs.github.com, "List issue comments for a
+ * repository"): every issue's and pull request's, `since` on updated_at, sorted by creation.
+ */
+describe('GitHub client: comments for catch-up', () => {
+  let github: FakeGitHub;
+  let client: ForgeClient;
+  let clock = Date.parse('2026-03-01T10:00:00Z');
+  const tick = (seconds = 1) => (clock += seconds * 1000);
+
+  beforeEach(async () => {
+    clock = Date.parse('2026-03-01T10:00:00Z');
+    github = await createFakeGitHub({ now: () => new Date(clock) });
+    const bot = github.addUser('claude-dev');
+    for (const login of ['acme', 'alice']) github.addUser(login);
+    github.addRepo('acme', 'app');
+    github.setPermission('acme', 'app', 'claude-dev', 'write');
+    client = createGitHubClient({ apiUrl: github.apiUrl, token: bot.token });
+  });
+  afterEach(async () => {
+    await github.close();
+  });
+
+  it('reads every page of comments updated since a time, oldest created first, each with its issue or pull request', async () => {
+    const issue = github.addIssue('acme', 'app', { title: 'an issue', author: 'alice' });
+    const pull = github.addPullRequest('acme', 'app', { title: 'a pull request', author: 'alice', head: 'feature', base: 'main' });
+    const old = await client.createComment('acme', 'app', issue, 'written before');
+    github.addComment('acme', 'app', issue, 'alice', 'also before');
+    tick(60);
+    const since = new Date(clock).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const fresh: number[] = [];
+    // 150 comments: two pages of at most 100.
+    for (let i = 0; i < 150; i++) {
+      fresh.push(github.addComment('acme', 'app', i % 2 ? pull : issue, 'alice', `comment ${i}`).id);
+      if (i % 10 === 0) tick();
+    }
+    // An old comment edited inside the window is in it (`since` reads updated_at).
+    await client.editComment('acme', 'app', old.id, 'written before, edited now');
+
+    const comments = await client.listCommentsUpdatedSince!('acme', 'app', since);
+    expect(comments.map((c) => c.id)).toEqual([old.id, ...fresh]);
+    expect(comments[0]).toMatchObject({ number: issue, body: 'written before, edited now', user: { login: 'claude-dev' } });
+    expect(comments[2]).toMatchObject({ number: pull, body: 'comment 1', user: { login: 'alice' } });
+    expect(github.requests.filter((r) => r === 'GET /api/v3/repos/acme/app/issues/comments')).toHaveLength(2);
+  });
+});
+
+/**
+ * GitLab's approvals have no time (`GET …/approvals`), and one taken back leaves nothing there:
+ * catch-up reads them from the system notes GitLab writes for both (SOURCES.md).
+ */
+describe('GitLab client: review events for catch-up', () => {
+  it('reads approvals and approvals taken back from the system notes, by whoever clicked, oldest first', async () => {
+    let clock = Date.parse('2026-03-01T10:00:00Z');
+    const gitlab = await createFakeGitLab({ now: () => new Date(clock) });
+    try {
+      const bot = gitlab.addUser('claude-dev', { bot: true });
+      for (const name of ['alice', 'bob']) gitlab.addUser(name);
+      gitlab.addProject('acme', 'app');
+      gitlab.setAccess('acme', 'app', 'claude-dev', 30);
+      const mr = gitlab.addMergeRequest('acme', 'app', { title: 'feature', author: 'alice', source: 'feature', target: 'main' });
+      gitlab.approve('acme', 'app', mr, 'bob');
+      clock += 1000;
+      gitlab.addNote('acme', 'app', mr, 'alice', 'approved this merge request', 'pull');
+      gitlab.unapprove('acme', 'app', mr, 'bob');
+      clock += 1000;
+      gitlab.approve('acme', 'app', mr, 'alice');
+      const client = createGitLabClient({ rootUrl: gitlab.url, token: bot.token });
+
+      const events = await client.listReviewEvents!('acme', 'app', mr);
+      // Alice's note saying the same words is a comment, not an approval: only system notes count.
+      expect(events.map((e) => [e.user?.login, e.state, e.submittedAt])).toEqual([
+        ['bob', 'APPROVED', '2026-03-01T10:00:00.000Z'],
+        ['bob', 'REQUEST_CHANGES', '2026-03-01T10:00:01.000Z'],
+        ['alice', 'APPROVED', '2026-03-01T10:00:02.000Z'],
+      ]);
+      expect(events.every((e) => e.body === '' && e.commitId === '')).toBe(true);
+      // The approvals API says who approves now, with no time.
+      expect((await client.listPullReviews('acme', 'app', mr)).map((r) => [r.user?.login, r.submittedAt])).toEqual([['alice', null]]);
+    } finally {
+      await gitlab.close();
+    }
   });
 });

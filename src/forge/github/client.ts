@@ -169,6 +169,18 @@ export function createGitHubClient(options: GitHubClientOptions): ForgeClient {
       });
       return uniqueById(pulls.map(toPullRequest));
     },
+    async listCommentsUpdatedSince(owner, repo, since) {
+      // GET /repos/{o}/{r}/issues/comments: every issue's and pull request's comments, `since`
+      // on updated_at; sorted by creation, oldest first. The issue is the tail of `issue_url`.
+      const query = `sort=created&direction=asc&since=${encodeURIComponent(since)}`;
+      const comments = await listAll<GitHubComment>(`${repoPath(owner, repo)}/issues/comments?${query}`);
+      return uniqueById(
+        comments.flatMap((c) => {
+          const number = Number(/\/issues\/(\d+)$/.exec(c.issue_url ?? '')?.[1]);
+          return Number.isSafeInteger(number) && number > 0 ? [{ ...toComment(c), number }] : [];
+        }),
+      );
+    },
     async listTimeline(owner, repo, number, since) {
       const entries = await listAll<GitHubTimelineEvent>(`${repoPath(owner, repo)}/issues/${number}/timeline`);
       const sinceMs = since === undefined ? -Infinity : Date.parse(since);

@@ -77,6 +77,8 @@ export interface GitHubComment {
   body: string;
   user: GitHubUser;
   html_url: string;
+  /** `…/repos/{o}/{r}/issues/{number}`: the issue or pull request it is on. */
+  issue_url?: string;
   created_at: string;
   updated_at: string;
 }

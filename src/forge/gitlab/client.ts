@@ -8,6 +8,7 @@ import {
   accessOf,
   labelsNamed,
   toApproval,
+  toReviewNote,
   toComment,
   toHook,
   toIssue,
@@ -211,6 +212,18 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       const answer = await http.required<GitLabApprovals>('GET', `${itemPath(owner, repo, number, 'pull')}/approvals`);
       return (answer.approved_by ?? []).map((a) => toApproval(a.user));
     },
+    async listReviewEvents(owner, repo, number) {
+      // An approval has no time in the approvals API, and an approval taken back leaves no trace
+      // there at all; both leave a system note by whoever clicked, the moment they did, in GitLab's
+      // words (gitlabhq app/services/system_notes/merge_requests_service.rb, `approve_mr` and
+      // `unapprove_mr`; the latter under ee/ in older versions). An unapproval is what the
+      // webhook's `unapproval` is to baton: a review rejecting (src/ingress/gitlab/normalize.ts).
+      const all = await listAll<GitLabNote>(`${itemPath(owner, repo, number, 'pull')}/notes?sort=asc&order_by=created_at`);
+      return uniqueById(all).flatMap((n) => {
+        const state = n.system ? REVIEW_NOTES[n.body.trim()] : undefined;
+        return state ? [toReviewNote(n, state)] : [];
+      });
+    },
     async listIssuesUpdatedSince(owner, repo, since) {
       // `updated_after` is inclusive; `scope=all` (not only the caller's), every state.
       const query = `scope=all&order_by=updated_at&sort=desc&updated_after=${encodeURIComponent(since)}`;
@@ -278,6 +291,12 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
   };
   return client;
 }
+
+/** GitLab's system notes of an approval and of one taken back, as review states. */
+const REVIEW_NOTES: Readonly<Record<string, 'APPROVED' | 'REQUEST_CHANGES'>> = {
+  'approved this merge request': 'APPROVED',
+  'unapproved this merge request': 'REQUEST_CHANGES',
+};
 
 /** Every flag baton knows, true for the events asked for and false for the rest (GitLab's `push_events` defaults to true). */
 function hookFlags(events: readonly string[]): Record<string, boolean> {

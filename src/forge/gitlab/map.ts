@@ -108,6 +108,20 @@ export function toApproval(user: GitLabUser): ForgeReview {
   return { id: user.id, user: toUser(user), state: 'APPROVED', body: '', commitId: '', stale: false, dismissed: false, submittedAt: null };
 }
 
+/** A system note of an approval or unapproval as a review: by its author, at its time, on no named head. */
+export function toReviewNote(note: GitLabNote, state: 'APPROVED' | 'REQUEST_CHANGES'): ForgeReview {
+  return {
+    id: note.id,
+    user: toUser(note.author),
+    state,
+    body: '',
+    commitId: '',
+    stale: false,
+    dismissed: false,
+    submittedAt: note.created_at,
+  };
+}
+
 export function toComment(note: GitLabNote, itemUrl: string): ForgeComment {
   return {
     id: note.id,

@@ -212,6 +212,36 @@ export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?:
       issues.map((i) => issueJson(c, repo, i)),
     );
   });
+  const commentJson = (c: Context, repo: RepoRecord, comment: RepoRecord['comments'][number]) => ({
+    id: comment.id,
+    node_id: `IC_${comment.id}`,
+    body: comment.body,
+    user: user(comment.author),
+    html_url: html(c, repo, `/issues/${comment.issue}#issuecomment-${comment.id}`),
+    issue_url: `${base(c)}/api/v3/repos/${repo.owner}/${repo.name}/issues/${comment.issue}`,
+    created_at: comment.createdAt,
+    updated_at: comment.updatedAt,
+  });
+  // Every issue's and pull request's comments: `since` keeps those updated at or after it, `sort`
+  // created (the default) or updated, `direction` only with `sort`; without `sort` by ascending id
+  // (docs.github.com, "List issue comments for a repository"). Before `/issues/:number`, which
+  // would take `comments` for a number.
+  app.get(`${R}/issues/comments`, (c) => {
+    const repo = repoOf(c);
+    if (repo instanceof Response) return repo;
+    const since = c.req.query('since');
+    const sort = c.req.query('sort');
+    let comments = repo.comments.filter((m) => !since || Date.parse(m.updatedAt) >= Date.parse(since));
+    if (sort === 'created' || sort === 'updated') {
+      const at = (m: RepoRecord['comments'][number]) => Date.parse(sort === 'created' ? m.createdAt : m.updatedAt);
+      comments = [...comments].sort((a, b) => at(a) - at(b) || a.id - b.id);
+      if ((c.req.query('direction') ?? 'desc') === 'desc') comments.reverse();
+    } else comments = [...comments].sort((a, b) => a.id - b.id);
+    return page(
+      c,
+      comments.map((m) => commentJson(c, repo, m)),
+    );
+  });
   app.get(`${R}/issues/:number`, (c) => {
     const repo = repoOf(c);
     if (repo instanceof Response) return repo;
@@ -322,15 +352,6 @@ export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?:
     );
   });
 
-  const commentJson = (c: Context, repo: RepoRecord, comment: RepoRecord['comments'][number]) => ({
-    id: comment.id,
-    node_id: `IC_${comment.id}`,
-    body: comment.body,
-    user: user(comment.author),
-    html_url: html(c, repo, `/issues/${comment.issue}#issuecomment-${comment.id}`),
-    created_at: comment.createdAt,
-    updated_at: comment.updatedAt,
-  });
   app.get(`${R}/issues/:number/comments`, (c) => {
     const repo = repoOf(c);
     if (repo instanceof Response) return repo;

@@ -30,7 +30,10 @@ export interface FakeGitHub {
   addLabel(owner: string, repo: string, name: string, color?: string): number;
   addIssue(owner: string, repo: string, options: { title: string; author: string; labels?: string[]; number?: number }): number;
   addPullRequest(owner: string, repo: string, options: { title: string; author: string; head: string; base: string; sha?: string }): number;
-  addReview(owner: string, repo: string, number: number, author: string, state: ReviewRecord['state'], body?: string): void;
+  /** Submits a review as `author` would in the web UI (it moves the pull request's updated_at), sending no webhook; returns its id. */
+  addReview(owner: string, repo: string, number: number, author: string, state: ReviewRecord['state'], body?: string): number;
+  /** Writes a comment as `author` would in the web UI (it moves the issue's updated_at), sending no webhook. */
+  addComment(owner: string, repo: string, number: number, author: string, body: string): { id: number; createdAt: string };
   /** Adds a label to an issue as `actor` would through the web UI (timeline entry, updated_at), sending no webhook. */
   labelIssue(owner: string, repo: string, number: number, label: string, actor: string): void;
   issue(owner: string, repo: string, number: number): IssueRecord | undefined;
@@ -167,14 +170,20 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
     addReview(owner, repo, number, author, reviewState, body = '') {
       const issue = repoOf(owner, repo).issues.find((i) => i.number === number);
       if (!issue?.pull) throw new Error(`fake GitHub: #${number} is not a pull request`);
-      issue.pull.reviews.push({
-        id: state.id(),
-        author,
-        state: reviewState,
-        body,
-        commitId: issue.pull.sha,
-        submittedAt: state.timestamp(),
-      });
+      const id = state.id();
+      issue.pull.reviews.push({ id, author, state: reviewState, body, commitId: issue.pull.sha, submittedAt: state.timestamp() });
+      if (reviewState !== 'PENDING') issue.updatedAt = state.timestamp();
+      return id;
+    },
+    addComment(owner, repo, number, author, body) {
+      const record = repoOf(owner, repo);
+      const issue = record.issues.find((i) => i.number === number);
+      if (!issue) throw new Error(`fake GitHub: no issue #${number}`);
+      const at = state.timestamp();
+      const comment = { id: state.id(), issue: number, author, body, createdAt: at, updatedAt: at };
+      record.comments.push(comment);
+      issue.updatedAt = at;
+      return { id: comment.id, createdAt: at };
     },
     labelIssue(owner, repo, number, label, actor) {
       const record = repoOf(owner, repo);

@@ -45,7 +45,15 @@ export interface FakeGitLab {
     path: string,
     options: { title: string; author: string; source: string; target: string; sha?: string },
   ): number;
+  /**
+   * Approves a merge request as `username` would in the web UI: the approval, GitLab's system note
+   * `approved this merge request` by them, and updated_at; no webhook.
+   */
   approve(namespace: string, path: string, iid: number, username: string): void;
+  /** Takes `username`'s approval back: the system note `unapproved this merge request`, updated_at; no webhook. */
+  unapprove(namespace: string, path: string, iid: number, username: string): void;
+  /** Writes a note as `author` would in the web UI (it moves the item's updated_at), sending no webhook. */
+  addNote(namespace: string, path: string, iid: number, author: string, body: string, kind?: 'issue' | 'pull'): { id: number };
   /** Adds a label as `actor` would in the web UI (a label event, updated_at), sending no webhook. */
   labelItem(namespace: string, path: string, iid: number, label: string, actor: string, kind?: 'issue' | 'pull'): void;
   item(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): ItemRecord | undefined;
@@ -155,6 +163,16 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     if (!item) throw new Error(`fake GitLab: no ${kind === 'pull' ? '!' : '#'}${iid} in ${namespace}/${path}`);
     return item;
   };
+  // GitLab writes approvals and unapprovals as system notes by whoever clicked
+  // (app/services/system_notes/merge_requests_service.rb); every note moves its item's updated_at
+  // (Note#touch_noteable; the fake does not throttle it as GitLab's ThrottledTouch does).
+  const note = (item: ItemRecord, author: string, body: string, system: boolean) => {
+    const at = state.timestamp();
+    const record = { id: state.id(), author, body, system, createdAt: at, updatedAt: at, awards: [] };
+    item.notes.push(record);
+    item.updatedAt = at;
+    return record;
+  };
   const newItem = (list: ItemRecord[], options: { title: string; author: string; labels?: string[] }): ItemRecord => {
     const at = state.timestamp();
     const item: ItemRecord = {
@@ -225,7 +243,17 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
       return item.iid;
     },
     approve(namespace, path, iid, username) {
-      itemOf(namespace, path, iid, 'pull').mr!.approvedBy.push(username);
+      const item = itemOf(namespace, path, iid, 'pull');
+      item.mr!.approvedBy.push(username);
+      note(item, username, 'approved this merge request', true);
+    },
+    unapprove(namespace, path, iid, username) {
+      const item = itemOf(namespace, path, iid, 'pull');
+      item.mr!.approvedBy = item.mr!.approvedBy.filter((u) => u.toLowerCase() !== username.toLowerCase());
+      note(item, username, 'unapproved this merge request', true);
+    },
+    addNote(namespace, path, iid, author, body, kind = 'issue') {
+      return { id: note(itemOf(namespace, path, iid, kind), author, body, false).id };
     },
     labelItem(namespace, path, iid, label, actor, kind = 'issue') {
       const item = itemOf(namespace, path, iid, kind);
