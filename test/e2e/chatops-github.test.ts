@@ -94,7 +94,7 @@ describe('baton serve with GitHub: ChatOps commands in issue comments, end to en
 
   /** `author` comments `body` on issue #1 (in the fake GitHub), and GitHub delivers its `issue_comment` webhook. */
   async function comment(author: string, body: string, options: { commentId?: number } = {}) {
-    const commentId = options.commentId ?? github.addComment(OWNER, REPO, 1, { author, body });
+    const commentId = options.commentId ?? github.addComment(OWNER, REPO, 1, author, body).id;
     const payload = githubExample('issue_comment', 'created');
     const login = { ...(payload.sender as object), login: author };
     payload.comment = { ...(payload.comment as object), id: commentId, body, user: login };

@@ -112,7 +112,7 @@ describe('baton serve with GitLab: ChatOps commands in notes, end to end', () =>
   async function comment(author: string, note: string, options: { kind?: Kind; noteId?: number } = {}) {
     const kind = options.kind ?? 'issue';
     const iid = kind === 'pull' ? MR : ISSUE;
-    const noteId = options.noteId ?? gitlab.addNote(NAMESPACE, PROJECT, iid, { author, body: note }, kind);
+    const noteId = options.noteId ?? gitlab.addNote(NAMESPACE, PROJECT, iid, author, note, kind).id;
     const payload = gitlabExample(kind === 'pull' ? 'note-merge-request' : 'note-issue');
     payload.user = { ...(payload.user as object), username: author };
     Object.assign(payload.object_attributes as object, { id: noteId, note });

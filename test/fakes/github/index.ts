@@ -38,8 +38,6 @@ export interface FakeGitHub {
   labelIssue(owner: string, repo: string, number: number, label: string, actor: string): void;
   issue(owner: string, repo: string, number: number): IssueRecord | undefined;
   comments(owner: string, repo: string, number: number): { id: number; author: string; body: string }[];
-  /** Writes a comment as `author` would in the web UI, sending no webhook; returns its id (a webhook of it carries the same). */
-  addComment(owner: string, repo: string, number: number, options: { author: string; body: string }): number;
   /** The reactions on a comment (`POST …/issues/comments/{id}/reactions`), oldest first. */
   reactions(owner: string, repo: string, commentId: number): { user: string; content: string }[];
   hooks(owner: string, repo: string): HookRecord[];
@@ -201,16 +199,6 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
       return (state.repo(owner, repo)?.comments ?? [])
         .filter((c) => c.issue === number)
         .map((c) => ({ id: c.id, author: c.author, body: c.body }));
-    },
-    addComment(owner, repo, number, opts) {
-      const record = repoOf(owner, repo);
-      const issue = record.issues.find((i) => i.number === number);
-      if (!issue) throw new Error(`fake GitHub: no issue #${number}`);
-      const at = state.timestamp();
-      const comment = { id: state.id(), issue: number, author: opts.author, body: opts.body, createdAt: at, updatedAt: at };
-      record.comments.push(comment);
-      issue.updatedAt = at;
-      return comment.id;
     },
     reactions(owner, repo, commentId) {
       const comment = repoOf(owner, repo).comments.find((c) => c.id === commentId);

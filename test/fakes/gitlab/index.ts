@@ -58,8 +58,6 @@ export interface FakeGitLab {
   labelItem(namespace: string, path: string, iid: number, label: string, actor: string, kind?: 'issue' | 'pull'): void;
   item(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): ItemRecord | undefined;
   notes(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): { id: number; author: string; body: string }[];
-  /** Writes a note as `author` would in the web UI, sending no webhook; returns its id (a Note Hook of it carries the same). */
-  addNote(namespace: string, path: string, iid: number, options: { author: string; body: string }, kind?: 'issue' | 'pull'): number;
   /** The award emoji on a note (`POST …/notes/:note_id/award_emoji`), oldest first. */
   awards(namespace: string, path: string, iid: number, noteId: number, kind?: 'issue' | 'pull'): { user: string; name: string }[];
   hooks(namespace: string, path: string): HookRecord[];
@@ -268,14 +266,6 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     notes(namespace, path, iid, kind = 'issue') {
       return itemOf(namespace, path, iid, kind).notes.map((n) => ({ id: n.id, author: n.author, body: n.body }));
-    },
-    addNote(namespace, path, iid, opts, kind = 'issue') {
-      const item = itemOf(namespace, path, iid, kind);
-      const at = state.timestamp();
-      const note = { id: state.id(), author: opts.author, body: opts.body, system: false, createdAt: at, updatedAt: at, awards: [] };
-      item.notes.push(note);
-      item.updatedAt = at;
-      return note.id;
     },
     awards(namespace, path, iid, noteId, kind = 'issue') {
       const note = itemOf(namespace, path, iid, kind).notes.find((n) => n.id === noteId);
