@@ -7,6 +7,7 @@ export { guardProcessMemory, makeUndumpable, type MemoryGuard } from './memory-g
 export { gatedFetch, startEgressBridge } from './egress-bridge.js';
 export { probeUnreachable } from './network-probe.js';
 export { resolvePrompt, parseCommandFile, promptArguments, defaultAssetsDir, type ResolvedPrompt } from './prompt.js';
+export { fillForgeSteps, forgeStepNames, promptForgeOf, PROMPT_FORGES, type PromptForge } from './forge-steps.js';
 export { createCallbackClient, createProgressReporter, deriveProgressUrl, type CallbackClient } from './callback-client.js';
 export { startLogServer, type LogServer } from './log-server.js';
 export { createLineSplitter, type LineSplitter } from './process-group.js';

@@ -3,6 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
 import { CommandFileError } from './errors.js';
+import { fillForgeSteps, promptForgeOf } from './forge-steps.js';
 import { isBuiltInStage } from './stages.js';
 
 /**
@@ -28,14 +29,18 @@ export interface ResolvePromptOptions {
   stage: string;
   /** Replaces every `$ARGUMENTS` in the prompt. */
   args: string;
+  /** The run's forge (`BATON_FORGE`): what `{{forge…}}` steps become (forge-steps.ts). @default 'gitea' */
+  forge?: string;
   /** @default defaultAssetsDir() */
   assetsDir?: string;
 }
 
 /**
  * Reads `<repo>/.claude/commands/<stage>.md`, or baton's built-in template for the stage when the
- * repository has none. A file that is present but broken is an error rather than a silent
- * fallback: the team wrote it on purpose and would not notice the built-in prompt running instead.
+ * repository has none, with its `{{forge…}}` steps written out for the run's forge and every
+ * `$ARGUMENTS` replaced. A file without `{{forge` is used as written. A file that is present but
+ * broken is an error rather than a silent fallback: the team wrote it on purpose and would not
+ * notice the built-in prompt running instead.
  */
 export async function resolvePrompt(options: ResolvePromptOptions): Promise<ResolvedPrompt> {
   const { repoDir, stage, args } = options;
@@ -59,10 +64,12 @@ export async function resolvePrompt(options: ResolvePromptOptions): Promise<Reso
     source = 'built-in';
     file = builtIn;
   }
-  const { frontMatter, body } = parseCommandFile(text, source === 'repository' ? relative : file);
-  const prompt = body.replaceAll('$ARGUMENTS', args).trim();
+  const label = source === 'repository' ? relative : file;
+  const { frontMatter, body } = parseCommandFile(text, label);
+  // The forge's steps first: their arguments may be `$ARGUMENTS`, replaced with the rest.
+  const prompt = fillForgeSteps(body, promptForgeOf(options.forge), label).replaceAll('$ARGUMENTS', args).trim();
   if (prompt === '') {
-    throw new CommandFileError(`${source === 'repository' ? relative : file} has no prompt text after its front matter`);
+    throw new CommandFileError(`${label} has no prompt text after its front matter`);
   }
   return { prompt, source, file, frontMatter };
 }

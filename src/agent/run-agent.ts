@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { priceUsage, sessionFromFrontMatter, type AgentSession } from '../agents/index.js';
-import { FAILURE_KIND, MAX_PROMPT_CHARS, type AgentUsage, type CompletionBody } from '../runner-contract/index.js';
+import { FAILURE_KIND, MAX_PROMPT_CHARS, RUNNER_ENV, type AgentUsage, type CompletionBody } from '../runner-contract/index.js';
 import { createAgentLog, type AgentLog } from './agent-log.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
 import { createCallbackClient, createProgressReporter, type CallbackClient, type ProgressReporter } from './callback-client.js';
@@ -241,6 +241,7 @@ async function preparePrompt(run: StageRun, repoDir: string): Promise<{ resolved
     repoDir,
     stage: options.stage,
     args: promptArgs,
+    forge: options.env[RUNNER_ENV.forge],
     assetsDir: options.assetsDir,
   });
   const promptFile =

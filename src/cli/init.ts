@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { defaultAssetsDir, STAGES } from '../agent/index.js';
+import { defaultAssetsDir, fillForgeSteps, PROMPT_FORGES, STAGES, type PromptForge } from '../agent/index.js';
 import { describeUsageError, HelpRequested, parseCommand, UsageError, type CommandSpec, type ParsedCommand } from './args.js';
 
 const INIT = {
@@ -9,8 +9,16 @@ const INIT = {
   summary: `Writes the stage prompts baton runs (.claude/commands/<stage>.md for ${STAGES.join(', ')})
 and a commented baton.yaml example into dir (default: the current directory). Existing files are
 kept unless --force is given. Edit the prompts to fit your team: the agent reads them from the
-repository on every run.`,
-  options: { force: { type: 'boolean', short: 'f', description: 'overwrite files that exist' } },
+repository on every run.
+
+The prompts talk to the repository's forge: --forge gitea (Forgejo too), github or gitlab writes
+that forge's API calls; --forge any keeps baton's {{forge.…}} steps, which each run fills in for
+its own forge. Without --forge: the one forge whose URL (GITEA_URL, GITHUB_URL, GITLAB_URL) is in
+the environment, else gitea.`,
+  options: {
+    force: { type: 'boolean', short: 'f', description: 'overwrite files that exist' },
+    forge: { type: 'string', value: 'FORGE', description: 'gitea, github, gitlab or any: whose API the prompts call' },
+  },
 } as const satisfies CommandSpec;
 
 export interface InitOptions {
@@ -47,6 +55,11 @@ export async function runInit(argv: string[], options: InitOptions = {}): Promis
     err(`baton init: ${target} exists and is not a directory`);
     return 2;
   }
+  const forge = forgeOf(parsed.values.forge, options.env ?? process.env);
+  if (forge === null) {
+    err(`baton init: --forge must be one of ${[...PROMPT_FORGES, 'any'].join(', ')}, got ${JSON.stringify(parsed.values.forge)}`);
+    return 2;
+  }
   const assets = options.assetsDir ?? defaultAssetsDir();
   const files = [
     ...STAGES.map((stage) => ({ from: path.join(assets, 'commands', `${stage}.md`), to: path.join('.claude', 'commands', `${stage}.md`) })),
@@ -61,6 +74,7 @@ export async function runInit(argv: string[], options: InitOptions = {}): Promis
     try {
       content = fs.readFileSync(file.from, 'utf8');
       if (file.to === 'baton.yaml') content = fitConfigTemplate(content, options.env ?? process.env);
+      else if (forge !== 'any') content = fillForgeSteps(content, forge, file.from);
     } catch (e) {
       err(`baton init: the template ${file.from} is missing from this baton installation (${(e as NodeJS.ErrnoException).code ?? e})`);
       return 1;
@@ -76,12 +90,28 @@ export async function runInit(argv: string[], options: InitOptions = {}): Promis
     out(`${exists ? 'replaced' : 'wrote   '} ${file.to}`);
     written += 1;
   }
+  out(forge === 'any' ? "The prompts call each run's own forge ({{forge.…}} steps)." : `The prompts call ${forge}'s API (--forge).`);
   out('');
   out(`${written} file(s) written, ${skipped} skipped in ${target}`);
   if (written > 0) {
     out('Commit .claude/commands/ to the repository; baton.yaml configures the baton server.');
   }
   return 0;
+}
+
+/**
+ * Whose API the prompts call: `--forge`, else the one forge configured in the environment (a
+ * baton for GitHub only gets GitHub's prompts), else Gitea, whose prompts baton always wrote.
+ * Null: not a forge.
+ */
+function forgeOf(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): PromptForge | 'any' | null {
+  if (flag !== undefined) {
+    const name = flag.trim().toLowerCase();
+    if (name === 'forgejo') return 'gitea';
+    return name === 'any' || (PROMPT_FORGES as readonly string[]).includes(name) ? (name as PromptForge | 'any') : null;
+  }
+  const configured = PROMPT_FORGES.filter((forge) => env[`${forge.toUpperCase()}_URL`]?.trim());
+  return configured.length === 1 ? configured[0]! : 'gitea';
 }
 
 /**

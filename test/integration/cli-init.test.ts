@@ -92,6 +92,30 @@ describe('baton init', () => {
     expect(fs.existsSync(path.join(dir, '.claude', 'commands', 'analyse.md'))).toBe(true);
   });
 
+  it('writes the prompts for the forge it is told, or the one forge the environment configures', async () => {
+    const analyse = () => fs.readFileSync(path.join(dir, '.claude', 'commands', 'analyse.md'), 'utf8');
+    expect(await runInit([dir, '--forge', 'gitlab'], io())).toBe(0);
+    expect(analyse()).toContain('"$CI_API_V4_URL/projects/${CI_PROJECT_PATH//\\//%2F}/issues/$ARGUMENTS/notes"');
+    expect(analyse()).not.toContain('GITEA');
+    expect(lines).toContain("The prompts call gitlab's API (--forge).");
+
+    expect(await runInit([dir, '--force'], { ...io(), env: { GITHUB_URL: 'https://github.com' } })).toBe(0);
+    expect(analyse()).toContain('"$GITHUB_API_URL/repos/$GITHUB_REPOSITORY/issues/$ARGUMENTS/comments"');
+
+    // Two forges configured: Gitea's prompts, as ever.
+    expect(await runInit([dir, '--force'], { ...io(), env: { GITHUB_URL: 'https://github.com', GITLAB_URL: 'https://gl.example' } })).toBe(
+      0,
+    );
+    expect(analyse()).toContain('$GITEA_URL/api/v1/repos/$GITEA_ORG/$GITEA_REPO');
+
+    // `any`: baton's steps kept, each run fills them for its forge.
+    expect(await runInit([dir, '--force', '--forge', 'any'], io())).toBe(0);
+    expect(analyse()).toContain('{{forge.comment $ARGUMENTS /tmp/analysis.md}}');
+
+    expect(await runInit([dir, '--forge', 'bitbucket'], io())).toBe(2);
+    expect(lines.at(-1)).toBe('ERR baton init: --forge must be one of gitea, github, gitlab, any, got "bitbucket"');
+  });
+
   it('rejects unknown options and a file as target', async () => {
     expect(await runInit(['--frobnicate'], io())).toBe(2);
     expect(lines[0]).toContain('baton init: unknown option --frobnicate\nusage: baton init [dir] [--force]');
