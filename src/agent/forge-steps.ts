@@ -141,6 +141,11 @@ const STEPS: Record<string, Step> = {
         `GitLab numbers merge requests apart from issues: a run started by an approval is on merge request !${n} (read it as a pull request), one started by a label on issue #${n}.`,
     },
   },
+  'pull-head': {
+    args: [],
+    summary: "where a pull request's JSON names its head branch (prose)",
+    render: { gitea: () => '`head.ref`', github: () => '`head.ref`', gitlab: () => '`source_branch`' },
+  },
   'pull-ref': {
     args: ['pull'],
     summary: "the git ref of a pull request's head, for git fetch",

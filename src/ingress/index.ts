@@ -54,4 +54,4 @@ export {
   type InspectorSource,
 } from './inspector.js';
 export { seenInSignedDelivery } from './known-repositories.js';
-export { createSpool, createSpoolDrainer, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';
+export { createSpool, createSpoolDrainer, SpoolLockError, type Spool, type SpoolDrainer, type SpoolHealth } from './spool/index.js';

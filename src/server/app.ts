@@ -13,6 +13,7 @@ import {
   createInboxProcessing,
   createSpool,
   createSpoolDrainer,
+  SpoolLockError,
   pruneProcessedDeliveries,
 } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
@@ -37,7 +38,7 @@ import { createSessionStore, createTokenStore, type SessionStore, type TokenStor
 import type { WorkspaceProvider } from '../workspaces/index.js';
 import { checkFileModes } from './file-modes.js';
 import { announceFirstToken } from './first-token.js';
-import { createLifecycle, type Worker } from './lifecycle.js';
+import { createLifecycle, StartupError, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
 import { createForgeGateway } from './forge-gateway.js';
 import { createOutcomeCheck } from './outcome-check.js';
@@ -405,6 +406,19 @@ export function createApp(config: Config, deps: AppDeps): App {
     logger,
     store,
     dataDir: config.dataDir,
+    async claim() {
+      // The spool's slot, before the database is asked for anything: a delivery that arrives
+      // during the migrations' wait for it goes there. A spool that cannot be locked could be
+      // shared with another process unknowingly: that stops the start.
+      await spool?.open().catch((err: unknown) => {
+        if (!(err instanceof SpoolLockError)) throw err;
+        throw new StartupError(
+          `cannot own a slot of the webhook spool in ${spool.root}: ${err.message}. Put webhooks.spoolDir on a file system with file locks (a local disk, NFSv4, CephFS)`,
+          'ESPOOLLOCK',
+          { cause: err },
+        );
+      });
+    },
     async prepare() {
       // After migrations, so the database files exist; a warning at every start until fixed.
       for (const warning of checkFileModes({ dataDir: config.dataDir, databaseUrl: config.database.url })) logger.warn(warning);

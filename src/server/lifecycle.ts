@@ -32,6 +32,12 @@ export interface LifecycleOptions {
   store: Store;
   /** Made at start (local workspaces and the default SQLite file live there). */
   dataDir: string;
+  /**
+   * After the data directory, before migrations: what this process must own before it takes
+   * anything (the replica's spool slot), so it works while the database is still away. A
+   * `StartupError` it throws stops the start.
+   */
+  claim?(): Promise<void>;
   /** After migrations, before the workers (the first start's admin token). */
   prepare(): Promise<void>;
   /** Started in this order once the database is ready; stopped in the reverse order. */
@@ -120,6 +126,7 @@ export function createLifecycle(options: LifecycleOptions): Lifecycle {
         } catch (err) {
           throw new StartupError(`cannot create the data directory ${options.dataDir}: ${errorMessage(err)}`, codeOf(err), { cause: err });
         }
+        await options.claim?.();
         if (!(await migrate())) return;
         await options.prepare();
         for (const worker of options.workers) {

@@ -204,7 +204,8 @@ export async function createWorld(options: WorldOptions): Promise<World> {
   const servers: Array<ServeHandle | undefined> = [];
   const outputs: string[] = ports.map(() => '');
   const spoolDirs = ports.map((_, i) => options.spoolDir?.(i) ?? path.join(dataDir, `spool-${i}`));
-  // baton.yaml plus the replica's own spool: replicas sharing the data directory must not share it.
+  // baton.yaml plus the replica's own spool directory, as each replica has its own disk in a deployment
+  // (sharing one is safe too: each process owns a slot of it).
   const baseConfig = fs.readFileSync(path.join(root, 'baton.yaml'), 'utf8');
   const configFiles = spoolDirs.map((dir, i) => {
     const file = path.join(root, `baton-${i}.yaml`);

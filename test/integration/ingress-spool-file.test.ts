@@ -11,7 +11,10 @@ afterEach(async () => {
   for (const dir of dirs.splice(0)) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-/** Closed after each test; a test that stands for a kill -9 simply goes on without closing. */
+/**
+ * Closed after each test. A spool closed by a test stands for a process that ended: its files
+ * stay as they are and its slot's lock is free (a real kill -9 is in ingress-spool-owners.test.ts).
+ */
 function createSpool(options: Parameters<typeof create>[0]): Spool {
   const spool = create(options);
   spools.push(spool);
@@ -46,7 +49,7 @@ describe('the delivery spool', () => {
     await Promise.all([1, 2, 3].map((n) => first.append(delivery(n))));
     await first.append(delivery(4));
     expect(first.pending).toBe(4);
-    // No close: a kill -9 leaves the files as they are.
+    await first.close();
     const second = createSpool({ dir });
     await second.open();
     expect(second.pending).toBe(4);
@@ -55,7 +58,9 @@ describe('the delivery spool', () => {
     expect(await second.drain(async (d) => inserted.push(d))).toBe(4);
     expect(inserted).toEqual([1, 2, 3, 4].map(delivery));
     expect(second.pending).toBe(0);
-    expect(fs.readdirSync(dir)).toEqual([]);
+    // The restarted process took its slot back.
+    expect(second.dir).toBe(path.join(dir, 'slot-1'));
+    expect(fs.readdirSync(second.dir)).toEqual(['lock']);
     expect(await createSpool({ dir }).drain(async () => expect.fail('nothing left'))).toBe(0);
   });
 
@@ -75,6 +80,7 @@ describe('the delivery spool', () => {
     // Appends meanwhile go behind what waits.
     await spool.append(delivery(6));
     // A restart now: the progress file says where the inbox's commits ended.
+    await spool.close();
     const restarted = createSpool({ dir });
     await restarted.open();
     expect(restarted.pending).toBe(4);
@@ -88,17 +94,18 @@ describe('the delivery spool', () => {
     const spool = createSpool({ dir });
     await spool.append(delivery(1));
     await spool.append(delivery(2));
-    const [segment] = fs.readdirSync(dir).filter((n) => n.endsWith('.log'));
+    await spool.close();
+    const [segment] = fs.readdirSync(spool.dir).filter((n) => n.endsWith('.log'));
     // Half of a third record, as a power cut during its write would leave (it was never answered).
-    const whole = fs.readFileSync(path.join(dir, segment!));
-    fs.appendFileSync(path.join(dir, segment!), whole.subarray(0, Math.floor(whole.length / 3)));
+    const whole = fs.readFileSync(path.join(spool.dir, segment!));
+    fs.appendFileSync(path.join(spool.dir, segment!), whole.subarray(0, Math.floor(whole.length / 3)));
     const restarted = createSpool({ dir });
     await restarted.open();
     expect(restarted.pending).toBe(2);
     const inserted: NewDelivery[] = [];
     await restarted.drain(async (d) => inserted.push(d));
     expect(inserted).toEqual([delivery(1), delivery(2)]);
-    expect(fs.readdirSync(dir).filter((n) => n.endsWith('.torn'))).toHaveLength(1);
+    expect(fs.readdirSync(restarted.dir).filter((n) => n.endsWith('.torn'))).toHaveLength(1);
   });
 
   it('sets aside a delivery the database refuses for good instead of blocking the rest behind it', async () => {
@@ -114,7 +121,7 @@ describe('the delivery spool', () => {
     });
     expect(inserted).toEqual([1, 3]);
     expect(spool.health().setAside).toBe(1);
-    expect(fs.existsSync(path.join(dir, 'rejected.log'))).toBe(true);
+    expect(fs.existsSync(path.join(spool.dir, 'rejected.log'))).toBe(true);
   });
 
   it('rejects an append it cannot write, and counts refusals for health', async () => {
@@ -122,7 +129,7 @@ describe('the delivery spool', () => {
     const spool = createSpool({ dir });
     await spool.open();
     // The segment it is about to open is /dev/full: ENOSPC, as on a full disk.
-    fs.symlinkSync('/dev/full', path.join(dir, 'spool-000000000001.log'));
+    fs.symlinkSync('/dev/full', path.join(spool.dir, 'spool-000000000001.log'));
     await expect(spool.append(delivery(1))).rejects.toMatchObject({ code: 'ENOSPC' });
     expect(spool.pending).toBe(0);
     spool.refused('spool: ENOSPC');

@@ -14,7 +14,9 @@ export interface SpoolDrainer {
  * Moves the spool into the inbox whenever it holds something: woken by every append while the
  * database answers, polling (with backoff) while it does not. Started first among the workers,
  * so a replica restarted with a spool puts it into the inbox before anything else; meanwhile new
- * deliveries join the spool behind it (the ingress), so the order they arrived in holds.
+ * deliveries join the spool behind it (the ingress), so the order they arrived in holds. Each
+ * pass also takes over the slots of processes on the same spool directory that ended since (a
+ * replica scaled away, a second `serve` killed), whether or not the database answers.
  */
 export function createSpoolDrainer(deps: {
   spool: Spool;
@@ -32,6 +34,7 @@ export function createSpoolDrainer(deps: {
     backoff: DRAIN_BACKOFF,
     step: async () => {
       await spool.open();
+      await spool.adopt();
       if (spool.pending === 0) return;
       const moved = await spool.drain((delivery) => inbox.insert(delivery));
       if (moved > 0) logger.info({ moved, left: spool.pending }, 'spooled deliveries moved into the inbox');

@@ -1,8 +1,11 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { codeOf, errorMessage } from '../../background/index.js';
 import type { NewDelivery } from '../inbox/index.js';
 import { decodeRecords, encodeRecord } from './format.js';
+import { readOwner, tryLock, type HeldLock } from './lock.js';
+import { claimSlot, SLOT, syncDirectory } from './slots.js';
 
 /**
  * The replica's local spool: where a verified delivery goes when the database cannot store it
@@ -16,14 +19,36 @@ import { decodeRecords, encodeRecord } from './format.js';
  * write puts a delivery into the inbox twice, where the inbox's dedup (same body, same delivery
  * id) makes the second copy a `duplicate`: at least once into the inbox, exactly once in effect.
  *
+ * One spool directory (webhooks.spoolDir) serves every process pointed at it: each owns a slot,
+ * `slot-<n>/`, for its whole life, by an exclusive flock on `slot-<n>/lock` (./lock.ts), and only
+ * the owner appends to or drains a slot. A process takes the first slot nobody holds (so a
+ * restarted replica gets its own back, and drains it first) or makes a new one; two `baton serve`
+ * on one data directory, or pods of a Deployment on one shared volume, each get their own. A slot
+ * whose owner died (its lock free again) is taken over by whichever live process locks it first,
+ * at start or on a later pass: its segments are moved, each by one rename, into that process's
+ * own slot, so each is drained by one process, once. Slots are kept (a later process reuses
+ * them), so their number stays that of the processes that ran at once.
+ *
  * What it promises: a delivery answered 2xx survives a crash or kill -9 of baton and a reboot of
  * the machine (the fsync). What it does not: the loss of the replica's disk, or of the replica
  * itself for good, with its spool (use a persistent volume for the data directory).
  */
 export interface Spool {
+  /** The spool directory every process shares (webhooks.spoolDir). */
+  readonly root: string;
+  /** This process's own slot in it once open (`<root>/slot-<n>`); the root before. */
   readonly dir: string;
-  /** Reads what an earlier process left; idempotent. Appends and drains open it themselves. */
+  /**
+   * Takes this process's slot, reads what an earlier owner left in it, and takes over the slots of
+   * processes that ended; idempotent. Appends and drains open it themselves. Rejects with a
+   * `SpoolLockError` when the directory's file system cannot lock (the spool could be shared).
+   */
   open(): Promise<void>;
+  /**
+   * Takes over the slots whose owners ended since (their lock free): their deliveries join this
+   * spool, behind what it holds. Resolves to how many it took.
+   */
+  adopt(): Promise<number>;
   /** Resolves once `delivery` is on disk (fdatasync'ed); rejects when it could not be written (a full disk). */
   append(delivery: NewDelivery): Promise<void>;
   /** Deliveries spooled and not yet in the inbox, appends in flight included. */
@@ -57,11 +82,17 @@ export interface SpoolHealth {
   lastRefusal: { at: number; reason: string } | null;
   /** Spooled deliveries the database refused for good, kept in `rejected.log` for an operator. */
   setAside: number;
+  /** Deliveries this process took over from the slots of processes that ended. */
+  adopted: number;
 }
 
 export interface SpoolOptions {
+  /** The spool directory, shared by every process pointed at it; each owns a slot inside. */
   dir: string;
-  logger?: { error(details: Record<string, unknown>, message: string): void };
+  logger?: {
+    error(details: Record<string, unknown>, message: string): void;
+    info?(details: Record<string, unknown>, message: string): void;
+  };
   now?: () => number;
   /** A segment is sealed once it holds this many bytes. @default 16 MiB */
   segmentBytes?: number;
@@ -80,15 +111,20 @@ interface Segment {
 }
 
 const SEGMENT = /^spool-(\d{12})\.log$/;
+/** A segment and its companions (`.done`, `.torn`): none of their numbers is given out again. */
+const SEGMENT_FILE = /^spool-(\d{12})\.log(\.done|\.torn)?$/;
 const DRAIN_CHUNK = 64;
 /** Data the database refuses for good (SQLSTATE class 22, SQLite's type and size errors): retrying cannot help. */
 const REJECTED_CODES = [/^22[0-9A-Z]{3}$/, /^SQLITE_(TOOBIG|MISMATCH)/];
 
 export function createSpool(options: SpoolOptions): Spool {
-  const { dir } = options;
+  const root = options.dir;
   const now = options.now ?? Date.now;
   const segmentBytes = options.segmentBytes ?? 16 * 1024 * 1024;
   const listeners = new Set<() => void>();
+  /** This process's slot once open; until then nothing is written. */
+  let dir = root;
+  let lock: HeldLock | undefined;
   let segments: Segment[] = [];
   let active: Segment | undefined;
   let nextSeq = 1;
@@ -96,34 +132,152 @@ export function createSpool(options: SpoolOptions): Spool {
   let inFlight = 0;
   let waiting: Array<{ bytes: Buffer; receivedAt: number; resolve: () => void; reject: (err: unknown) => void }> = [];
   let flushScheduled = false;
-  /** Appends and seals, one at a time: a segment is never sealed under a write. */
+  /** Appends, seals and takeovers, one at a time: a segment is never sealed under a write. */
   let writes: Promise<void> = Promise.resolve();
   let draining: Promise<number> | undefined;
-  const health = { lastDrainError: null as string | null, refused: 0, lastRefusal: null as SpoolHealth['lastRefusal'], setAside: 0 };
+  const health = {
+    lastDrainError: null as string | null,
+    refused: 0,
+    lastRefusal: null as SpoolHealth['lastRefusal'],
+    setAside: 0,
+    adopted: 0,
+  };
 
   const pending = () => inFlight + segments.reduce((n, s) => n + s.records, 0);
 
   const open = () =>
     (opened ??= (async () => {
-      await fs.promises.mkdir(dir, { recursive: true, mode: 0o700 });
-      const names = (await fs.promises.readdir(dir)).filter((n) => SEGMENT.test(n)).sort();
-      for (const name of names) {
-        const seq = Number(SEGMENT.exec(name)![1]);
-        nextSeq = Math.max(nextSeq, seq + 1);
-        const file = path.join(dir, name);
-        const buffer = await fs.promises.readFile(file);
-        const done = await readDone(file, buffer.length);
-        const { records } = decodeRecords(buffer, done);
-        segments.push({
-          seq,
-          file,
-          done,
-          size: buffer.length,
-          records: records.length,
-          oldestReceivedAt: records[0]?.delivery.receivedAt ?? null,
-        });
-      }
+      await fs.promises.mkdir(root, { recursive: true, mode: 0o700 });
+      const claimed = await claimSlot(root);
+      dir = claimed.dir;
+      lock = claimed.lock;
+      lock.describe({ pid: process.pid, hostname: os.hostname(), startedAt: new Date(now()).toISOString() });
+      await readOwnSlot();
+      options.logger?.info?.(
+        { dir, pending: pending(), ...(claimed.busy.length ? { others: claimed.busy } : {}) },
+        claimed.busy.length
+          ? 'spool: this process owns its own slot; the others are held by live processes'
+          : 'spool: this process owns its slot',
+      );
+      // Before any append: what a dead process left is drained before what arrives now.
+      await adoptDead();
     })());
+
+  async function readOwnSlot(): Promise<void> {
+    const names = (await fs.promises.readdir(dir)).sort();
+    for (const name of names) {
+      const match = SEGMENT_FILE.exec(name);
+      // No number is given out twice, or a new segment would meet an old one's progress file.
+      if (match) nextSeq = Math.max(nextSeq, Number(match[1]) + 1);
+    }
+    for (const name of names) {
+      if (name.endsWith('.log.done') && !names.includes(name.slice(0, -'.done'.length))) {
+        // The progress of a segment deleted (or moved away) just before a crash.
+        await fs.promises.rm(path.join(dir, name), { force: true });
+        continue;
+      }
+      const match = SEGMENT.exec(name);
+      if (!match) continue;
+      const file = path.join(dir, name);
+      const buffer = await fs.promises.readFile(file);
+      const done = await readDone(file, buffer.length);
+      segments.push(segmentOf(Number(match[1]), file, done, buffer));
+    }
+  }
+
+  function segmentOf(seq: number, file: string, done: number, buffer: Buffer): Segment {
+    const { records } = decodeRecords(buffer, done);
+    return { seq, file, done, size: buffer.length, records: records.length, oldestReceivedAt: records[0]?.delivery.receivedAt ?? null };
+  }
+
+  /**
+   * Moves the segments of every slot whose owner ended (its lock free) into this one: one rename
+   * each, under that slot's lock, so a segment is in one slot at any time and two live processes
+   * never both take it. A crash midway leaves the rest where it was, for the next taker.
+   */
+  async function adoptDead(): Promise<number> {
+    let taken = 0;
+    // Segments directly in the spool directory: written before there were slots (0.1 builds of
+    // the spool). Nobody owns them; each goes, by its rename, to one process.
+    if ((await fs.promises.readdir(root)).some((n) => SEGMENT.test(n))) {
+      try {
+        const moved = await moveSegments(root);
+        health.adopted += moved;
+        if (moved > 0) options.logger?.info?.({ from: root, into: dir, deliveries: moved }, 'spool: took over segments from before slots');
+        taken += moved;
+      } catch (err) {
+        options.logger?.error({ dir: root, err: errorMessage(err) }, 'spool: could not take over segments from before slots');
+      }
+    }
+    for (const name of (await fs.promises.readdir(root)).filter((n) => SLOT.test(n)).sort()) {
+      const other = path.join(root, name);
+      if (other === dir) continue;
+      try {
+        taken += await adoptSlot(other);
+      } catch (err) {
+        // One unreadable slot must not hold up this process's own drain; the next pass tries again.
+        options.logger?.error({ slot: other, err: errorMessage(err) }, 'spool: could not take over a slot');
+      }
+    }
+    return taken;
+  }
+
+  async function adoptSlot(other: string): Promise<number> {
+    // Most slots are a live process's, and empty: no lock to try for those.
+    const files = await fs.promises.readdir(other).catch(() => [] as string[]);
+    if (!files.some((n) => SEGMENT.test(n))) return 0;
+    const lockFile = path.join(other, 'lock');
+    // Read before locking: on NFS closing any other descriptor of a locked file drops the lock.
+    const previous = readOwner(lockFile);
+    const held = tryLock(lockFile);
+    if (!held) return 0;
+    try {
+      // What is taken over goes behind what this process holds, and later appends behind it.
+      if (active) await seal(active);
+      const moved = await moveSegments(other);
+      health.adopted += moved;
+      options.logger?.info?.(
+        { from: other, into: dir, deliveries: moved, ...(previous ? { previousOwner: previous } : {}) },
+        'spool: took over the slot of a process that ended',
+      );
+      return moved;
+    } finally {
+      held.release();
+    }
+  }
+
+  async function moveSegments(other: string): Promise<number> {
+    let deliveries = 0;
+    for (const name of (await fs.promises.readdir(other)).filter((n) => SEGMENT.test(n)).sort()) {
+      const from = path.join(other, name);
+      const buffer = await fs.promises.readFile(from).catch((err: NodeJS.ErrnoException) => {
+        // Taken by another process meanwhile (only where no lock guards the files: before slots).
+        if (err.code === 'ENOENT') return null;
+        throw err;
+      });
+      if (!buffer) continue;
+      const done = await readDone(from, buffer.length);
+      const seq = nextSeq++;
+      const file = path.join(dir, segmentName(seq));
+      // Progress first, under the new name: a crash before the rename leaves it alone (removed at
+      // the next open), one after leaves the segment with its progress.
+      if (done > 0) await fs.promises.writeFile(`${file}.done`, String(done), { mode: 0o600 });
+      try {
+        await fs.promises.rename(from, file);
+      } catch (err) {
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+        await fs.promises.rm(`${file}.done`, { force: true });
+        continue;
+      }
+      await fs.promises.rm(`${from}.done`, { force: true });
+      const segment = segmentOf(seq, file, done, buffer);
+      segments.push(segment);
+      deliveries += segment.records;
+    }
+    await syncDirectory(dir);
+    await syncDirectory(other);
+    return deliveries;
+  }
 
   const chain = (step: () => Promise<void>): Promise<void> => {
     const next = writes.then(step);
@@ -135,7 +289,7 @@ export function createSpool(options: SpoolOptions): Spool {
     if (active && active.size < segmentBytes) return active;
     if (active) await seal(active);
     const seq = nextSeq++;
-    const file = path.join(dir, `spool-${String(seq).padStart(12, '0')}.log`);
+    const file = path.join(dir, segmentName(seq));
     const handle = await fs.promises.open(file, 'a', 0o600);
     // The new file's directory entry must survive a crash too, or its records go with it.
     await syncDirectory(dir);
@@ -245,8 +399,20 @@ export function createSpool(options: SpoolOptions): Spool {
   }
 
   return {
-    dir,
+    root,
+    get dir() {
+      return dir;
+    },
     open,
+    async adopt() {
+      await open();
+      let taken = 0;
+      await chain(async () => {
+        taken = await adoptDead();
+      });
+      if (taken > 0) for (const listener of listeners) listener();
+      return taken;
+    },
     append(delivery) {
       const bytes = encodeRecord(delivery);
       inFlight += 1;
@@ -296,10 +462,17 @@ export function createSpool(options: SpoolOptions): Spool {
       return () => listeners.delete(listener);
     },
     async close() {
+      await opened?.catch(() => {});
       await writes;
       if (active) await seal(active);
+      // The slot is free for the next process (a restart takes it back first).
+      lock?.release();
     },
   };
+}
+
+function segmentName(seq: number): string {
+  return `spool-${String(seq).padStart(12, '0')}.log`;
 }
 
 async function readDone(file: string, size: number): Promise<number> {
@@ -308,14 +481,5 @@ async function readDone(file: string, size: number): Promise<number> {
     return Number.isSafeInteger(done) && done >= 0 && done <= size ? done : 0;
   } catch {
     return 0;
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await fs.promises.open(dir, 'r');
-  try {
-    await handle.sync();
-  } finally {
-    await handle.close();
   }
 }
