@@ -49,8 +49,9 @@ export interface RunAgentOptions {
    */
   agentSecret?: string;
   /**
-   * What the agent's tokens cost (USD per million), for a CLI that reports no cost
-   * (`BATON_AGENT_PRICE`); the completion then carries the computed cost, `costSource: computed`.
+   * What the agent's tokens cost (USD per million, `BATON_AGENT_PRICE`). A CLI that reports no cost
+   * is priced with it (the completion carries the computed cost, `costSource: computed`); a cost
+   * a CLI reports is checked against it, and one far from it is refused for the computed one.
    */
   agentPrice?: ModelPrice;
   /**

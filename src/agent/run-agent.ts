@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { priceUsage, sessionFromFrontMatter, type AgentSession } from '../agents/index.js';
+import { countCost, sessionFromFrontMatter, type AgentSession } from '../agents/index.js';
 import { FAILURE_KIND, MAX_PROMPT_CHARS, RUNNER_ENV, type AgentUsage, type CompletionBody } from '../runner-contract/index.js';
 import { createAgentLog, type AgentLog } from './agent-log.js';
 import { runAgentProcess, type AgentProcessResult } from './agent-process.js';
@@ -190,8 +190,8 @@ async function runStage(run: StageRun): Promise<CompletionBody> {
     streamFile: rawFile,
     canAsk: agent.kind !== FAILURE_KIND.noResult && agent.kind !== FAILURE_KIND.agentNotStarted,
     usage: spent.usage,
-    // A CLI that reports no cost is priced from its tokens, as the completion is (completeBody).
-    costUsd: spent.costUsd ?? (spent.usage && options.agentPrice ? priceUsage(spent.usage, options.agentPrice) : null),
+    // The cost the completion counts (completeBody): priced from the tokens, or the reported one checked.
+    costUsd: countCost(spent.usage, spent.costUsd, options.agentPrice).costUsd,
     startedAt: agentStarted,
   });
   control.throwIfStopped();
@@ -304,18 +304,19 @@ async function runTheAgent(
 }
 
 /**
- * The body's last words: a CLI that reports no cost (Codex, Gemini) is priced from its tokens, so
- * budgets and charts treat every agent alike (the body says which it is); the duration; the
- * summary masked and cut.
+ * The body's last words: the cost it counts (a CLI that reports no cost, Codex or Gemini, priced
+ * from its tokens, so budgets and charts treat every agent alike; a reported one checked against
+ * the price of its tokens, `countCost`), and which it is; the duration; the summary masked and cut.
  */
 function completeBody(body: CompletionBody, options: RunAgentOptions, log: AgentLog, spent: Spent, elapsed: () => number): void {
-  if (body.costUsd !== null) body.costSource = 'reported';
-  else if (body.usage && options.agentPrice) {
-    body.costUsd = priceUsage(body.usage, options.agentPrice);
-    body.costSource = 'computed';
-    spent.costUsd = body.costUsd;
-    log.write(`[baton] cost computed from the tokens at the run's price: $${body.costUsd.toFixed(4)}`);
+  const counted = countCost(body.usage, body.costUsd, options.agentPrice);
+  if (counted.refused) log.write(counted.refused);
+  if (counted.source === 'computed') {
+    body.costUsd = counted.costUsd;
+    spent.costUsd = counted.costUsd;
+    log.write(`[baton] cost computed from the tokens at the run's price: $${counted.costUsd!.toFixed(4)}`);
   }
+  if (counted.source) body.costSource = counted.source;
   body.durationMs = elapsed();
   body.summary = truncate(log.mask(body.summary), 32_000);
   log.write(`[baton] outcome: ${body.status}: ${firstLine(body.summary)}`);

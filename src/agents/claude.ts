@@ -17,7 +17,7 @@ export const claudeAdapter: AgentAdapter = {
   reportsCost: true,
   credential: {
     secret: 'CLAUDE_CODE_OAUTH_TOKEN',
-    serverEnv: 'CLAUDE_CODE_OAUTH_TOKEN',
+    serverEnv: 'CLAUDE_OAUTH_TOKEN',
     doc: 'Claude Code OAuth token (claude setup-token)',
   },
   egressHosts: ['api.anthropic.com', 'statsig.anthropic.com', 'console.anthropic.com'],

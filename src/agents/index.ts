@@ -34,5 +34,14 @@ export {
 export { failureKindFromText } from './common.js';
 export { GEMINI_EXIT } from './gemini.js';
 export { agentsSection, MODEL_NAME, type AgentsConfig, type AgentSettings } from './config-section.js';
-export { DEFAULT_PRICES, findPrice, priceUsage, type ModelPrice, type PriceTable } from './pricing.js';
+export {
+  countCost,
+  DEFAULT_PRICES,
+  findPrice,
+  priceUsage,
+  REPORTED_COST_TOLERANCE,
+  type CountedCost,
+  type ModelPrice,
+  type PriceTable,
+} from './pricing.js';
 export { MAX_ENTRIES, MAX_ENTRY_CHARS, TRANSCRIPT_ENTRY_KIND, transcriptEntries, type TranscriptEntry } from './transcript-entries.js';

@@ -1,9 +1,10 @@
 import type { AgentUsage } from './outcome.js';
 
 /**
- * What a model's tokens cost, in USD per million tokens, for agents whose CLI reports no cost
- * (Codex CLI, Gemini CLI): baton prices their tokens itself, so budgets, the usage API and the
- * charts treat every agent alike. Cached input is priced apart (it costs a tenth or a quarter of
+ * What a model's tokens cost, in USD per million tokens: for agents whose CLI reports no cost
+ * (Codex CLI, Gemini CLI) baton prices their tokens itself, so budgets, the usage API and the
+ * charts treat every agent alike; for those that report one (Claude Code, OpenCode) the price
+ * checks the claim (`countCost`). Cached input is priced apart (it costs a tenth or a quarter of
  * fresh input). The defaults are the vendors' published list prices when this table was written;
  * `agents.prices` in baton.yaml replaces or adds models.
  */
@@ -66,4 +67,43 @@ export function priceUsage(usage: AgentUsage, price: ModelPrice): number {
     usage.outputTokens * perToken(price.output);
   // Cents of a cent are noise; keep the sum stable to the millionth of a dollar.
   return Math.round(cost * 1_000_000) / 1_000_000;
+}
+
+/**
+ * How far a cost the CLI reports may stray from the price of the tokens it reports before baton
+ * counts the price instead: more than `factor` times apart, and by more than `minUsd` (so the
+ * rounding of a cheap run is no disagreement). Long-context and tiered rates stay within 2×.
+ */
+export const REPORTED_COST_TOLERANCE = { factor: 3, minUsd: 0.01 } as const;
+
+/** The cost a run counts, where it came from, and why a reported one was refused. */
+export interface CountedCost {
+  costUsd: number | null;
+  source: 'reported' | 'computed' | null;
+  /** The reported cost's refusal, for the run's log; null when none was refused. */
+  refused: string | null;
+}
+
+/**
+ * The cost of an agent's turn. A CLI that reports none is priced from its tokens (when the table
+ * has a price). A cost it reports is a claim like its tokens (budgets/claims.ts checked its form
+ * as it was read): where the table prices the run's model, a reported cost more than
+ * `REPORTED_COST_TOLERANCE` away from the price of the tokens the same CLI reported is refused
+ * and the price counts instead (an OpenCode that knows no price for a model reports $0, which
+ * would leave budgets blind). Without a price the reported cost stands.
+ */
+export function countCost(usage: AgentUsage | null, reported: number | null, price: ModelPrice | null | undefined): CountedCost {
+  const computed = usage && price ? priceUsage(usage, price) : null;
+  if (reported === null) return { costUsd: computed, source: computed === null ? null : 'computed', refused: null };
+  if (computed === null) return { costUsd: reported, source: 'reported', refused: null };
+  const { factor, minUsd } = REPORTED_COST_TOLERANCE;
+  const apart = Math.abs(reported - computed) > minUsd && (reported * factor < computed || reported > computed * factor);
+  if (!apart) return { costUsd: reported, source: 'reported', refused: null };
+  return {
+    costUsd: computed,
+    source: 'computed',
+    refused:
+      `[baton] refused the reported cost $${reported.toFixed(4)}: the price table prices the tokens the agent reported at ` +
+      `$${computed.toFixed(4)}, more than ${factor} times apart; the computed cost counts`,
+  };
 }

@@ -37,6 +37,7 @@ export function createConfiguredProvider(
         const run = await runs.findByWorkspace(name);
         return run !== null && isLive(run.status);
       },
+      onWarning: (message) => logger.warn(message),
     });
   }
   if (config.local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);
@@ -105,7 +106,8 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
     credential && credential.secret !== 'CLAUDE_CODE_OAUTH_TOKEN' && agentSettings.apiKey
       ? { name: credential.secret, value: agentSettings.apiKey }
       : undefined;
-  const price = adapter.reportsCost ? null : findPrice(config.agents.prices, agent, model);
+  // Priced for every agent: a CLI that reports no cost is priced with it, a reported cost checked against it.
+  const price = findPrice(config.agents.prices, agent, model);
   const resume = resumeOf(run);
   const limits = runLimits(config.limits, stage, config.staleWorkspaceMinutes * 60_000);
   // The token cap counts the whole conversation: a resumed turn gets what the turns before left.

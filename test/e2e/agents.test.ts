@@ -18,8 +18,8 @@ import type { Delivery } from '../../src/ingress/index.js';
  * CLI, OpenCode; each stage's `agent` in baton.yaml, each CLI a fake that parses argv and prints
  * its stream as the real one does, test/fakes/agent/SOURCES.md), in the real sandbox with the real
  * `baton agent`. Each agent's issue ends with its summary, tokens and cost on the issue; each
- * failure kind of each agent ends with its reason; the token cap and the duration limit stop each
- * agent (agents-pipeline.test.ts runs one issue through analyse on one agent and develop on
+ * failure kind of each agent ends with its reason; a transient one is retried; the token cap and
+ * the duration limit stop each agent; OpenCode's reported cost is checked against the price table (agents-pipeline.test.ts runs one issue through analyse on one agent and develop on
  * another). One server, every issue at once (the fakes pick their behaviour per issue from the
  * repository's .fake-*.json).
  */
@@ -101,7 +101,8 @@ const SUCCESS: Record<Agent, { summary: string; tokens: RegExp; cost: string; co
   opencode: {
     summary: 'OpenCode: done with ',
     tokens: /tokens 11,422 in \+ 11,000 cached \/ 275 out/,
-    cost: 'cost $0.02 ·',
+    // Its own steps' costs, which agree with the price table's anthropic/claude-sonnet-4-5.
+    cost: 'cost $0.04 ·',
     costSource: 'reported',
   },
 };
@@ -110,7 +111,7 @@ interface Case {
   agent: Agent;
   name: string;
   mode: string;
-  /** The stage: on-<agent>, or slow-<agent> (a short duration limit). */
+  /** The stage: on-<agent>, slow-<agent> (a short duration limit) or retry-<agent> (two attempts). */
   stage: string;
   number: number;
 }
@@ -123,6 +124,8 @@ for (const agent of AGENTS) {
   for (const [name, failure] of Object.entries(FAILURES)) if (failure.modes[agent]) add(name, failure.modes[agent]);
   add('token cap', 'token-overrun');
   add('duration limit', 'hang', `slow-${agent}`);
+  add('transient', 'rate-limited', `retry-${agent}`);
+  if (agent === 'opencode') add('unpriced', 'unpriced');
 }
 
 describe('baton serve: every agent, first class', () => {
@@ -141,7 +144,9 @@ describe('baton serve: every agent, first class', () => {
       JSON.stringify({ modeByIssue: Object.fromEntries(CASES.filter((c) => agents.includes(c.agent)).map((c) => [c.number, c.mode])) });
     // The stages' prompts, the same for every agent (custom stages have no built-in one).
     const prompts = Object.fromEntries(
-      AGENTS.flatMap((a) => ['on', 'slow'].map((p) => [`.claude/commands/${p}-${a}.md`, `Work on issue #$ARGUMENTS as ${p}-${a}.\n`])),
+      AGENTS.flatMap((a) =>
+        ['on', 'slow', 'retry'].map((p) => [`.claude/commands/${p}-${a}.md`, `Work on issue #$ARGUMENTS as ${p}-${a}.\n`]),
+      ),
     );
     createBareRepo(path.join(repos, 'acme'), 'app', {
       develop: { ...prompts, '.fake-claude.json': modes(['claude']), '.fake-agent.json': modes(['codex', 'gemini', 'opencode']) },
@@ -177,7 +182,9 @@ describe('baton serve: every agent, first class', () => {
         `  gemini: { command: ${JSON.stringify(fake('gemini'))}, model: gemini-2.5-flash }\n` +
         `  opencode: { command: ${JSON.stringify(fake('opencode'))}, model: anthropic/claude-sonnet-4-5 }\n` +
         'pipeline:\n  stages:\n' +
-        AGENTS.map((a) => stage(a, 'on') + stage(a, 'slow', ', maxDurationMinutes: 0.1')).join(''),
+        AGENTS.map((a) => stage(a, 'on') + stage(a, 'slow', ', maxDurationMinutes: 0.1') + stage(a, 'retry', ', agentAttempts: 2')).join(
+          '',
+        ),
     );
 
     gitea = await createFakeGitea();
@@ -304,12 +311,43 @@ describe('baton serve: every agent, first class', () => {
         }, 120_000);
       }
 
+      it('a transient failure is retried: the run goes back to the queue as its next attempt, the issue hears nothing yet', async () => {
+        const c = cases.find((x) => x.name === 'transient')!;
+        const id = await runOf(c);
+        const retrying = await until(
+          () =>
+            store.db.selectFrom('run_events').selectAll().where('run_id', '=', id).where('type', '=', 'run:retrying').executeTakeFirst(),
+          `run ${id} to be retried`,
+        );
+        expect(retrying.data, JSON.stringify(retrying)).toContain('agent_rate_limited');
+        // The next attempt waits for the agent API's backoff (a minute at least): queued, attempt 2.
+        expect(await run(id)).toMatchObject({ status: 'queued', agent_attempt: 2 });
+        expect(gitea.comments('acme', 'app', c.number).filter((x) => /\*\* (finished|failed)/.test(x.body))).toEqual([]);
+      }, 120_000);
+
       it('is stopped by the token cap', async () => {
         const c = cases.find((x) => x.name === 'token cap')!;
         const done = await finished(await runOf(c));
         expect(done, `${done.summary}\n${server.output().slice(-3000)}`).toMatchObject({ status: 'failed', last_error: 'token_cap' });
         expect((await finalComment(c.number, c.stage)).body).toContain(SENTENCES.token_cap);
       }, 120_000);
+
+      if (agent === 'opencode')
+        it('a reported cost far from the price of its tokens is refused: the computed cost counts, and the log says why', async () => {
+          const c = cases.find((x) => x.name === 'unpriced')!;
+          const id = await runOf(c);
+          const done = await finished(id);
+          expect(done, `${done.last_error}: ${done.summary}`).toMatchObject({ status: 'succeeded', cost_source: 'computed' });
+          expect(Number(done.cost_usd)).toBeCloseTo(0.041691, 6);
+          expect((await finalComment(c.number, c.stage)).body).toContain('cost $0.04 (computed from tokens) ·');
+          const refusal = await store.db
+            .selectFrom('run_events')
+            .select('data')
+            .where('run_id', '=', id)
+            .where('data', 'like', '%refused the reported cost $0.0000%')
+            .executeTakeFirst();
+          expect(refusal, 'the refusal in the run log').toBeDefined();
+        }, 120_000);
 
       it('is stopped by the duration limit', async () => {
         const c = cases.find((x) => x.name === 'duration limit')!;

@@ -15,6 +15,13 @@ import { fixtureJson, giteaHeaders, toBody } from './gitea-webhook.js';
 import { until } from './until.js';
 
 export const FAKE_CLAUDE = fileURLToPath(new URL('../fakes/agent/fake-claude.mjs', import.meta.url));
+/** The other first-class agents a conversation suite can run, each with its fake CLI, model and key. */
+export const CONVERSATION_AGENTS = {
+  codex: { fake: 'fake-codex.mjs', model: 'gpt-5-codex', keyEnv: 'BATON_CODEX_API_KEY' },
+  gemini: { fake: 'fake-gemini.mjs', model: 'gemini-2.5-flash', keyEnv: 'BATON_GEMINI_API_KEY' },
+  opencode: { fake: 'fake-opencode.mjs', model: 'anthropic/claude-sonnet-4-5', keyEnv: 'BATON_OPENCODE_API_KEY' },
+} as const;
+export type ConversationAgent = keyof typeof CONVERSATION_AGENTS;
 export const API_TOKEN = 'baton_e2e-conversation-api-token-0123456789';
 export const TERMINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead', 'expired'];
 const SECRET = 'e2e-conversation-secret';
@@ -39,7 +46,9 @@ export interface KeptTurn {
  * Claude Code does, under $HOME/.claude/projects/<encoded cwd>/, and refuses `--resume` of one it
  * cannot find there); a fake Gitea with acme/app (issues 1–`issues`, alice with write access,
  * rita with read); the repository's `.fake-claude.json` on `develop` says how each issue's agent
- * behaves. One slot (QUEUE_CONCURRENCY 1), so a run that waits must hold none.
+ * behaves. One slot (QUEUE_CONCURRENCY 1), so a run that waits must hold none. With `agent`, every
+ * stage runs that agent instead (`agents.default`), its fake CLI (test/fakes/agent/fake-<agent>.mjs,
+ * which keeps its sessions where the real CLI does) reading `.fake-agent.json`, with its own key.
  */
 export interface ConversationServe {
   gitea: FakeGitea;
@@ -69,8 +78,10 @@ export interface ConversationServe {
 
 export async function startConversationServe(options: {
   name: string;
-  /** `.fake-claude.json` of the repository (test/fakes/agent/fake-claude.mjs). */
+  /** `.fake-claude.json` of the repository (test/fakes/agent/fake-claude.mjs), `.fake-agent.json` with `agent`. */
   settings: Record<string, unknown>;
+  /** The agent of every stage; Claude Code when absent. */
+  agent?: ConversationAgent;
   issues: number;
   env?: Record<string, string>;
 }): Promise<ConversationServe> {
@@ -79,7 +90,8 @@ export async function startConversationServe(options: {
   fs.chmodSync(root, 0o711);
   const repos = path.join(root, 'repos');
   fs.mkdirSync(path.join(repos, 'acme'), { recursive: true });
-  createBareRepo(path.join(repos, 'acme'), 'app', { develop: { '.fake-claude.json': JSON.stringify(options.settings) } });
+  const settingsFile = options.agent ? '.fake-agent.json' : '.fake-claude.json';
+  createBareRepo(path.join(repos, 'acme'), 'app', { develop: { [settingsFile]: JSON.stringify(options.settings) } });
   const home = path.join(root, 'home');
   fs.mkdirSync(home);
   const gitConfig = path.join(home, '.gitconfig');
@@ -98,9 +110,14 @@ export async function startConversationServe(options: {
       '',
     ].join('\n'),
   );
+  const other = options.agent ? CONVERSATION_AGENTS[options.agent] : null;
+  const agents = other
+    ? `agents:\n  default: ${options.agent}\n  ${options.agent}: { command: ${JSON.stringify([process.execPath, path.join(path.dirname(FAKE_CLAUDE), other.fake)])}, model: ${other.model} }\n`
+    : '';
   fs.writeFileSync(
     path.join(root, 'baton.yaml'),
-    `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+    `local:\n  readOnlyPaths: [${JSON.stringify(repos)}, ${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
+      agents,
   );
 
   const gitea = await createFakeGitea();
@@ -127,7 +144,9 @@ export async function startConversationServe(options: {
     DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
     BATON_DATA_DIR: dataDir,
     QUEUE_CONCURRENCY: '1',
-    BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
+    ...(other
+      ? { [other.keyEnv]: `e2e-conversation-${options.agent}-key` }
+      : { BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]) }),
     ...options.env,
   };
   let server = await startServe(env, root, BATON_BIN, port);

@@ -69,7 +69,8 @@ const expected: Record<Agent, { summary: string; usage: object; costUsd: number 
   opencode: {
     summary: 'OpenCode: done with Implement issue #42 on the develop branch.',
     usage: { inputTokens: 11_422, outputTokens: 275, cacheReadInputTokens: 11_000, cacheCreationInputTokens: 0 },
-    costUsd: 0.0165,
+    // Its steps' costs: the tokens at anthropic/claude-sonnet-4-5's list price, as OpenCode computes them.
+    costUsd: 0.041691,
     credentials: { ANTHROPIC_API_KEY: SECRET.opencode },
   },
 };
@@ -130,11 +131,27 @@ describe('cost for every agent', () => {
     expect(body).toMatchObject({ status: 'succeeded', costSource: 'computed' });
     expect(body.costUsd).toBeCloseTo((315 * 1.25 + 24_448 * 0.125 + 1_220 * 10) / 1e6, 6);
   });
-  it('keeps the cost a CLI reports, and says so', async () => {
-    expect(await runAgent(optionsFor('opencode', 'success', { agentPrice: { input: 100, output: 100 } }))).toMatchObject({
-      costSource: 'reported',
-      costUsd: expect.closeTo(0.0165, 6),
-    });
+  it('keeps the cost a CLI reports when the price table agrees with it, and says so', async () => {
+    const sonnet = { input: 3, cachedInput: 0.3, output: 15, cacheWrite: 3.75 };
+    const outcome = await runAgent(optionsFor('opencode', 'success', { agentPrice: sonnet }));
+    expect(outcome).toMatchObject({ costSource: 'reported', costUsd: expect.closeTo(0.041691, 6) });
+    expect(fs.readFileSync(outcome.logFile!, 'utf8')).not.toContain('refused the reported cost');
+  });
+  it('refuses a reported cost far from the price of its tokens, counting the computed one, and says so in the log', async () => {
+    // $0 where the table prices the tokens at $0.04: OpenCode knew no price for the model.
+    const sonnet = { input: 3, cachedInput: 0.3, output: 15, cacheWrite: 3.75 };
+    const unpriced = await runAgent(optionsFor('opencode', 'unpriced', { agentPrice: sonnet }));
+    expect(unpriced).toMatchObject({ status: 'succeeded', costSource: 'computed', costUsd: expect.closeTo(0.041691, 6) });
+    expect(fs.readFileSync(unpriced.logFile!, 'utf8')).toContain(
+      '[baton] refused the reported cost $0.0000: the price table prices the tokens the agent reported at $0.0417, more than 3 times apart; the computed cost counts',
+    );
+    expect(await fixture.receiver.accepted()).toMatchObject({ costSource: 'computed', costUsd: expect.closeTo(0.041691, 6) });
+    // Far above the price (a table that prices the model 30 times lower) is refused too.
+    const cheap = await runAgent(optionsFor('opencode', 'success', { agentPrice: { input: 0.1, cachedInput: 0.01, output: 0.5 } }));
+    expect(cheap).toMatchObject({ costSource: 'computed', costUsd: expect.closeTo((11_422 * 0.1 + 11_000 * 0.01 + 275 * 0.5) / 1e6, 6) });
+  });
+  it('keeps a reported cost the table has no price for', async () => {
+    expect(await runAgent(optionsFor('opencode', 'unpriced'))).toMatchObject({ costSource: 'reported', costUsd: 0 });
   });
 });
 

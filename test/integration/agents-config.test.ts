@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/config-schema/index.js';
 import { loadConfig } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
+import { AGENT_ADAPTERS } from '../../src/agents/index.js';
 
 /** `agents:` and a stage's `agent`/`model`, through the one configuration pass and into a run's workspace. */
 const dirs: string[] = [];
@@ -71,6 +72,25 @@ describe('choosing the agent per stage', () => {
     const review = buildWorkspaceSpec(config, run('review-code'), 'ws', 'cb');
     expect(review.agent).toBeUndefined();
     expect(review.agentSecret).toBeUndefined();
+    // Claude Code without a model: no price to check its reported cost against.
+    expect(review.agentPrice).toBeUndefined();
+  });
+
+  it('hands an agent that reports its cost the price of its model too, to check the claim against', () => {
+    const { config } = loadConfig(
+      setup('agents:\n  opencode: { model: anthropic/claude-sonnet-4-5 }\npipeline:\n  stages:\n    analyse: { agent: opencode }\n', [
+        'opencode',
+      ]),
+      os.tmpdir(),
+    );
+    const run = { id: 7, stage: 'analyse', owner: 'acme', repo: 'app', number: 3, payload: {}, agentAttempt: 1 } as unknown as Parameters<
+      typeof buildWorkspaceSpec
+    >[1];
+    expect(buildWorkspaceSpec(config, run, 'ws', 'cb')).toMatchObject({
+      agent: 'opencode',
+      agentModel: 'anthropic/claude-sonnet-4-5',
+      agentPrice: { input: 3, cachedInput: 0.3, output: 15, cacheWrite: 3.75 },
+    });
   });
 
   it("resumes each agent's own form of session id (OpenCode's ses_…), and never one shaped like an option", () => {
@@ -94,5 +114,54 @@ describe('choosing the agent per stage', () => {
       expect(resumed(id)).toEqual({ sessionId: id, reply: 'Use PostgreSQL.', by: 'alice' });
     }
     for (const id of ['--dangerously-skip-permissions', 'a b', '../x', '']) expect(resumed(id)).toBeUndefined();
+  });
+});
+
+describe('what README and docs/pipeline.md tell operators about each agent', () => {
+  const repoFile = (name: string) => fs.readFileSync(new URL(`../../${name}`, import.meta.url), 'utf8');
+  /** The table row of `agent` in a document (`| \`codex\` | …`). */
+  const row = (doc: string, agent: string) => doc.split('\n').find((l) => l.startsWith(`| \`${agent}\` |`)) ?? '';
+
+  it('names the package, the variable baton reads and the variables the run gets, as the code has them', () => {
+    for (const doc of [repoFile('README.md'), repoFile('docs/pipeline.md')]) {
+      for (const adapter of Object.values(AGENT_ADAPTERS).filter((a) => a.credential)) {
+        const line = row(doc, adapter.name);
+        expect(line, `${adapter.name} in the table`).toContain(adapter.npmPackage!);
+        expect(line).toContain(adapter.credential!.serverEnv);
+        const session = {
+          allowedTools: null,
+          model: adapter.name === 'opencode' ? 'anthropic/claude-sonnet-4-5' : null,
+          skipPermissions: true,
+        };
+        for (const variable of Object.keys(adapter.credentialEnv('k', session)))
+          expect(line, `${adapter.name}: ${variable}`).toContain(variable);
+      }
+    }
+  });
+
+  it('reads each key from the variable the docs name, from its _FILE, and from agents.<agent>.apiKeyFile', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-agents-keys-'));
+    dirs.push(dir);
+    const file = path.join(dir, 'key');
+    fs.writeFileSync(file, 'from-a-file\n');
+    const base = setup(
+      'pipeline:\n  stages:\n    analyse: { agent: codex }\n    develop: { agent: gemini }\n    review-code: { agent: opencode }\n',
+      ['codex', 'gemini', 'opencode'],
+    );
+    const { config } = loadConfig(
+      {
+        ...base,
+        BATON_CODEX_API_KEY: 'codex-key',
+        BATON_GEMINI_API_KEY_FILE: file,
+        BATON_OPENCODE_API_KEY: 'opencode-key',
+        CLAUDE_OAUTH_TOKEN: 'claude-token',
+      },
+      os.tmpdir(),
+    );
+    expect(config.agents.settings.codex.apiKey).toBe('codex-key');
+    expect(config.agents.settings.gemini.apiKey).toBe('from-a-file');
+    expect(config.agents.settings.opencode.apiKey).toBe('opencode-key');
+    fs.writeFileSync(base.BATON_CONFIG, `agents:\n  codex: { apiKeyFile: ${JSON.stringify(file)} }\n`);
+    expect(loadConfig(base, os.tmpdir()).config.agents.settings.codex.apiKey).toBe('from-a-file');
   });
 });

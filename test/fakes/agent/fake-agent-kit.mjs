@@ -1,6 +1,7 @@
 // What the fake agent CLIs (fake-codex.mjs, fake-gemini.mjs, fake-opencode.mjs) share: the
 // record a test reads back, stdin, JSONL output and waiting to be killed. Each fake parses its
 // argv the way its real CLI does (see SOURCES.md); this file knows nothing of any CLI.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 
@@ -67,3 +68,23 @@ export function hang() {
   setInterval(() => {}, 1_000);
   return new Promise(() => {});
 }
+
+/** The question of mode `ask`: `.fake-agent.json`'s `question`, else a default. */
+export const question = () => settings().question ?? 'Which database should the service use?';
+
+/**
+ * What the model's shell tool does in mode `ask`: runs `baton ask "<text>"` (found on PATH, where
+ * the runner puts it); whether it was taken, and what it printed.
+ */
+export function askBaton(text) {
+  const run = spawnSync('baton', ['ask', text], { encoding: 'utf8' });
+  const output = `${run.stdout ?? ''}${run.stderr ?? ''}${run.error ? String(run.error) : ''}`.trim();
+  return { ok: run.status === 0, output, command: `baton ask ${JSON.stringify(text)}` };
+}
+
+/** The reply in a resumed turn's prompt (`Reply from @who to your question:\n\n<reply>`): its last line. */
+export const replyOf = (prompt) =>
+  prompt
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .at(-1) ?? '';

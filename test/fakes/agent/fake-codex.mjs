@@ -13,13 +13,15 @@
 // FAKE_AGENT_MODE: success (default) | auth | rate-limited | unreachable | server-error | crash |
 // hang | token-overrun (one turn reporting FAKE_AGENT_TOKENS tokens, default 5,000,000) | develop (does
 // what a develop run must: commits on feature/issue-<ISSUE_NUMBER>-codex, pushes it and opens a pull
-// request through GITEA_URL with GITEA_TOKEN, as the model's shell commands would, with git and curl).
+// request through GITEA_URL with GITEA_TOKEN, as the model's shell commands would, with git and curl) |
+// ask (a conversation: a new thread runs `baton ask "<question>"` as a command and ends its turn; a
+// resumed one answers from the reply, saying how many rollout lines it found of its thread).
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { emit, fail, hang, mode, readStdin, record, sleep } from './fake-agent-kit.mjs';
+import { askBaton, emit, fail, hang, mode, question, readStdin, record, replyOf, sleep } from './fake-agent-kit.mjs';
 
 // `codex exec --help` and `codex exec resume --help` of 0.171.0: each subcommand has its own
 // options (resume has no --sandbox, --color, --cd, --profile, --oss, --add-dir); exec's options go
@@ -164,10 +166,40 @@ if (prompt === undefined || prompt === '-') {
 if (!options.json) fail('fake-codex: only --json output is emulated', 2);
 record({ agent: 'codex', prompt, promptSource, options, resume, model: options.model ?? 'gpt-5-codex' });
 
-const thread = openThread(resume, prompt);
+const { id: thread, restored } = openThread(resume, prompt);
 emit({ type: 'thread.started', thread_id: thread });
 emit({ type: 'turn.started' });
 const m = mode();
+const turnUsage = { input_tokens: 2_000, cached_input_tokens: 1_000, output_tokens: 100, reasoning_output_tokens: 0 };
+if (m === 'ask' && resume === null) {
+  const asked = askBaton(question());
+  emit({
+    type: 'item.completed',
+    item: {
+      id: 'item_0',
+      type: 'command_execution',
+      command: asked.command,
+      aggregated_output: asked.output,
+      exit_code: asked.ok ? 0 : 1,
+      status: 'completed',
+    },
+  });
+  emit({ type: 'item.completed', item: { id: 'item_1', type: 'agent_message', text: `I asked: ${question()}` } });
+  emit({ type: 'turn.completed', usage: turnUsage });
+  process.exit(asked.ok ? 0 : 1);
+}
+if (m === 'ask') {
+  emit({
+    type: 'item.completed',
+    item: {
+      id: 'item_0',
+      type: 'agent_message',
+      text: `Answered in thread ${thread} (${restored} rollout lines restored): ${replyOf(prompt)}`,
+    },
+  });
+  emit({ type: 'turn.completed', usage: turnUsage });
+  process.exit(0);
+}
 const reconnect = (n, why) => emit({ type: 'error', message: `Reconnecting... ${n}/5 (${why})` });
 if (m === 'auth') {
   emit({
@@ -259,8 +291,9 @@ function openThread(resumeId, text) {
   if (resumeId !== null) {
     const found = findRollout(sessions, resumeId);
     if (!found) fail(`Error: thread/resume: thread/resume failed: no rollout found for thread id ${resumeId} (code -32600)`, 1);
+    const restored = fs.readFileSync(found, 'utf8').split('\n').filter(Boolean).length;
     fs.appendFileSync(found, userMessage);
-    return resumeId;
+    return { id: resumeId, restored };
   }
   const id = randomUUID();
   const now = new Date();
@@ -273,7 +306,7 @@ function openThread(resumeId, text) {
     line('session_meta', { session_id: id, id, cwd: process.cwd(), originator: 'codex_exec', cli_version: '0.171.0', source: 'exec' }) +
       userMessage,
   );
-  return id;
+  return { id, restored: 0 };
 }
 
 function findRollout(dir, id) {

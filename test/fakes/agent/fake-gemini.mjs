@@ -11,12 +11,14 @@
 //
 // FAKE_AGENT_MODE: success (default) | auth (as without a key) | rate-limited | server-error | unreachable |
 // turn-limit | bad-input |
-// crash | hang | token-overrun (a result reporting FAKE_AGENT_TOKENS tokens, default 5,000,000).
+// crash | hang | token-overrun (a result reporting FAKE_AGENT_TOKENS tokens, default 5,000,000) |
+// ask (a conversation: a new session runs `baton ask "<question>"` through its shell tool and ends
+// its turn; a resumed one answers from the reply, saying how many messages it found of its session).
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { emit, fail, hang, mode, readStdin, record } from './fake-agent-kit.mjs';
+import { askBaton, emit, fail, hang, mode, question, readStdin, record, replyOf } from './fake-agent-kit.mjs';
 
 const CHOICES = { 'output-format': ['text', 'json', 'stream-json'], 'approval-mode': ['default', 'auto_edit', 'yolo', 'plan'] };
 // `gemini --help` of 0.61.0 (yargs, strict): booleans, strings (nargs 1) and arrays.
@@ -133,7 +135,7 @@ if (m === 'bad-input' || (prompt.startsWith('/') && !prompt.startsWith('//') && 
 }
 
 const now = () => new Date().toISOString();
-const session = openSession(options.resume ?? null, prompt);
+const { id: session, restored } = openSession(options.resume ?? null, prompt);
 const model = options.model ?? 'auto';
 emit({ type: 'init', timestamp: now(), session_id: session, model });
 emit({ type: 'message', timestamp: now(), role: 'user', content: prompt });
@@ -158,6 +160,32 @@ if (m === 'rate-limited')
 // fetch failed sending request` on stderr); what it prints once the retries are spent is approximated.
 if (m === 'unreachable') apiError('exception TypeError: fetch failed sending request');
 if (m === 'server-error') apiError('[API Error: The model is overloaded. Please try again later. (Status: 503 UNAVAILABLE)]');
+if (m === 'ask' && options.resume === undefined) {
+  const asked = askBaton(question());
+  emit({
+    type: 'tool_use',
+    timestamp: now(),
+    tool_name: 'run_shell_command',
+    tool_id: 'run_shell_command-1',
+    parameters: { command: asked.command },
+  });
+  emit({
+    type: 'tool_result',
+    timestamp: now(),
+    tool_id: 'run_shell_command-1',
+    status: asked.ok ? 'success' : 'error',
+    output: asked.output,
+  });
+  emit({ type: 'message', timestamp: now(), role: 'assistant', content: `I asked: ${question()}`, delta: true });
+  emit({ type: 'result', timestamp: now(), status: 'success', stats: stats(3_000, 1_000, 120) });
+  process.exit(asked.ok ? 0 : 1);
+}
+if (m === 'ask') {
+  const text = `Answered in session ${session} (${restored} messages restored): ${replyOf(prompt)}`;
+  emit({ type: 'message', timestamp: now(), role: 'assistant', content: text, delta: true });
+  emit({ type: 'result', timestamp: now(), status: 'success', stats: stats(3_000, 1_000, 120) });
+  process.exit(0);
+}
 emit({ type: 'message', timestamp: now(), role: 'assistant', content: 'Let me look', delta: true });
 emit({ type: 'tool_use', timestamp: now(), tool_name: 'list_directory', tool_id: 'list_directory-1', parameters: { dir_path: '.' } });
 emit({ type: 'tool_result', timestamp: now(), tool_id: 'list_directory-1', status: 'success', output: 'Listed 1 item(s).' });
@@ -233,8 +261,9 @@ function openSession(resumeId, text) {
         42,
       );
     }
+    const restored = fs.readFileSync(path.join(chats, found), 'utf8').split('\n').filter(Boolean).length - 1;
     fs.appendFileSync(path.join(chats, found), message);
-    return resumeId;
+    return { id: resumeId, restored };
   }
   const id = randomUUID();
   fs.mkdirSync(chats, { recursive: true });
@@ -247,5 +276,5 @@ function openSession(resumeId, text) {
     kind: 'main',
   };
   fs.writeFileSync(path.join(chats, `session-${stamp}-${id.slice(0, 8)}.jsonl`), `${JSON.stringify(meta)}\n${message}`);
-  return id;
+  return { id, restored: 0 };
 }

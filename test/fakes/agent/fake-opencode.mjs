@@ -10,12 +10,19 @@
 //   --session=<unknown id>  stderr `Error: Session not found`, exit 1
 //
 // FAKE_AGENT_MODE: success (default) | auth | rate-limited | server-error | unreachable | crash | hang |
-// token-overrun (steps of FAKE_AGENT_TOKENS tokens, default 200,000, every 20 ms until killed).
+// token-overrun (steps of FAKE_AGENT_TOKENS tokens, default 200,000, every 20 ms until killed) |
+// unpriced (the success's steps, each reporting cost 0, as for a model OpenCode knows no price of) |
+// ask (a conversation: a new session runs `baton ask "<question>"` with its bash tool and ends its
+// turn; a resumed one answers from the reply, saying how many messages it found of its session).
+//
+// A step's cost is what OpenCode computes (Session.getUsage: the tokens at the model's `cost` per
+// million from models.dev or the provider's config, 0 without one): the success's steps are priced
+// at anthropic/claude-sonnet-4-5's list price (3 in, 0.3 cache read, 15 out).
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { emit, fail, hang, mode, readStdin, record, sleep } from './fake-agent-kit.mjs';
+import { askBaton, emit, fail, hang, mode, question, readStdin, record, replyOf, sleep } from './fake-agent-kit.mjs';
 
 // `opencode run --help` of 1.18.33 (yargs, strict, with the global --print-logs, --log-level, --pure).
 const FLAGS = new Map([
@@ -113,7 +120,7 @@ record({
   model: options.model ?? 'opencode/big-pickle',
 });
 
-const sessionID = openSession(options.session || null, message);
+const { id: sessionID, restored } = openSession(options.session || null, message);
 const messageID = 'msg_2349b1f66001Q5fh0PMOJk9A7w';
 let n = 0;
 const part = (type, fields) => ({ id: `prt_${String(++n).padStart(4, '0')}`, sessionID, messageID, type, ...fields });
@@ -146,6 +153,31 @@ const step = (input, output, cost, read = 0) => {
       }),
     });
 };
+if (m === 'ask') {
+  const finish = step(2_000, 100, 0.0075, 1_000);
+  if (!options.session) {
+    const asked = askBaton(question());
+    out('tool_use', {
+      part: part('tool', {
+        callID: 'toolu_ask',
+        tool: 'bash',
+        state: {
+          status: asked.ok ? 'completed' : 'error',
+          input: { command: asked.command },
+          ...(asked.ok ? { output: asked.output, title: asked.command } : { error: asked.output }),
+          metadata: {},
+          time: { start: 1, end: 2 },
+        },
+      }),
+    });
+  }
+  const said = options.session
+    ? `Answered in session ${sessionID} (${restored} messages restored): ${replyOf(message)}`
+    : `I asked: ${question()}`;
+  out('text', { part: part('text', { text: said, time: { start: Date.now(), end: Date.now() } }) });
+  finish();
+  process.exit(0);
+}
 if (m === 'token-overrun') {
   const big = Number(process.env.FAKE_AGENT_TOKENS ?? 200_000);
   for (;;) {
@@ -153,7 +185,9 @@ if (m === 'token-overrun') {
     await sleep(20);
   }
 }
-const finish1 = step(11_020, 180, 0.0123, 0);
+// 11,020 × 3 + 180 × 15 per million; then 402 × 3 + 11,000 × 0.3 + 95 × 15.
+const priced = (usd) => (m === 'unpriced' ? 0 : usd);
+const finish1 = step(11_020, 180, priced(0.03576), 0);
 out('tool_use', {
   part: part('tool', {
     callID: 'toolu_01',
@@ -164,7 +198,7 @@ out('tool_use', {
 finish1();
 if (m === 'crash') process.exit(1);
 if (m === 'hang') await hang();
-const finish2 = step(402, 95, 0.0042, 11_000);
+const finish2 = step(402, 95, priced(0.005931), 11_000);
 out('text', {
   part: part('text', { text: `OpenCode: done with ${message.split('\n')[0].slice(0, 60)}`, time: { start: Date.now(), end: Date.now() } }),
 });
@@ -184,13 +218,14 @@ function openSession(resumeId, text) {
     const file = path.join(dir, `${path.basename(resumeId)}.json`);
     if (!fs.existsSync(file)) fail('Error: Session not found', 1);
     const session = JSON.parse(fs.readFileSync(file, 'utf8'));
+    const restored = session.messages.length;
     session.messages.push(text);
     fs.writeFileSync(file, JSON.stringify(session));
-    return resumeId;
+    return { id: resumeId, restored };
   }
   // `ses_` and 26 more characters, as the real ids (ses_dc7e560a9ffe4E4s4yOmq45Ega).
   const id = `ses_${randomBytes(13).toString('hex')}`;
   fs.mkdirSync(dir, { recursive: true });
   fs.writeFileSync(path.join(dir, `${id}.json`), JSON.stringify({ id, directory: process.cwd(), messages: [text] }));
-  return id;
+  return { id, restored: 0 };
 }
