@@ -216,8 +216,8 @@ export interface ForgeClient {
   listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
   /**
    * Plain comments on every issue and pull request of the repository whose `updatedAt` is at or
-   * after `since` (the forge's clock), oldest created first, every page. Absent on a forge whose
-   * client cannot list them: catch-up then rebuilds no comments there.
+   * after `since` (the forge's clock), oldest created first, every page. Absent on a forge that has
+   * no such list (GitLab): catch-up then reads the comments of each item updated since.
    */
   listCommentsUpdatedSince?(owner: string, repo: string, since: string): Promise<ForgeRepoComment[]>;
   /**

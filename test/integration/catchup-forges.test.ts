@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/config-schema/index.js';
 import type { Run } from '../../src/runs/index.js';
@@ -34,6 +35,8 @@ interface World {
   /** A pull (merge) request by the dev bot; its head sha. */
   openPull(title: string, head: string): { number: number; sha: string };
   approve(number: number, reviewer: string): void;
+  /** A push to the pull (merge) request's branch (no webhook); its new head. */
+  push(number: number): string;
   /** GitHub: a review requesting changes; GitLab: an approval taken back (its webhook's `unapproval`, a rejection to baton). */
   reject(number: number, reviewer: string, body: string): void;
   webhooks: {
@@ -79,6 +82,13 @@ async function gitHubWorld(now: () => Date): Promise<World> {
     openPull(title, head) {
       const number = github.addPullRequest('acme', 'app', { title, author: 'claude-dev', head, base: 'main' });
       return { number, sha: github.issue('acme', 'app', number)!.pull!.sha };
+    },
+    push(number) {
+      // What a push does to the pull request GitHub lists: its head and updated_at.
+      const pull = github.issue('acme', 'app', number)!;
+      pull.pull!.sha = randomBytes(20).toString('hex');
+      pull.updatedAt = github.state.timestamp();
+      return pull.pull!.sha;
     },
     approve: (number, reviewer) => void github.addReview('acme', 'app', number, reviewer, 'APPROVED'),
     reject: (number, reviewer, body) => void github.addReview('acme', 'app', number, reviewer, 'CHANGES_REQUESTED', body),
@@ -157,6 +167,7 @@ async function gitLabWorld(now: () => Date): Promise<World> {
       const number = gitlab.addMergeRequest('acme', 'app', { title, author: 'claude-dev', source: head, target: 'main' });
       return { number, sha: item(number, true).mr!.sha };
     },
+    push: (number) => gitlab.pushToMergeRequest('acme', 'app', number),
     approve: (number, reviewer) => gitlab.approve('acme', 'app', number, reviewer),
     reject: (number, reviewer) => gitlab.unapprove('acme', 'app', number, reviewer),
     webhooks: {
@@ -288,8 +299,9 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect((await deliver(first, world.webhooks.edited(known, 'alice'))).outcome).not.toBe('invalid');
       await stopBaton();
       skew = 0;
+      const startedAt = Date.now();
       const second = await startBaton();
-      await passAfter(second, 0);
+      await passAfter(second, startedAt);
       await stopBaton();
     }
 
@@ -388,12 +400,15 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect(await runsOf(baton, 'test')).toHaveLength(1);
     });
 
-    it('an opening, a comment and a review whose webhooks arrived: the catch-up pass after them rebuilds none', async () => {
+    it('an opening, a comment and a review whose webhooks arrived, then a push: the catch-up pass after them rebuilds none', async () => {
       const pull = world.openPull('Autosave', 'autosave');
       if (world.forge === 'gitlab') world.approve(pull.number, 'bob');
       await knownThenStopped();
+      // This start's own pass done before anything happens: else it may read the comment before
+      // its webhook arrives (and its copy is then the duplicate).
+      const startedAt = Date.now();
       let baton = await startBaton();
-      await passAfter(baton, 0);
+      await passAfter(baton, startedAt);
       const issue = world.openIssue('Autosave', 'alice');
       expect((await deliver(baton, world.webhooks.opened(issue, 'alice'))).outcome).toBe('started');
       const comment = world.comment(known, 'bob', 'Any news?');
@@ -402,6 +417,8 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect((await deliver(baton, world.webhooks.review(pull.number, 'bob', 'rejected', 'Please add a test.', pull.sha))).outcome).toBe(
         'started',
       );
+      // The review was of the head before this push, as its webhook said: still one fact.
+      world.push(pull.number);
       await stopBaton();
 
       const restartedAt = Date.now();
