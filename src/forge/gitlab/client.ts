@@ -171,8 +171,9 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       const path = `${itemPath(owner, repo, home.number, home.kind)}/notes/${commentId}`;
       return toComment(await http.required<GitLabNote>('PUT', path, { body }), itemUrl(owner, repo, home.number, home.kind));
     },
-    async addCommentReaction(owner, repo, commentId, content) {
-      const home = homeOf(commentId);
+    async addCommentReaction(owner, repo, commentId, content, on) {
+      // A note from a webhook was never listed by this client: its issue or merge request comes with it.
+      const home = on ? { number: on.number, kind: on.kind ?? 'issue' } : homeOf(commentId);
       const name = EMOJI[content] ?? content;
       try {
         await http.exchange('POST', `${itemPath(owner, repo, home.number, home.kind)}/notes/${commentId}/award_emoji`, { name });

@@ -60,6 +60,8 @@ export interface FakeGitLab {
   labelItem(namespace: string, path: string, iid: number, label: string, actor: string, kind?: 'issue' | 'pull'): void;
   item(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): ItemRecord | undefined;
   notes(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): { id: number; author: string; body: string }[];
+  /** The award emoji on a note (`POST …/notes/:note_id/award_emoji`), oldest first. */
+  awards(namespace: string, path: string, iid: number, noteId: number, kind?: 'issue' | 'pull'): { user: string; name: string }[];
   hooks(namespace: string, path: string): HookRecord[];
   /**
    * Delivers `body` to every hook of the project subscribed to `flag` (`issues_events`, …) as
@@ -276,6 +278,10 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     notes(namespace, path, iid, kind = 'issue') {
       return itemOf(namespace, path, iid, kind).notes.map((n) => ({ id: n.id, author: n.author, body: n.body }));
+    },
+    awards(namespace, path, iid, noteId, kind = 'issue') {
+      const note = itemOf(namespace, path, iid, kind).notes.find((n) => n.id === noteId);
+      return (note?.awards ?? []).map((a) => ({ user: a.user, name: a.name }));
     },
     hooks(namespace, path) {
       return projectOf(namespace, path).hooks;
