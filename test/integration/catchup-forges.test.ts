@@ -35,6 +35,9 @@ interface World {
   /** A pull (merge) request by the dev bot; its head sha. */
   openPull(title: string, head: string): { number: number; sha: string };
   approve(number: number, reviewer: string): void;
+  /** The reactions (GitLab: award emoji) on a comment, and the comments of an issue. */
+  reactions(number: number, commentId: number): string[];
+  comments(number: number): { author: string; body: string }[];
   /** A push to the pull (merge) request's branch (no webhook); its new head. */
   push(number: number): string;
   /** GitHub: a review requesting changes; GitLab: an approval taken back (its webhook's `unapproval`, a rejection to baton). */
@@ -83,6 +86,8 @@ async function gitHubWorld(now: () => Date): Promise<World> {
       const number = github.addPullRequest('acme', 'app', { title, author: 'claude-dev', head, base: 'main' });
       return { number, sha: github.issue('acme', 'app', number)!.pull!.sha };
     },
+    reactions: (_number, commentId) => github.reactions('acme', 'app', commentId).map((r) => `${r.user}:${r.content}`),
+    comments: (number) => github.comments('acme', 'app', number),
     push(number) {
       // What a push does to the pull request GitHub lists: its head and updated_at.
       const pull = github.issue('acme', 'app', number)!;
@@ -167,6 +172,8 @@ async function gitLabWorld(now: () => Date): Promise<World> {
       const number = gitlab.addMergeRequest('acme', 'app', { title, author: 'claude-dev', source: head, target: 'main' });
       return { number, sha: item(number, true).mr!.sha };
     },
+    reactions: (number, noteId) => gitlab.awards('acme', 'app', number, noteId).map((a) => `${a.user}:${a.name}`),
+    comments: (number) => gitlab.notes('acme', 'app', number),
     push: (number) => gitlab.pushToMergeRequest('acme', 'app', number),
     approve: (number, reviewer) => gitlab.approve('acme', 'app', number, reviewer),
     reject: (number, reviewer) => gitlab.unapprove('acme', 'app', number, reviewer),
@@ -214,7 +221,8 @@ async function gitLabWorld(now: () => Date): Promise<World> {
  * reviews; GitLab's approvals and approvals taken back). Each is read from the fake forge's API,
  * which answers as the real one does (test/fakes/github/SOURCES.md, test/fakes/gitlab/SOURCES.md),
  * is sent by its real author, and has one effect: the webhook redelivered after catch-up finds
- * it acted on, and catch-up after a webhook that arrived rebuilds nothing.
+ * it acted on, and catch-up after a webhook that arrived rebuilds nothing. A ChatOps command
+ * caught up is taken as its webhook's would be: once (one reaction, one reply, one run).
  */
 describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub and GitLab, $kind', ({ kind, create }) => {
   describe.each([
@@ -365,6 +373,28 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
         expect(late).toMatchObject({ outcome: 'duplicate', verdict: `duplicate: comment ${id} already acted on` });
       }
       expect((await baton.app.runs.list()).map((r) => r.id)).toEqual(runs);
+    });
+
+    it('a ChatOps command written while baton was stopped is taken once, by its author: one reaction, one reply, one run', async () => {
+      await knownThenStopped();
+      const body = '@baton run develop make it save every minute';
+      const command = world.comment(known, 'alice', body);
+
+      const baton = await startBaton();
+      const [run] = await until(async () => {
+        const runs = await runsOf(baton, 'develop');
+        return runs.length > 0 ? runs : undefined;
+      }, "the command's run");
+      expect(run).toMatchObject({ number: known, payload: expect.objectContaining({ sender: 'alice', trigger: 'command by alice' }) });
+      await until(() => world.reactions(known, command).length === 1, 'the taken reaction');
+      expect(world.reactions(known, command)[0]).toMatch(/^claude-dev:/);
+      await until(() => world.comments(known).some((c) => c.author === 'claude-dev' && /Started `develop`/.test(c.body)), 'the reply');
+
+      const late = await deliver(baton, world.webhooks.comment(known, command, 'alice', body));
+      expect(late).toMatchObject({ outcome: 'duplicate', verdict: `duplicate: comment ${command} already acted on` });
+      expect(await runsOf(baton, 'develop')).toHaveLength(1);
+      expect(world.reactions(known, command)).toHaveLength(1);
+      expect(world.comments(known).filter((c) => c.author === 'claude-dev' && /Started `develop`/.test(c.body))).toHaveLength(1);
     });
 
     it('a rejecting and an approving review given while baton was stopped: rework and test once each, sent by the reviewers', async () => {
