@@ -172,8 +172,11 @@ export function createApp(config: Config, deps: AppDeps): App {
             return client.getUserPermission(owner, repo, user);
           }
         : undefined,
-    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
-    commands: accounts.dev ? { engine, runs, outbox, account: 'dev' } : undefined,
+    // ChatOps answers as the dev bot of the command's forge (`dev`, `github:dev`, `gitlab:dev`),
+    // through the outbox, in the verdict's transaction.
+    commands: (['gitea', 'github', 'gitlab'] as const).some((forge) => accounts[accountKey(forge, 'dev')])
+      ? { engine, runs, outbox, account: 'dev' }
+      : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
