@@ -1,6 +1,14 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../server/index.js';
-import { createGiteaClient, ForgeError, missingLabels, planHook } from '../forge/index.js';
+import {
+  createGitHubClient,
+  createGitLabClient,
+  createGiteaClient,
+  ForgeError,
+  missingLabels,
+  planHook,
+  type ForgeClient,
+} from '../forge/index.js';
 import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';
 import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
@@ -8,14 +16,17 @@ import { UsageError } from './args.js';
 import { type CommandIo, visibleIo } from './io.js';
 import { isPrivateOrLoopbackUrl } from './network.js';
 
-const USAGE = 'usage: baton connect OWNER/REPO [--dry-run] [--recreate]';
+const USAGE = 'usage: baton connect [github:|gitlab:]OWNER/REPO [--dry-run] [--recreate]';
 
 export const CONNECT_HELP = `${USAGE}
 
-Makes a repository on the forge (GITEA_URL) ready for baton, through the forge's API:
-  - its webhook: PUBLIC_URL/webhook/gitea, JSON, signed with WEBHOOK_SECRET (or the repository's
-    own secret from webhooks.repositories), active, with the events the pipeline listens to;
-    created, or edited when it differs;
+Makes a repository ready for baton, through its forge's API: on Gitea or Forgejo (GITEA_URL) for
+OWNER/REPO, on GitHub (GITHUB_URL) for github:OWNER/REPO, on GitLab (GITLAB_URL) for
+gitlab:NAMESPACE/PROJECT:
+  - its webhook: PUBLIC_URL/webhook/<forge>, JSON, signed with the forge's webhook secret
+    (WEBHOOK_SECRET or the repository's own from webhooks.repositories on Gitea,
+    GITHUB_WEBHOOK_SECRET, GITLAB_WEBHOOK_SECRET), active, with the events the pipeline listens
+    to; created, or edited when it differs;
   - the labels the pipeline's triggers name, created when missing;
   - the bot accounts: each token belongs to its bot, which can read the repository and comment.
 Running it again changes nothing that is already right.
@@ -26,24 +37,141 @@ Options:
                secret, so this is how a changed WEBHOOK_SECRET reaches it
   -h, --help   show this help
 
-Webhooks need a repository admin: GITEA_ADMIN_TOKEN (used by this command only), else the dev
-bot's token. Exit code 0 when the repository is ready, 1 when something is not.`;
+Webhooks need a repository admin: on Gitea GITEA_ADMIN_TOKEN (used by this command only), else
+the dev bot's token; on GitHub and GitLab the dev bot's token (GitHub: admin of the repository;
+GitLab: Maintainer). Exit code 0 when the repository is ready, 1 when something is not.`;
 
 type Mark = 'ok' | 'change' | 'warn' | 'FAIL';
-type GiteaClient = ReturnType<typeof createGiteaClient>;
+type ConnectForge = 'gitea' | 'github' | 'gitlab';
+
+/** The forge's own webhook event names for Gitea's, which the pipeline's triggers are written in. */
+const HOOK_EVENTS_OF: Record<'github' | 'gitlab', Readonly<Record<string, string>>> = {
+  // GitHub's webhook events: "Webhook events and payloads" (issues carries labelled too).
+  github: {
+    issues_only: 'issues',
+    issues: 'issues',
+    issue_label: 'issues',
+    issue_comment: 'issue_comment',
+    pull_request_comment: 'issue_comment',
+    pull_request_only: 'pull_request',
+    pull_request: 'pull_request',
+    pull_request_label: 'pull_request',
+    pull_request_sync: 'pull_request',
+    pull_request_review: 'pull_request_review',
+    release: 'release',
+    push: 'push',
+  },
+  // GitLab's project hook flags ("Project webhooks" API): approvals come as merge request events.
+  gitlab: {
+    issues_only: 'issues_events',
+    issues: 'issues_events',
+    issue_label: 'issues_events',
+    issue_comment: 'note_events',
+    pull_request_comment: 'note_events',
+    pull_request_only: 'merge_requests_events',
+    pull_request: 'merge_requests_events',
+    pull_request_label: 'merge_requests_events',
+    pull_request_sync: 'merge_requests_events',
+    pull_request_review: 'merge_requests_events',
+    release: 'releases_events',
+    push: 'push_events',
+  },
+};
+
+/** One forge as `baton connect` works with it: where it is, its tokens' names and its webhook. */
+interface ForgeSetup {
+  forge: ConnectForge;
+  /** The forge's root (GITEA_URL, GITHUB_URL, GITLAB_URL), or undefined when it is not configured. */
+  url: string | undefined;
+  urlVariable: string;
+  /** The prefix of its token variables (`GITEA` in GITEA_DEV_TOKEN). */
+  prefix: string;
+  tokens: { dev?: string; review?: string };
+  adminToken: string | undefined;
+  adminName: string;
+  /** What to give the admin token's user when it is not an admin. */
+  adminHint: (user: string) => string;
+  secret: (full: string) => string | undefined;
+  secretHint: string;
+  events: (giteaEvents: readonly string[]) => string[];
+  /** Why a loopback or private PUBLIC_URL may get no deliveries from this forge. */
+  privateUrlHint: string;
+  client: (token: string) => ForgeClient;
+}
+
+function forgeSetup(forge: ConnectForge, config: Config, io: CommandIo): ForgeSetup {
+  const translated = (names: Readonly<Record<string, string>>) => (events: readonly string[]) =>
+    [...new Set(events.map((e) => names[e] ?? e))].sort();
+  if (forge === 'github') {
+    const { apiUrl, tokens, webhookSecret } = config.github;
+    return {
+      forge,
+      url: apiUrl,
+      urlVariable: 'GITHUB_URL',
+      prefix: 'GITHUB',
+      tokens,
+      adminToken: tokens.dev,
+      adminName: 'GITHUB_DEV_TOKEN',
+      adminHint: (user) =>
+        `give ${user} the Admin role on the repository, with a token that may manage webhooks (fine-grained: Webhooks read and write; classic: admin:repo_hook)`,
+      secret: () => webhookSecret,
+      secretHint: 'set GITHUB_WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
+      events: translated(HOOK_EVENTS_OF.github),
+      privateUrlHint: 'github.com cannot deliver there, and GitHub Enterprise Server only within its own network',
+      client: (token) => createGitHubClient({ apiUrl: apiUrl!, token, fetch: io.fetch }),
+    };
+  }
+  if (forge === 'gitlab') {
+    const { url, tokens, webhookSecret } = config.gitlab;
+    return {
+      forge,
+      url,
+      urlVariable: 'GITLAB_URL',
+      prefix: 'GITLAB',
+      tokens,
+      adminToken: tokens.dev,
+      adminName: 'GITLAB_DEV_TOKEN',
+      adminHint: (user) => `give ${user} the Maintainer role (40) in the project, or make the hook by hand (docs/gitlab.md)`,
+      secret: () => webhookSecret,
+      secretHint: 'set GITLAB_WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
+      events: translated(HOOK_EVENTS_OF.gitlab),
+      privateUrlHint:
+        'GitLab delivers there only if its admin allows requests to the local network from webhooks (Admin area, Settings, Network, Outbound requests)',
+      client: (token) => createGitLabClient({ rootUrl: url!, token, fetch: io.fetch }),
+    };
+  }
+  const url = config.gitea.url;
+  return {
+    forge,
+    url,
+    urlVariable: 'GITEA_URL',
+    prefix: 'GITEA',
+    tokens: { dev: config.bots.dev.token, review: config.bots.review.token },
+    adminToken: config.gitea.adminToken ?? config.bots.dev.token,
+    adminName: config.gitea.adminToken ? 'GITEA_ADMIN_TOKEN' : 'GITEA_DEV_TOKEN',
+    adminHint: (user) => `give ${user} admin access, or set GITEA_ADMIN_TOKEN to an admin's token (scopes write:repository, write:issue)`,
+    secret: (full) => config.webhooks.repositories[full.toLowerCase()]?.secret ?? config.gitea.webhookSecret,
+    secretHint:
+      'start baton serve once (it generates one in its data directory, which connect then uses) or set WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
+    events: (events) => [...events],
+    privateUrlHint: 'Gitea delivers there only if its admin allows it in ALLOWED_HOST_LIST (see docs/gitea.md)',
+    client: (token) => createGiteaClient({ baseUrl: url!, token, fetch: io.fetch }),
+  };
+}
 
 /** What every step of `baton connect` works with: the repository, the admin's client and the report. */
 interface Connect {
   io: CommandIo;
   config: Config;
+  setup: ForgeSetup;
   owner: string;
   repo: string;
   full: string;
   dryRun: boolean;
   recreate: boolean | undefined;
-  admin: GiteaClient;
+  admin: ForgeClient;
   adminName: string;
-  client: (token: string) => GiteaClient;
+  client: (token: string) => ForgeClient;
   say: (mark: Mark, what: string, detail: string) => void;
   /** The word for what was done, or what would be in a dry run. */
   verb: (done: string, planned: string) => string;
@@ -58,31 +186,42 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
     io.out(CONNECT_HELP);
     return 0;
   }
-  const { owner, repo, dryRun } = args;
+  const { forge, owner, repo, dryRun } = args;
   const full = `${owner}/${repo}`;
-
-  const forgeUrl = config.gitea.url;
+  // Gitea's repositories keep their bare names; the others are named with their forge, as in run keys.
+  const shown = forge === 'gitea' ? full : `${forge}:${full}`;
+  const setup = forgeSetup(forge, config, io);
+  const forgeUrl = setup.url;
   if (!forgeUrl) {
-    io.err('baton connect: GITEA_URL is not set: the Gitea or Forgejo base URL, e.g. https://git.example.com');
+    io.err(
+      forge === 'gitea'
+        ? 'baton connect: GITEA_URL is not set: the Gitea or Forgejo base URL, e.g. https://git.example.com'
+        : `baton connect: ${setup.urlVariable} is not set: ${forge}:${full} needs ${forge === 'github' ? 'https://github.com or your GitHub Enterprise Server root' : 'the GitLab root, e.g. https://gitlab.example.com'}`,
+    );
     return 1;
   }
-  const adminToken = config.gitea.adminToken ?? config.bots.dev.token;
+  const adminToken = setup.adminToken;
   if (!adminToken) {
-    io.err('baton connect: neither GITEA_ADMIN_TOKEN nor GITEA_DEV_TOKEN is set: a repository admin’s token is needed for the webhook');
+    io.err(
+      forge === 'gitea'
+        ? 'baton connect: neither GITEA_ADMIN_TOKEN nor GITEA_DEV_TOKEN is set: a repository admin’s token is needed for the webhook'
+        : `baton connect: ${setup.adminName} is not set: the dev bot's token makes the webhook`,
+    );
     return 1;
   }
   let failures = 0;
-  const client = (token: string) => createGiteaClient({ baseUrl: forgeUrl, token, fetch: io.fetch });
+  const client = setup.client;
   const run: Connect = {
     io,
     config,
+    setup,
     owner,
     repo,
     full,
     dryRun,
     recreate: args.recreate,
     admin: client(adminToken),
-    adminName: config.gitea.adminToken ? 'GITEA_ADMIN_TOKEN' : 'GITEA_DEV_TOKEN',
+    adminName: setup.adminName,
     client,
     say: (mark, what, detail) => {
       if (mark === 'FAIL') failures++;
@@ -90,7 +229,7 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
     },
     verb: (done, planned) => (dryRun ? planned : done),
   };
-  io.out(`${dryRun ? 'plan for' : 'connecting'} ${full} on ${forgeUrl}${dryRun ? ' (dry run: nothing is changed)' : ''}`);
+  io.out(`${dryRun ? 'plan for' : 'connecting'} ${shown} on ${forgeUrl}${dryRun ? ' (dry run: nothing is changed)' : ''}`);
 
   if (!(await checkRepository(run))) return 1;
   if (!isAllowed(config.webhooks.allow, owner, repo)) {
@@ -103,15 +242,16 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
   await connectWebhook(run);
   await connectLabels(run);
   // The bots: their tokens are theirs, and they can read and comment here.
-  for (const [account, bot] of Object.entries(config.bots)) await checkBot(run, account, bot);
+  for (const [account, bot] of Object.entries(config.bots))
+    await checkBot(run, account, bot.username, setup.tokens[account as 'dev' | 'review']);
 
-  io.out(failures ? `${full} is not ready: ${failures} problem${failures === 1 ? '' : 's'} above` : `${full} is ready`);
+  io.out(failures ? `${shown} is not ready: ${failures} problem${failures === 1 ? '' : 's'} above` : `${shown} is ready`);
   return failures ? 1 : 0;
 }
 
 function parseConnectArgs(
   argv: string[],
-): { help: true } | { help?: false; owner: string; repo: string; dryRun: boolean; recreate?: boolean } {
+): { help: true } | { help?: false; forge: ConnectForge; owner: string; repo: string; dryRun: boolean; recreate?: boolean } {
   let values: { 'dry-run'?: boolean; recreate?: boolean; help?: boolean };
   let positionals: string[];
   try {
@@ -126,9 +266,12 @@ function parseConnectArgs(
   }
   if (values.help) return { help: true };
   if (positionals.length !== 1) throw new UsageError(`baton connect needs one repository, OWNER/REPO\n${USAGE}`);
-  const name = parseRepositoryName(positionals[0]!);
-  if (!name) throw new UsageError(`baton connect: the repository ${REPOSITORY_NAME_RULE}, got "${positionals[0]}"\n${USAGE}`);
-  return { owner: name.owner, repo: name.repo, dryRun: values['dry-run'] === true, recreate: values.recreate };
+  const given = positionals[0]!;
+  const prefixed = /^(github|gitlab):(.*)$/.exec(given);
+  const forge: ConnectForge = prefixed ? (prefixed[1] as 'github' | 'gitlab') : 'gitea';
+  const name = parseRepositoryName(prefixed ? prefixed[2]! : given);
+  if (!name) throw new UsageError(`baton connect: the repository ${REPOSITORY_NAME_RULE}, got "${given}"\n${USAGE}`);
+  return { forge, owner: name.owner, repo: name.repo, dryRun: values['dry-run'] === true, recreate: values.recreate };
 }
 
 /** The repository, as the admin token sees it: false (said why) when nothing else can be done. */
@@ -145,7 +288,7 @@ async function checkRepository(run: Connect): Promise<boolean> {
       say(
         'FAIL',
         'repository',
-        `${adminUser} (${adminName}) is not an admin of ${full}, and webhooks need one: give ${adminUser} admin access, or set GITEA_ADMIN_TOKEN to an admin's token (scopes write:repository, write:issue)`,
+        `${adminUser} (${adminName}) is not an admin of ${full}, and webhooks need one: ${run.setup.adminHint(adminUser)}`,
       );
       return false;
     }
@@ -159,26 +302,22 @@ async function checkRepository(run: Connect): Promise<boolean> {
 
 /** baton's webhook: created, edited, recreated or kept, as `planHook` says. */
 async function connectWebhook(run: Connect): Promise<void> {
-  const { config, admin, owner, repo, full, adminName, say, verb, dryRun } = run;
-  const secret = config.webhooks.repositories[full.toLowerCase()]?.secret ?? config.gitea.webhookSecret;
-  const events = webhookEventsFor(config.pipeline);
+  const { config, setup, admin, owner, repo, full, adminName, say, verb, dryRun } = run;
+  const secret = setup.secret(full);
+  const events = setup.events(webhookEventsFor(config.pipeline));
   if (!config.publicUrl) {
     say('FAIL', 'webhook', 'PUBLIC_URL is not set: the base URL at which the forge reaches baton, e.g. https://baton.example.com');
     return;
   }
   if (!secret) {
-    say(
-      'FAIL',
-      'webhook',
-      'no webhook secret: start baton serve once (it generates one in its data directory, which connect then uses) or set WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
-    );
+    say('FAIL', 'webhook', `no webhook secret: ${setup.secretHint}`);
     return;
   }
   if (events.length === 0) {
     say('warn', 'webhook', 'the pipeline has no stage a forge event starts: no webhook needed');
     return;
   }
-  const url = `${config.publicUrl}/webhook/gitea`;
+  const url = `${config.publicUrl}/webhook/${setup.forge}`;
   try {
     const plan = planHook(await admin.listHooks(owner, repo), url, events, { recreate: run.recreate });
     const described = `${url} (json, active, events: ${events.join(', ')})`;
@@ -207,11 +346,7 @@ async function connectWebhook(run: Connect): Promise<void> {
         break;
     }
     if (isPrivateOrLoopbackUrl(config.publicUrl)) {
-      say(
-        'warn',
-        'webhook',
-        `${config.publicUrl} is a loopback or private address: Gitea delivers there only if its admin allows it in ALLOWED_HOST_LIST (see docs/gitea.md)`,
-      );
+      say('warn', 'webhook', `${config.publicUrl} is a loopback or private address: ${setup.privateUrlHint}`);
     }
   } catch (err) {
     say('FAIL', 'webhook', forgeProblem(err, full, adminName));
@@ -237,22 +372,22 @@ async function connectLabels(run: Connect): Promise<void> {
 }
 
 /** One bot: its token is its own, and it can read and comment here (and, the dev bot, push). */
-async function checkBot(run: Connect, account: string, bot: Config['bots'][keyof Config['bots']]): Promise<void> {
+async function checkBot(run: Connect, account: string, username: string, token: string | undefined): Promise<void> {
   const { config, owner, repo, full, say } = run;
-  const variable = `GITEA_${account.toUpperCase()}_TOKEN`;
+  const variable = `${run.setup.prefix}_${account.toUpperCase()}_TOKEN`;
   const what = `bot ${account}`;
-  if (!bot.token) {
+  if (!token) {
     say('FAIL', what, `${variable} is not set: the ${account} bot cannot act`);
     return;
   }
-  const botClient = run.client(bot.token);
+  const botClient = run.client(token);
   try {
     const me = await botClient.getCurrentUser();
-    if (me.login.toLowerCase() !== bot.username.toLowerCase()) {
+    if (me.login.toLowerCase() !== username.toLowerCase()) {
       say(
         'FAIL',
         what,
-        `${variable} belongs to ${me.login}, not to ${bot.username}: use ${bot.username}'s token, or set BOT_${account.toUpperCase()}_USERNAME=${me.login}`,
+        `${variable} belongs to ${me.login}, not to ${username}: use ${username}'s token, or set BOT_${account.toUpperCase()}_USERNAME=${me.login}`,
       );
       return;
     }
@@ -268,7 +403,14 @@ async function checkBot(run: Connect, account: string, bot: Config['bots'][keyof
     } else {
       say('ok', what, `${me.login} can read and comment${canPush ? ', and push' : ''}`);
     }
-    if (account === 'dev' && config.webhooks.requireWritePermission && !repository.permissions.admin && !me.isAdmin) {
+    // Gitea tells other users' permission to an admin only; GitHub to push access, GitLab to members.
+    if (
+      run.setup.forge === 'gitea' &&
+      account === 'dev' &&
+      config.webhooks.requireWritePermission &&
+      !repository.permissions.admin &&
+      !me.isAdmin
+    ) {
       say(
         'FAIL',
         what,

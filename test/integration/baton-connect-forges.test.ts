@@ -1,0 +1,149 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connectCommand } from '../../src/cli/connect-command.js';
+import type { CommandIo } from '../../src/cli/index.js';
+import { loadConfig } from '../../src/server/index.js';
+import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
+import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
+
+const DEV = 'dev-token-0123456789';
+const REVIEW = 'review-token-0123456789';
+const SECRET = 'forge-secret-0123456789';
+const PIPELINE_LABELS = ['bug', 'ready-for-architecture', 'ready-for-development', 'ready-for-testing', 'ready-for-deployment', 'release'];
+
+/** An empty working directory: never the checkout, where a user's ./data or ./baton.yaml could be. */
+let cwd: string;
+beforeAll(() => {
+  cwd = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-connect-forges-'));
+});
+afterAll(() => fs.rmSync(cwd, { recursive: true, force: true }));
+
+interface ForgeWorld {
+  url: string;
+  env: Record<string, string>;
+  /** The repository's hooks as the fake holds them: URL, secret and the forge's own event names. */
+  hooks(): { url: string; secret: string; events: string[] }[];
+  labels(): string[];
+  /** Takes the dev bot's admin (Maintainer) role away. */
+  demote(): void;
+  close(): Promise<void>;
+}
+
+const forges: { name: string; forge: 'github' | 'gitlab'; events: string[]; start(): Promise<ForgeWorld> }[] = [
+  {
+    name: 'GitHub',
+    forge: 'github',
+    // GitHub's own event names for the default pipeline's triggers.
+    events: ['issue_comment', 'issues', 'pull_request', 'pull_request_review'],
+    async start() {
+      const github: FakeGitHub = await createFakeGitHub();
+      github.addUser('claude-dev', { token: DEV });
+      github.addUser('claude-review', { token: REVIEW });
+      github.addUser('acme');
+      github.addRepo('acme', 'app', { private: true });
+      github.setPermission('acme', 'app', 'claude-dev', 'admin');
+      github.setPermission('acme', 'app', 'claude-review', 'write');
+      github.addLabel('acme', 'app', 'bug');
+      return {
+        url: github.url,
+        env: { GITHUB_URL: github.url, GITHUB_DEV_TOKEN: DEV, GITHUB_REVIEW_TOKEN: REVIEW, GITHUB_WEBHOOK_SECRET: SECRET },
+        hooks: () => github.hooks('acme', 'app').map((h) => ({ url: h.url, secret: h.secret, events: [...h.events].sort() })),
+        labels: () => github.state.repo('acme', 'app')!.labels.map((l) => l.name),
+        demote: () => github.setPermission('acme', 'app', 'claude-dev', 'write'),
+        close: () => github.close(),
+      };
+    },
+  },
+  {
+    name: 'GitLab',
+    forge: 'gitlab',
+    // GitLab's hook flags: approvals arrive as merge request events, comments as notes.
+    events: ['issues_events', 'merge_requests_events', 'note_events'],
+    async start() {
+      const gitlab: FakeGitLab = await createFakeGitLab();
+      gitlab.addUser('claude-dev', { token: DEV });
+      gitlab.addUser('claude-review', { token: REVIEW });
+      gitlab.addProject('acme', 'app');
+      gitlab.setAccess('acme', 'app', 'claude-dev', 40);
+      gitlab.setAccess('acme', 'app', 'claude-review', 30);
+      gitlab.addLabel('acme', 'app', 'bug');
+      return {
+        url: gitlab.url,
+        env: { GITLAB_URL: gitlab.url, GITLAB_DEV_TOKEN: DEV, GITLAB_REVIEW_TOKEN: REVIEW, GITLAB_WEBHOOK_SECRET: SECRET },
+        hooks: () =>
+          gitlab.hooks('acme', 'app').map((h) => ({
+            url: h.url,
+            secret: h.token,
+            events: Object.keys(h.flags)
+              .filter((flag) => h.flags[flag])
+              .sort(),
+          })),
+        labels: () => gitlab.state.project('acme/app')!.labels.map((l) => l.name),
+        demote: () => gitlab.setAccess('acme', 'app', 'claude-dev', 30),
+        close: () => gitlab.close(),
+      };
+    },
+  },
+];
+
+describe.each(forges)('baton connect $forge:acme/app against the fake $name', ({ forge, events, start }) => {
+  let world: ForgeWorld;
+  afterEach(async () => {
+    await world.close();
+  });
+
+  async function connect(argv: string[], over: Record<string, string | undefined> = {}) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CommandIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: {} };
+    const { config } = loadConfig({ PUBLIC_URL: 'https://baton.example.com', ...world.env, ...over }, cwd);
+    const code = await connectCommand(argv, io, config);
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  }
+
+  it('plans with --dry-run, then makes the webhook in the forge’s own terms and the missing labels, and changes nothing the second time', async () => {
+    world = await start();
+    const plan = await connect([`${forge}:acme/app`, '--dry-run']);
+    expect(plan.code, plan.out).toBe(0);
+    expect(plan.out).toContain(`would create https://baton.example.com/webhook/${forge} (json, active, events: ${events.join(', ')})`);
+    expect(world.hooks()).toEqual([]);
+
+    const first = await connect([`${forge}:acme/app`]);
+    expect(first.code, first.out).toBe(0);
+    expect(world.hooks()).toEqual([{ url: `https://baton.example.com/webhook/${forge}`, secret: SECRET, events }]);
+    expect([...world.labels()].sort()).toEqual([...PIPELINE_LABELS].sort());
+    expect(first.out).toMatch(/ok\s+bot dev\s+claude-dev can read and comment, and push/);
+    expect(first.out).toContain(`${forge}:acme/app is ready`);
+
+    const again = await connect([`${forge}:acme/app`]);
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).not.toMatch(/^change/m);
+    expect(world.hooks()).toHaveLength(1);
+  });
+
+  it('stops when the dev bot may not make webhooks, saying what to give it, and writes nothing', async () => {
+    world = await start();
+    world.demote();
+    const { code, out } = await connect([`${forge}:acme/app`]);
+    expect(code).toBe(1);
+    expect(out).toContain(`claude-dev (${forge.toUpperCase()}_DEV_TOKEN) is not an admin of acme/app`);
+    expect(out).toContain(forge === 'github' ? 'the Admin role' : 'the Maintainer role (40)');
+    expect(world.hooks()).toEqual([]);
+  });
+
+  it('names the forge’s missing URL', async () => {
+    world = await start();
+    const prefix = forge.toUpperCase();
+    const { code, err } = await connect([`${forge}:acme/app`], {
+      [`${prefix}_URL`]: undefined,
+      [`${prefix}_DEV_TOKEN`]: undefined,
+      [`${prefix}_REVIEW_TOKEN`]: undefined,
+      [`${prefix}_WEBHOOK_SECRET`]: undefined,
+    });
+    expect(code).toBe(1);
+    expect(err).toContain(`${prefix}_URL is not set`);
+    expect(world.hooks()).toEqual([]);
+  });
+});
