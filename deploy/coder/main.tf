@@ -191,6 +191,18 @@ data "coder_parameter" "callback_token" {
   mutable      = false
 }
 
+# Whose the workspace is: baton reads it back before it adopts a workspace of a run's name, so a
+# run whose database was restored from a backup never takes over another run's live workspace.
+# Nothing in the workspace uses it. Optional, so a workspace created by an older baton still starts.
+data "coder_parameter" "callback_token_hash" {
+  name         = "callback_token_hash"
+  display_name = "Callback token hash"
+  description  = "SHA-256 of this run's callback token (never the token): which run attempt the workspace was made for."
+  type         = "string"
+  default      = ""
+  mutable      = false
+}
+
 data "coder_parameter" "deploy_env" {
   name         = "deploy_env"
   display_name = "Deployment environment"

@@ -104,6 +104,27 @@ export function createCatchupPass(deps: CatchupDeps) {
     await sync.add(delivered, CURSOR_ORIGIN.delivery, start);
   }
 
+  /** The comments written in the window, repository-wide where the forge lists them so. */
+  async function commentsInWindow(
+    owner: string,
+    repo: string,
+    since: string,
+    items: readonly CatchupItem[],
+    factWindow: number,
+  ): Promise<ForgeRepoComment[]> {
+    if (client.listCommentsUpdatedSince) return client.listCommentsUpdatedSince(owner, repo, since);
+    // No repository-wide list (GitLab): the notes of each item updated in the window. A new note
+    // moves its item's updated_at (GitLab's Note#touch_noteable, at most once a minute:
+    // ThrottledTouch::TOUCH_INTERVAL, which the window's overlap covers).
+    const comments: ForgeRepoComment[] = [];
+    for (const i of items) {
+      if (Date.parse(i.updatedAt) < factWindow) continue;
+      const notes = await client.listComments(owner, repo, i.number, i.isPull ? 'pull' : 'issue');
+      comments.push(...notes.map((c) => ({ ...c, number: i.number, isPull: i.isPull })));
+    }
+    return comments;
+  }
+
   async function readRepository(cursor: SyncCursor): Promise<RepositoryResult> {
     const result: RepositoryResult = { repository: cursor.repository, read: 0, queued: 0, skipped: [] };
     // The forge's spelling of the names (a repository seen in deliveries is known lower-cased):
@@ -170,19 +191,7 @@ export function createCatchupPass(deps: CatchupDeps) {
     const itemKey = (isPull: boolean, number: number) => (forge === 'gitlab' && isPull ? `!${number}` : `#${number}`);
     const byKey = new Map(items.map((i) => [itemKey(i.isPull, i.number), i]));
     const later: { at: number; item: CatchupItem; event: PlannedEvent }[] = [];
-    let comments: ForgeRepoComment[];
-    if (client.listCommentsUpdatedSince) comments = await client.listCommentsUpdatedSince(owner, repo, since);
-    else {
-      // No repository-wide list (GitLab): the notes of each item updated in the window. A new note
-      // moves its item's updated_at (GitLab's Note#touch_noteable, at most once a minute:
-      // ThrottledTouch::TOUCH_INTERVAL, which the window's overlap covers).
-      comments = [];
-      for (const i of items) {
-        if (Date.parse(i.updatedAt) < factWindow) continue;
-        const notes = await client.listComments(owner, repo, i.number, i.isPull ? 'pull' : 'issue');
-        comments.push(...notes.map((c) => ({ ...c, number: i.number, isPull: i.isPull })));
-      }
-    }
+    const comments = await commentsInWindow(owner, repo, since, items, factWindow);
     const commentsSeen = await forgeFacts.seen(
       store.db,
       owner,
@@ -202,8 +211,8 @@ export function createCatchupPass(deps: CatchupDeps) {
     }
     for (const item of items) {
       if (!item.isPull || item.state !== 'open' || Date.parse(item.updatedAt) < factWindow) continue;
-      // GitLab's approvals carry no time nor head: its review events name the time, and the head
-      // is the one the merge request has now (a push since the approval gives it another fact).
+      // GitLab's approvals carry no time: its review events say when, and the head each was given
+      // on; one whose head the forge cannot say is taken as given on the head the item has now.
       const listed = client.listReviewEvents
         ? await client.listReviewEvents(owner, repo, item.number)
         : await client.listPullReviews(owner, repo, item.number);

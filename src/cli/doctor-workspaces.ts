@@ -5,7 +5,7 @@ import { agentAdapter, agentsInUse } from '../agents/index.js';
 import { createLogger } from '../log/index.js';
 import { findCommand, parseAgentCommand } from '../runner-contract/index.js';
 import { createConfiguredProvider, type Config } from '../server/index.js';
-import { createCoderClient, WORKSPACE_PARAMETERS } from '../workspaces/index.js';
+import { createCoderClient, IDENTITY_PARAMETER, WORKSPACE_PARAMETERS } from '../workspaces/index.js';
 import { PROBE_MS, type Line } from './doctor-lines.js';
 import type { CommandIo } from './io.js';
 
@@ -39,6 +39,8 @@ const OPTIONAL_PARAMETERS = [
   'codex_api_key',
   'gemini_api_key',
   'opencode_api_key',
+  // Without it workspaces are adopted by name (its own line below says what that risks).
+  IDENTITY_PARAMETER,
 ];
 
 async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
@@ -88,7 +90,7 @@ async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
       return lines;
     }
     const declared = new Set(parameters.map((p) => p.name));
-    const missing = WORKSPACE_PARAMETERS.filter((name) => !declared.has(name));
+    const missing = WORKSPACE_PARAMETERS.filter((name) => !declared.has(name) && name !== IDENTITY_PARAMETER);
     const core = missing.filter((name) => !OPTIONAL_PARAMETERS.includes(name));
     if (core.length) {
       lines.push({
@@ -104,8 +106,16 @@ async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
         detail: `it lacks ${missing.join(', ')}: runs that use them (limits, manual arguments, branches, agents other than Claude Code) are refused by Coder`,
         fix: 'push the current deploy/coder/ template',
       });
-    } else {
+    } else if (declared.has(IDENTITY_PARAMETER)) {
       lines.push({ status: 'ok', check: 'coder template', detail: 'declares every parameter baton sends' });
+    }
+    if (!core.length && !declared.has(IDENTITY_PARAMETER)) {
+      lines.push({
+        status: 'warn',
+        check: 'coder template',
+        detail: `it lacks ${IDENTITY_PARAMETER}: a run adopts the live workspace of its name by name and age, not by whose it is, so after a database restore a run can take over the workspace of a run the backup does not know`,
+        fix: 'push the current deploy/coder/ template (docs/operations.md#backups)',
+      });
     }
     const unfilled = parameters.filter(
       (p) => p.required && !(WORKSPACE_PARAMETERS as readonly string[]).includes(p.name) && !(p.name in coder.parameters),

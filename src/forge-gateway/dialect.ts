@@ -64,8 +64,12 @@ export type ApiChange =
   | 'merge'
   | 'release';
 
-/** The changes the review account may make. */
-export const REVIEW_CHANGES: ReadonlySet<ApiChange> = new Set(['comment', 'review']);
+/**
+ * The changes the review account may make: comments, reviews and labels (the tester marks an
+ * issue `ready-for-deployment`). GitLab labels an issue by editing it (`add_labels`), so an
+ * issue edit is among them, kept to its label fields for this account (rights.ts).
+ */
+export const REVIEW_CHANGES: ReadonlySet<ApiChange> = new Set(['comment', 'review', 'label', 'issue-edit']);
 
 /** A table of `[method, path under the repository, change]`, read first match wins. */
 export type ChangeTable = readonly (readonly [RegExp, RegExp, ApiChange])[];

@@ -85,6 +85,9 @@ const FIELDS = {
   },
 } as const;
 
+/** The fields of GitLab's "Edit an issue" that only label it: all the review account may send there. */
+const REVIEW_ISSUE_FIELDS: ReadonlySet<string> = new Set(['add_labels', 'remove_labels']);
+
 /**
  * A write's JSON body, or null when it is not one. The forges also bind form-encoded bodies to
  * the same fields, which a JSON check would not see; the gateway reads JSON only and sends the
@@ -124,6 +127,11 @@ export function changeProblem(change: string, body: unknown, context: ChangeCont
   const checked = ['pull-edit', 'issue-edit', 'pull-create', 'merge', 'review'].includes(change);
   if (typeof body !== 'object' || Array.isArray(body)) return checked ? `the body of a ${change} must be a JSON object` : null;
   const { run, rights } = context;
+  if (change === 'issue-edit' && context.account === 'review') {
+    const other = Object.keys(body as object).filter((key) => !REVIEW_ISSUE_FIELDS.has(key.toLowerCase()));
+    if (context.forge !== 'gitlab' || other.length > 0)
+      return `the review account edits an issue only for its labels (${[...REVIEW_ISSUE_FIELDS].join(', ')} on GitLab)`;
+  }
   const fields = FIELDS[context.forge];
   const values = (name: string) => valuesOf(body as Record<string, unknown>, name);
   const needsMerge = (what: string) =>

@@ -65,7 +65,7 @@ interface Exchange {
  * run's repository, its API paths and git smart HTTP, swaps it for the bot's token of the run's
  * forge on the way out, never answers with that token, refuses pushes to the default or a
  * protected branch and API changes other than the work the prompts do (the review account's
- * other than comments and reviews), and writes each refusal into the run's log.
+ * other than comments, reviews and labels), and writes each refusal into the run's log.
  */
 export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
   const app = new Hono();
@@ -132,7 +132,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
   });
 
   /**
-   * What the run's account and stage may not do: the review account only comments and reviews
+   * What the run's account and stage may not do: the review account only comments, reviews and labels
    * and never pushes; the dev account changes only what the prompts' work needs; a merge needs
    * the stage's `merge`; a push needs push rules.
    */
@@ -144,7 +144,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       if (reading) return readProblem(target.rest);
       const change = x.forge.dialect.changeOf(method, target.rest);
       if (x.review && (change === null || !REVIEW_CHANGES.has(change)))
-        return `the review account may only comment and review; ${method} ${path.slice(0, 160)} refused`;
+        return `the review account may only comment, review and label; ${method} ${path.slice(0, 160)} refused`;
       if (change === null) return `${method} ${path.slice(0, 160)} is not a change runs may make through the gateway`;
       if (change === 'merge' && !rightsOf(run).merge)
         return `the ${run.stage} stage may not merge pull requests (pipeline.stages.${run.stage}.merge)`;

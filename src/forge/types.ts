@@ -186,8 +186,16 @@ export interface ForgeClient {
   /**
    * Reacts to a comment as this account (`eyes`, `+1`, `rocket`, …). Adding a reaction the account
    * already gave is no error: the forge answers with the existing one (Gitea: 200 instead of 201).
+   * `on` is the issue or pull request the comment is on: GitLab reaches a note only through it
+   * (the other forges address comments by id alone and ignore it).
    */
-  addCommentReaction(owner: string, repo: string, commentId: number, content: string): Promise<void>;
+  addCommentReaction(
+    owner: string,
+    repo: string,
+    commentId: number,
+    content: string,
+    on?: { number: number; kind?: ItemKind },
+  ): Promise<void>;
   /** Labels defined in the repository (every page). */
   listRepoLabels(owner: string, repo: string): Promise<ForgeLabel[]>;
   /**
@@ -208,8 +216,8 @@ export interface ForgeClient {
   listPullRequestsUpdatedSince(owner: string, repo: string, since: string): Promise<ForgePullRequest[]>;
   /**
    * Plain comments on every issue and pull request of the repository whose `updatedAt` is at or
-   * after `since` (the forge's clock), oldest created first, every page. Absent on a forge whose
-   * client cannot list them: catch-up then rebuilds no comments there.
+   * after `since` (the forge's clock), oldest created first, every page. Absent on a forge that has
+   * no such list (GitLab): catch-up then reads the comments of each item updated since.
    */
   listCommentsUpdatedSince?(owner: string, repo: string, since: string): Promise<ForgeRepoComment[]>;
   /**

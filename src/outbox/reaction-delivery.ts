@@ -10,6 +10,12 @@ export interface ReactionPayload {
   commentId: number;
   /** `eyes`, `+1`, `rocket`, … (the forge's allowed reactions). */
   content: string;
+  /**
+   * The issue or pull request the comment is on (entries queued before it lack it): GitLab reaches
+   * a note's award emoji only through its issue or merge request (`kind: 'pull'`).
+   */
+  number?: number;
+  kind?: 'pull';
 }
 
 /**
@@ -32,7 +38,8 @@ export function createReactionHandler(options: { accounts: ForgeAccounts }): Out
     const client = options.accounts[p.account];
     if (!client) throw new PermanentError(`no forge account "${p.account}" is configured`);
     try {
-      await client.addCommentReaction(p.owner, p.repo, p.commentId, p.content);
+      const on = typeof p.number === 'number' ? { number: p.number, ...(p.kind === 'pull' ? { kind: p.kind } : {}) } : undefined;
+      await client.addCommentReaction(p.owner, p.repo, p.commentId, p.content, on);
     } catch (err) {
       if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });
       if (err instanceof ForgeError && err.retryAfterMs !== undefined)

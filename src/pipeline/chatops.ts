@@ -97,5 +97,12 @@ export function commandRequest(
   if (event.title !== undefined) payload.title = event.title;
   if (event.headRef) payload.headRef = event.headRef;
   if (event.comment?.id !== undefined) payload.commentId = event.comment.id;
-  return { ...request, payload };
+  const named: Pick<TaskRequest, 'forge' | 'mergeRequest'> = {};
+  // As route.ts does: GitHub's and GitLab's runs name their forge in the key, and a GitLab merge
+  // request's (`!7`) is not its issue's (`#7`).
+  if (event.forge === 'github' || event.forge === 'gitlab') {
+    named.forge = event.forge;
+    if (event.forge === 'gitlab' && event.isPull) named.mergeRequest = true;
+  }
+  return { ...request, ...named, payload };
 }

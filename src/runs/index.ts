@@ -1,7 +1,7 @@
 export * from './states.js';
 export * from './types.js';
 export { IllegalTransitionError, LeaseLostError, TransitionError } from './errors.js';
-export { runKey, slotKey, FORGES, forgeIsNamed, forgeRepository, type ForgeName } from './keys.js';
+export { runKey, slotKey, runIsOf, FORGES, forgeIsNamed, forgeRepository, type ForgeItem, type ForgeName } from './keys.js';
 export { totalTokens, startOfUtcDay } from './usage.js';
 export { createRunQueries } from './queries.js';
 export { ensureRunsSearch, readRunsSearch } from './search-index.js';

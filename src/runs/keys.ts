@@ -47,3 +47,25 @@ export function slotKey(
 ): string {
   return `${runKey(request)}@${slot}`;
 }
+
+/** An issue or pull request of one forge, as a run names it. */
+export interface ForgeItem {
+  number: number;
+  /** @default 'gitea' (Gitea and Forgejo are one namespace) */
+  forge?: ForgeName;
+  /** GitLab: the merge request of that number (`!7`), not the issue (`#7`). */
+  mergeRequest?: boolean;
+}
+
+/**
+ * Whether a run is of this item: the same number on the same forge (the same repository name on
+ * GitHub and on Gitea is two repositories), and on GitLab the merge request or the issue as the
+ * run's key names it. The repository itself is the caller's filter.
+ */
+export function runIsOf(run: { key: string; number: number | null; forge?: ForgeName }, item: ForgeItem): boolean {
+  if (run.number !== item.number) return false;
+  const named = (forge: ForgeName | undefined) => (forgeIsNamed(forge) ? forge : 'gitea');
+  if (named(run.forge) !== named(item.forge)) return false;
+  if (item.forge !== 'gitlab') return true;
+  return run.key.split('@')[0]!.endsWith(`${item.mergeRequest ? '!' : '#'}${item.number}`);
+}

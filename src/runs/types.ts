@@ -236,9 +236,13 @@ export interface RunQueries {
   overview(now: number): Promise<QueueOverview>;
   /**
    * Every run of an issue and of the pull requests linked to it, as its SDLC view (`now` ends
-   * what is still going); null when there is none.
+   * what is still going); null when there is none. With `forge`, only that forge's runs (and on
+   * GitLab only the issue's, or with `mergeRequest` the merge request's).
    */
-  issue(issue: { owner: string; repo: string; number: number }, now: number): Promise<IssueView | null>;
+  issue(
+    issue: { owner: string; repo: string; number: number; forge?: ForgeName; mergeRequest?: boolean },
+    now: number,
+  ): Promise<IssueView | null>;
   /** Tokens and cost of the runs that finished in a range of UTC days, grouped one way. */
   usage(query: UsageQuery): Promise<UsageReport>;
   /** The run's conversation (its question, reply, turns, earlier usage), or null when its runner kept no transcript and never asked. */

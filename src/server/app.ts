@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { errorMessage } from '../background/index.js';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from './config-types.js';
 import { createWebhookDelivery, WEBHOOK_KIND } from '../event-webhooks/index.js';
@@ -171,8 +172,11 @@ export function createApp(config: Config, deps: AppDeps): App {
             return client.getUserPermission(owner, repo, user);
           }
         : undefined,
-    // ChatOps answers as the dev bot, through the outbox, in the verdict's transaction.
-    commands: accounts.dev ? { engine, runs, outbox, account: 'dev' } : undefined,
+    // ChatOps answers as the dev bot of the command's forge (`dev`, `github:dev`, `gitlab:dev`),
+    // through the outbox, in the verdict's transaction.
+    commands: (['gitea', 'github', 'gitlab'] as const).some((forge) => accounts[accountKey(forge, 'dev')])
+      ? { engine, runs, outbox, account: 'dev' }
+      : undefined,
     logger,
     now,
     pollMs: config.queue.pollMs,
@@ -408,7 +412,12 @@ export function createApp(config: Config, deps: AppDeps): App {
       // during the migrations' wait for it goes there. A spool that cannot be locked could be
       // shared with another process unknowingly: that stops the start.
       await spool?.open().catch((err: unknown) => {
-        if (!(err instanceof SpoolLockError)) throw err;
+        if (!(err instanceof SpoolLockError)) {
+          // A disk full or a directory it may not write: the spool tries again at each delivery
+          // and drain pass, and /ready/ingress says so meanwhile.
+          logger.error({ dir: spool.root, err: errorMessage(err) }, 'the webhook spool cannot be opened yet');
+          return;
+        }
         throw new StartupError(
           `cannot own a slot of the webhook spool in ${spool.root}: ${err.message}. Put webhooks.spoolDir on a file system with file locks (a local disk, NFSv4, CephFS)`,
           'ESPOOLLOCK',

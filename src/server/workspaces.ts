@@ -37,6 +37,7 @@ export function createConfiguredProvider(
         const run = await runs.findByWorkspace(name);
         return run !== null && isLive(run.status);
       },
+      onWarning: (message) => logger.warn(message),
     });
   }
   if (config.local.sandbox === 'none') logger.warn(NO_SANDBOX_WARNING);

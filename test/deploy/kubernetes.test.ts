@@ -160,6 +160,44 @@ describe.skipIf(!haveKubectl).each(['sqlite', 'postgres'])('the %s overlay', (ov
   }
 });
 
+describe.skipIf(!haveKubectl)('the shared-spool component, with the PostgreSQL overlay', () => {
+  let objects: K8sObject[];
+  let work: string;
+  beforeAll(() => {
+    // A kustomization of a user's own, as the component's comment says to write it.
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-k8s-spool-'));
+    const from = path.relative(work, dir);
+    fs.writeFileSync(
+      path.join(work, 'kustomization.yaml'),
+      YAML.stringify({
+        apiVersion: 'kustomize.config.k8s.io/v1beta1',
+        kind: 'Kustomization',
+        resources: [`${from}/overlays/postgres`],
+        components: [`${from}/components/shared-spool`],
+      }),
+    );
+    const result = spawnSync('kubectl', ['kustomize', work], { encoding: 'utf8' });
+    if (result.status !== 0) throw new Error(`kubectl kustomize with components/shared-spool failed:\n${result.stderr}`);
+    objects = YAML.parseAllDocuments(result.stdout).map((d) => d.toJS() as K8sObject);
+  });
+  afterAll(() => fs.rmSync(work, { recursive: true, force: true }));
+
+  it('puts every replica’s spool on one ReadWriteMany claim, the rest of /data still the pod’s own', () => {
+    for (const object of objects) expect(() => validated(object), `${object.kind} ${object.metadata.name}`).not.toThrow();
+    const claim = one<IPersistentVolumeClaim>(objects, 'PersistentVolumeClaim');
+    expect(claim.spec?.accessModes).toEqual(['ReadWriteMany']);
+    const deployment = one<IDeployment>(objects, 'Deployment');
+    expect(deployment.spec?.replicas).toBeGreaterThanOrEqual(2);
+    const pod = deployment.spec?.template.spec;
+    const container = pod?.containers.find((c) => c.name === 'baton');
+    const mount = container?.volumeMounts?.find((m) => m.name === 'spool');
+    expect(mount?.readOnly).not.toBe(true);
+    expect(container?.env?.find((e) => e.name === 'WEBHOOK_SPOOL_DIR')?.value).toBe(mount?.mountPath);
+    expect(pod?.volumes?.find((v) => v.name === 'spool')?.persistentVolumeClaim?.claimName).toBe(claim.metadata?.name);
+    expect(pod?.volumes?.find((v) => v.name === 'data')?.emptyDir).toBeDefined();
+  });
+});
+
 describe('secret.example.yaml', () => {
   const examples = YAML.parseAllDocuments(fs.readFileSync(path.join(dir, 'secret.example.yaml'), 'utf8')).map((d) => d.toJS() as K8sObject);
   const byName = new Map(examples.map((s) => [s.metadata.name, s as K8sObject & { stringData: Record<string, string> }]));

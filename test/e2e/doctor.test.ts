@@ -194,6 +194,19 @@ describe('baton doctor', { timeout: 120_000 }, () => {
       );
     });
 
+    it('warns that a template without callback_token_hash has its workspaces adopted by name', async () => {
+      const older = coder.addTemplate(
+        'baton-agent-before-identity',
+        coder.template.parameters.filter((p) => p.name !== 'callback_token_hash'),
+      );
+      const result = await doctor(env(older.id, 'https://baton.example.com'));
+      const found = lines(result.stdout).filter((l) => l.check === 'coder template');
+      expect(found.map((l) => l.status)).toEqual(['ok', 'warn']);
+      expect(found[1]!.text).toMatch(
+        /^it lacks callback_token_hash: a run adopts the live workspace of its name by name and age, .* after a database restore .* → push the current deploy\/coder\/ template/,
+      );
+    });
+
     it('says when the nested sandbox is off, and what is left of the runner’s protection', async () => {
       fs.writeFileSync(path.join(dir, 'baton.yaml'), 'coder:\n  parameters:\n    nested_sandbox: "off"\n');
       const found = lines((await doctor(env(coder.template.id, 'https://baton.example.com'))).stdout);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Env } from '../../src/config-schema/index.js';
 import type { Run } from '../../src/runs/index.js';
@@ -34,6 +35,11 @@ interface World {
   /** A pull (merge) request by the dev bot; its head sha. */
   openPull(title: string, head: string): { number: number; sha: string };
   approve(number: number, reviewer: string): void;
+  /** The reactions (GitLab: award emoji) on a comment, and the comments of an issue. */
+  reactions(number: number, commentId: number): string[];
+  comments(number: number): { author: string; body: string }[];
+  /** A push to the pull (merge) request's branch (no webhook); its new head. */
+  push(number: number): string;
   /** GitHub: a review requesting changes; GitLab: an approval taken back (its webhook's `unapproval`, a rejection to baton). */
   reject(number: number, reviewer: string, body: string): void;
   webhooks: {
@@ -79,6 +85,15 @@ async function gitHubWorld(now: () => Date): Promise<World> {
     openPull(title, head) {
       const number = github.addPullRequest('acme', 'app', { title, author: 'claude-dev', head, base: 'main' });
       return { number, sha: github.issue('acme', 'app', number)!.pull!.sha };
+    },
+    reactions: (_number, commentId) => github.reactions('acme', 'app', commentId).map((r) => `${r.user}:${r.content}`),
+    comments: (number) => github.comments('acme', 'app', number),
+    push(number) {
+      // What a push does to the pull request GitHub lists: its head and updated_at.
+      const pull = github.issue('acme', 'app', number)!;
+      pull.pull!.sha = randomBytes(20).toString('hex');
+      pull.updatedAt = github.state.timestamp();
+      return pull.pull!.sha;
     },
     approve: (number, reviewer) => void github.addReview('acme', 'app', number, reviewer, 'APPROVED'),
     reject: (number, reviewer, body) => void github.addReview('acme', 'app', number, reviewer, 'CHANGES_REQUESTED', body),
@@ -157,6 +172,9 @@ async function gitLabWorld(now: () => Date): Promise<World> {
       const number = gitlab.addMergeRequest('acme', 'app', { title, author: 'claude-dev', source: head, target: 'main' });
       return { number, sha: item(number, true).mr!.sha };
     },
+    reactions: (number, noteId) => gitlab.awards('acme', 'app', number, noteId).map((a) => `${a.user}:${a.name}`),
+    comments: (number) => gitlab.notes('acme', 'app', number),
+    push: (number) => gitlab.pushToMergeRequest('acme', 'app', number),
     approve: (number, reviewer) => gitlab.approve('acme', 'app', number, reviewer),
     reject: (number, reviewer) => gitlab.unapprove('acme', 'app', number, reviewer),
     webhooks: {
@@ -203,7 +221,8 @@ async function gitLabWorld(now: () => Date): Promise<World> {
  * reviews; GitLab's approvals and approvals taken back). Each is read from the fake forge's API,
  * which answers as the real one does (test/fakes/github/SOURCES.md, test/fakes/gitlab/SOURCES.md),
  * is sent by its real author, and has one effect: the webhook redelivered after catch-up finds
- * it acted on, and catch-up after a webhook that arrived rebuilds nothing.
+ * it acted on, and catch-up after a webhook that arrived rebuilds nothing. A ChatOps command
+ * caught up is taken as its webhook's would be: once (one reaction, one reply, one run).
  */
 describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub and GitLab, $kind', ({ kind, create }) => {
   describe.each([
@@ -261,11 +280,13 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect(row.last_error).toBeNull();
     }
     const runsOf = async (a: TestApp, stage: string): Promise<Run[]> => (await a.app.runs.list()).filter((r) => r.stage === stage);
-    const synced = async (a: TestApp) =>
+    /** Catch-up's deliveries, those received at or after `since` (ms) when given. */
+    const synced = async (a: TestApp, since = 0) =>
       a.app.store.db
         .selectFrom('inbox_deliveries')
         .select(['outcome', 'verdict', 'event_type', 'body', 'endpoint'])
         .where('source', '=', 'sync')
+        .where('received_at', '>=', since)
         .execute();
 
     async function deliver(a: TestApp, hook: Webhook) {
@@ -288,8 +309,9 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect((await deliver(first, world.webhooks.edited(known, 'alice'))).outcome).not.toBe('invalid');
       await stopBaton();
       skew = 0;
+      const startedAt = Date.now();
       const second = await startBaton();
-      await passAfter(second, 0);
+      await passAfter(second, startedAt);
       await stopBaton();
     }
 
@@ -353,6 +375,28 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect((await baton.app.runs.list()).map((r) => r.id)).toEqual(runs);
     });
 
+    it('a ChatOps command written while baton was stopped is taken once, by its author: one reaction, one reply, one run', async () => {
+      await knownThenStopped();
+      const body = '@baton run develop make it save every minute';
+      const command = world.comment(known, 'alice', body);
+
+      const baton = await startBaton();
+      const [run] = await until(async () => {
+        const runs = await runsOf(baton, 'develop');
+        return runs.length > 0 ? runs : undefined;
+      }, "the command's run");
+      expect(run).toMatchObject({ number: known, payload: expect.objectContaining({ sender: 'alice', trigger: 'command by alice' }) });
+      await until(() => world.reactions(known, command).length === 1, 'the taken reaction');
+      expect(world.reactions(known, command)[0]).toMatch(/^claude-dev:/);
+      await until(() => world.comments(known).some((c) => c.author === 'claude-dev' && /Started `develop`/.test(c.body)), 'the reply');
+
+      const late = await deliver(baton, world.webhooks.comment(known, command, 'alice', body));
+      expect(late).toMatchObject({ outcome: 'duplicate', verdict: `duplicate: comment ${command} already acted on` });
+      expect(await runsOf(baton, 'develop')).toHaveLength(1);
+      expect(world.reactions(known, command)).toHaveLength(1);
+      expect(world.comments(known).filter((c) => c.author === 'claude-dev' && /Started `develop`/.test(c.body))).toHaveLength(1);
+    });
+
     it('a rejecting and an approving review given while baton was stopped: rework and test once each, sent by the reviewers', async () => {
       const pull = world.openPull('Autosave', 'autosave');
       // GitLab takes back only an approval that was given: bob's, of before the window.
@@ -388,12 +432,15 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect(await runsOf(baton, 'test')).toHaveLength(1);
     });
 
-    it('an opening, a comment and a review whose webhooks arrived: the catch-up pass after them rebuilds none', async () => {
+    it('an opening, a comment and a review whose webhooks arrived, then a push: the catch-up pass after them rebuilds none', async () => {
       const pull = world.openPull('Autosave', 'autosave');
       if (world.forge === 'gitlab') world.approve(pull.number, 'bob');
       await knownThenStopped();
+      // This start's own pass done before anything happens: else it may read the comment before
+      // its webhook arrives (and its copy is then the duplicate).
+      const startedAt = Date.now();
       let baton = await startBaton();
-      await passAfter(baton, 0);
+      await passAfter(baton, startedAt);
       const issue = world.openIssue('Autosave', 'alice');
       expect((await deliver(baton, world.webhooks.opened(issue, 'alice'))).outcome).toBe('started');
       const comment = world.comment(known, 'bob', 'Any news?');
@@ -402,6 +449,8 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       expect((await deliver(baton, world.webhooks.review(pull.number, 'bob', 'rejected', 'Please add a test.', pull.sha))).outcome).toBe(
         'started',
       );
+      // The review was of the head before this push, as its webhook said: still one fact.
+      world.push(pull.number);
       await stopBaton();
 
       const restartedAt = Date.now();
@@ -409,10 +458,12 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       await passAfter(baton, restartedAt);
       expect(await runsOf(baton, 'analyse')).toHaveLength(2);
       expect(await runsOf(baton, 'rework-pr')).toHaveLength(1);
-      // Nothing of theirs is delivered again (the bots' own status comments are, and ignored:
-      // their webhooks never reach this test).
-      const rebuilt = await synced(baton);
-      expect(rebuilt.filter((d) => d.outcome === 'started')).toEqual([]);
+      // Nothing started twice, whenever a pass read it; and the pass after the restart delivers
+      // nothing of theirs again (the bots' own status comments, yes, ignored: their webhooks
+      // never reach this test). A pass of the first server may have read the comment before its
+      // webhook was processed: that copy found the fact and was a duplicate.
+      expect((await synced(baton)).filter((d) => d.outcome === 'started')).toEqual([]);
+      const rebuilt = await synced(baton, restartedAt);
       expect(rebuilt.filter((d) => d.event_type?.startsWith('pull_request_review_') || d.event_type === 'issues')).toEqual([]);
       const ids = rebuilt.map((d) => (JSON.parse(d.body) as { comment?: { id: number } }).comment?.id);
       expect(ids).not.toContain(comment);

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { PermanentError } from '../../src/background/index.js';
 import { CoderApiError, CoderUnavailableError, ttlForRun, type CoderProvider } from '../../src/workspaces/index.js';
@@ -17,6 +18,9 @@ afterEach(async () => {
 });
 
 const builds = () => coder.requests.filter((r) => r.method === 'POST' && r.path.endsWith('/builds'));
+const isCreate = (r: { method: string; path: string }) => r.method === 'POST' && r.path === '/api/v2/users/me/workspaces';
+const creates = () => coder.requests.filter(isCreate);
+const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
 describe('coder provider: create', () => {
   it('creates from the template with every rich parameter and a ttl that outlasts the run', async () => {
@@ -43,6 +47,8 @@ describe('coder provider: create', () => {
       repo_clone_url: 'https://gitea.example/acme/app.git',
       callback_url: 'https://baton.example/api/runs/7/callback',
       callback_token: 'callback-secret-7',
+      // Whose the workspace is, for adoption: the token's hash, which the template declares.
+      callback_token_hash: sha256('callback-secret-7'),
       deploy_env: 'staging',
       run_id: '7',
       max_duration_ms: String(2 * HOUR),
@@ -196,6 +202,48 @@ describe('coder provider: name already taken (409)', () => {
     expect(coder.workspaces()).toHaveLength(1);
   });
 
+  it("adopts a workspace of its name only when its build carries one of the run's token hashes (a restored database numbers runs again)", async () => {
+    const warnings: string[] = [];
+    const first = await provider.create(specFor('bt-w', { callbackToken: 'token-of-the-forgotten-run', adoptableTokenHashes: [] }));
+    await provider.waitUntilRunning('bt-w');
+    // Only the hash is kept as its identity (callback_token is the runner's own secret, as before).
+    expect(coder.workspace('bt-w')?.buildParameters.callback_token_hash).toBe(sha256('token-of-the-forgotten-run'));
+
+    // A later attempt of the same run (the engine kept the earlier token): the same workspace.
+    await provider.close?.();
+    provider = fastProvider(coder, { onWarning: (message) => warnings.push(message) });
+    const later = await provider.create(
+      specFor('bt-w', { callbackToken: 'token-of-a-later-attempt', adoptableTokenHashes: [sha256('token-of-the-forgotten-run')] }),
+    );
+    expect(later.id).toBe(first.id);
+    expect(builds()).toHaveLength(0);
+
+    // Another run of that name, young as the workspace is: deleted and made again, never adopted.
+    const renumbered = await provider.create(specFor('bt-w', { callbackToken: 'token-of-the-new-run-7', adoptableTokenHashes: [] }));
+    expect(renumbered.id).not.toBe(first.id);
+    expect(coder.workspaces().find((w) => w.id === first.id)).toMatchObject({ deleted: true });
+    expect(coder.workspace('bt-w')).toMatchObject({ id: renumbered.id, deleted: false });
+    expect(coder.workspace('bt-w')?.buildParameters.callback_token_hash).toBe(sha256('token-of-the-new-run-7'));
+    expect(warnings).toEqual([expect.stringContaining('bt-w was made for another run')]);
+    expect(warnings.join()).not.toContain('token-of');
+  });
+
+  it('with a template that lacks callback_token_hash, sends none and adopts by name and age, saying so', async () => {
+    const older = coder.addTemplate(
+      'baton-agent-before-identity',
+      coder.template.parameters.filter((p) => p.name !== 'callback_token_hash'),
+    );
+    const warnings: string[] = [];
+    await provider.close?.();
+    provider = fastProvider(coder, { templateId: older.id, onWarning: (message) => warnings.push(message) });
+    const first = await provider.create(specFor('bt-w', { callbackToken: 'token-one', adoptableTokenHashes: [] }));
+    // Not sent: a Coder release before terraform-provider-coder v2 refuses a parameter the template lacks.
+    expect(coder.workspace('bt-w')?.richParameters).not.toHaveProperty('callback_token_hash');
+    const second = await provider.create(specFor('bt-w', { callbackToken: 'token-two', adoptableTokenHashes: [] }));
+    expect(second.id).toBe(first.id);
+    expect(warnings).toEqual([expect.stringContaining('bt-w carries no callback_token_hash')]);
+  });
+
   it('waits for a workspace that is still deleting, then creates', async () => {
     const going = coder.seedWorkspace({ name: 'bt-w', status: 'deleting' });
     const ws = await provider.create(specFor('bt-w'));
@@ -332,9 +380,9 @@ describe('coder provider: get, list, stop, delete', () => {
 
 describe('coder provider: faults', () => {
   it('retries 5xx answers', async () => {
-    coder.faults.failNext(2, { status: 503 });
+    coder.faults.failNext(2, { status: 503, match: isCreate });
     await provider.create(specFor('bt-w'));
-    expect(coder.requests.map((r) => r.status)).toEqual([503, 503, 201]);
+    expect(creates().map((r) => r.status)).toEqual([503, 503, 201]);
   });
 
   it('retries a dropped connection', async () => {
@@ -345,10 +393,17 @@ describe('coder provider: faults', () => {
 
   it('adopts its own workspace when the create answer was lost after Coder made it', async () => {
     coder.faults.dropNext(1, { afterHandling: true, match: (r) => r.method === 'POST' });
-    const ws = await provider.create(specFor('bt-w'));
+    // A first attempt, as the dispatcher's spec says (no earlier tokens): identity is checked.
+    const ws = await provider.create(specFor('bt-w', { adoptableTokenHashes: [] }));
     expect(coder.workspaces()).toHaveLength(1);
     expect(ws.id).toBe(coder.workspaces()[0]?.id);
-    expect(coder.requests.map((r) => r.status)).toEqual(['dropped', 409, 200]);
+    expect(coder.requests.filter((r) => !r.path.startsWith('/api/v2/template')).map((r) => `${r.status} ${r.method} ${r.path}`)).toEqual([
+      'dropped POST /api/v2/users/me/workspaces',
+      '409 POST /api/v2/users/me/workspaces',
+      '200 GET /api/v2/users/me/workspace/bt-w',
+      // Its own: the build carries the hash of this create's token.
+      `200 GET /api/v2/workspacebuilds/${coder.workspace('bt-w')?.buildId}/parameters`,
+    ]);
   });
 
   it('times a slow call out and retries it', async () => {
@@ -378,8 +433,9 @@ describe('coder provider: faults', () => {
     provider = fastProvider(coder, { token: 'not-the-right-token' });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentError);
+    // The first call is the template's parameters, before the create.
     expect((error as Error).message).toMatch(
-      /Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on POST \/api\/v2\/users\/me\/workspaces/,
+      /Coder rejected the session token \(check CODER_TOKEN\): HTTP 401 on GET \/api\/v2\/templates\//,
     );
     expect((error as Error).message).not.toContain('not-the-right-token');
     expect(provider.health()).toEqual({ ok: false, reason: expect.stringMatching(/^coder provider: Coder rejected the session token/) });
@@ -387,7 +443,7 @@ describe('coder provider: faults', () => {
   });
 
   it('recovers its health once Coder accepts a request again, and treats 403 as permanent', async () => {
-    coder.faults.failNext(1, { status: 403, body: { message: 'Unauthorized access to use the template.' } });
+    coder.faults.failNext(1, { status: 403, match: isCreate, body: { message: 'Unauthorized access to use the template.' } });
     const error = await provider.create(specFor('bt-w')).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(PermanentError);
     expect((error as Error).message).toContain('Unauthorized access to use the template.');
@@ -399,6 +455,7 @@ describe('coder provider: faults', () => {
   it('surfaces Coder’s 400 message and validations, with secrets redacted', async () => {
     coder.faults.failNext(1, {
       status: 400,
+      match: isCreate,
       body: {
         message: 'Validation failed.',
         validations: [{ field: 'rich_parameter_values', detail: 'parameter "gitea_token" rejected value "forge-dev-bot-secret"' }],
@@ -421,8 +478,12 @@ describe('coder provider: faults', () => {
   });
 
   it('does not retry other 4xx answers', async () => {
-    coder.faults.failNext(1, { status: 404, body: { message: 'Resource not found or you do not have access to this resource' } });
+    coder.faults.failNext(1, {
+      status: 404,
+      match: isCreate,
+      body: { message: 'Resource not found or you do not have access to this resource' },
+    });
     await expect(provider.create(specFor('bt-w'))).rejects.toBeInstanceOf(CoderApiError);
-    expect(coder.requests).toHaveLength(1);
+    expect(creates()).toHaveLength(1);
   });
 });

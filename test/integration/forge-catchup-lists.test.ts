@@ -179,22 +179,26 @@ describe('GitLab client: review events for catch-up', () => {
       gitlab.addProject('acme', 'app');
       gitlab.setAccess('acme', 'app', 'claude-dev', 30);
       const mr = gitlab.addMergeRequest('acme', 'app', { title: 'feature', author: 'alice', source: 'feature', target: 'main' });
+      const first = gitlab.item('acme', 'app', mr, 'pull')!.mr!.sha;
       gitlab.approve('acme', 'app', mr, 'bob');
       clock += 1000;
       gitlab.addNote('acme', 'app', mr, 'alice', 'approved this merge request', 'pull');
       gitlab.unapprove('acme', 'app', mr, 'bob');
-      clock += 1000;
+      clock += 500;
+      const second = gitlab.pushToMergeRequest('acme', 'app', mr);
+      clock += 500;
       gitlab.approve('acme', 'app', mr, 'alice');
       const client = createGitLabClient({ rootUrl: gitlab.url, token: bot.token });
 
       const events = await client.listReviewEvents!('acme', 'app', mr);
       // Alice's note saying the same words is a comment, not an approval: only system notes count.
-      expect(events.map((e) => [e.user?.login, e.state, e.submittedAt])).toEqual([
-        ['bob', 'APPROVED', '2026-03-01T10:00:00.000Z'],
-        ['bob', 'REQUEST_CHANGES', '2026-03-01T10:00:01.000Z'],
-        ['alice', 'APPROVED', '2026-03-01T10:00:02.000Z'],
+      // Each on the head of the newest diff version made before it (the push came after bob took his back).
+      expect(events.map((e) => [e.user?.login, e.state, e.submittedAt, e.commitId])).toEqual([
+        ['bob', 'APPROVED', '2026-03-01T10:00:00.000Z', first],
+        ['bob', 'REQUEST_CHANGES', '2026-03-01T10:00:01.000Z', first],
+        ['alice', 'APPROVED', '2026-03-01T10:00:02.000Z', second],
       ]);
-      expect(events.every((e) => e.body === '' && e.commitId === '')).toBe(true);
+      expect(events.every((e) => e.body === '')).toBe(true);
       // The approvals API says who approves now, with no time.
       expect((await client.listPullReviews('acme', 'app', mr)).map((r) => [r.user?.login, r.submittedAt])).toEqual([['alice', null]]);
     } finally {

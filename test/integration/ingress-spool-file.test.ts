@@ -135,4 +135,19 @@ describe('the delivery spool', () => {
     spool.refused('spool: ENOSPC');
     expect(spool.health()).toMatchObject({ refused: 1, lastRefusal: { reason: 'spool: ENOSPC' } });
   });
+
+  it('opens again at the next append after an open that failed', async () => {
+    const dir = tempDir();
+    // Something in the way of the spool directory, then taken away by an operator.
+    fs.writeFileSync(dir, 'not a directory');
+    const spool = createSpool({ dir });
+    await expect(spool.append(delivery(1))).rejects.toThrow();
+    expect(spool.pending).toBe(0);
+    fs.rmSync(dir);
+    await spool.append(delivery(2));
+    expect(spool.dir).toBe(path.join(dir, 'slot-1'));
+    const inserted: NewDelivery[] = [];
+    await spool.drain(async (d) => inserted.push(d));
+    expect(inserted).toEqual([delivery(2)]);
+  });
 });

@@ -38,6 +38,8 @@ interface ForgeCase {
   graphql: string;
   /** A change the review account may not make. */
   edit: [string, string, unknown];
+  /** Labelling an issue, which the review account may do (the tester's `ready-for-deployment`). */
+  label: [string, string, unknown];
 }
 
 const cases: ForgeCase[] = [
@@ -87,6 +89,7 @@ const cases: ForgeCase[] = [
     },
     graphql: '/api/graphql',
     edit: ['PATCH', '/issues/1', { state: 'closed' }],
+    label: ['POST', '/issues/1/labels', { labels: ['bug'] }],
   },
   {
     name: 'GitLab',
@@ -134,6 +137,7 @@ const cases: ForgeCase[] = [
     },
     graphql: '/api/graphql',
     edit: ['PUT', '/issues/1', { state_event: 'close' }],
+    label: ['PUT', '/issues/1', { add_labels: 'bug' }],
   },
 ];
 
@@ -284,11 +288,16 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     }
   });
 
-  it('lets the review account only comment and review, and refuses the capability once the run has ended', async () => {
+  it('lets the review account only comment, review and label, and refuses the capability once the run has ended', async () => {
     const { id, capability } = await startRun('review');
     expect((await gateway(own(forgeCase.comment), capability, { method: 'POST', body: '{"body":"lgtm"}' })).status).toBe(201);
     const [method, rest, body] = forgeCase.edit;
     expect((await gateway(own(rest), capability, { method, body: JSON.stringify(body) })).status).toBe(403);
+    // A label goes through; the same edit with anything beside the labels does not.
+    const [labelMethod, labelRest, labelBody] = forgeCase.label;
+    expect((await gateway(own(labelRest), capability, { method: labelMethod, body: JSON.stringify(labelBody) })).status).toBe(200);
+    const mixed = { ...(labelBody as object), ...(body as object) };
+    expect((await gateway(own(rest), capability, { method, body: JSON.stringify(mixed) })).status).toBe(403);
     const refs = await fetch(`${server.url}/gateway/acme/app.git/info/refs?service=git-receive-pack`, {
       headers: { authorization: `Basic ${Buffer.from(`x-access-token:${capability}`).toString('base64')}` },
     });

@@ -336,7 +336,7 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
       expect((await gateway(path, cap)).status, path).toBe(200);
   });
 
-  it('lets the review account only comment and review', async () => {
+  it('lets the review account only comment, review and label', async () => {
     const { spec } = await startRun('review');
     const cap = spec.forgeToken!;
     const json = { 'content-type': 'application/json' };
@@ -350,6 +350,10 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
     expect(
       (await gateway('/api/v1/repos/acme/app/issues/1', cap, { method: 'PATCH', headers: json, body: '{"state":"closed"}' })).status,
     ).toBe(403);
+    expect(
+      (await gateway('/api/v1/repos/acme/app/issues/1/labels', cap, { method: 'POST', headers: json, body: '{"labels":["bug"]}' }))
+        .status,
+    ).toBe(200);
   });
 
   it('refuses the capability once the run has ended', async () => {

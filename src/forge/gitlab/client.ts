@@ -30,6 +30,7 @@ import type {
   GitLabNote,
   GitLabProject,
   GitLabUser,
+  GitLabVersion,
 } from './wire.js';
 
 export interface GitLabClientOptions {
@@ -170,8 +171,9 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       const path = `${itemPath(owner, repo, home.number, home.kind)}/notes/${commentId}`;
       return toComment(await http.required<GitLabNote>('PUT', path, { body }), itemUrl(owner, repo, home.number, home.kind));
     },
-    async addCommentReaction(owner, repo, commentId, content) {
-      const home = homeOf(commentId);
+    async addCommentReaction(owner, repo, commentId, content, on) {
+      // A note from a webhook was never listed by this client: its issue or merge request comes with it.
+      const home = on ? { number: on.number, kind: on.kind ?? 'issue' } : homeOf(commentId);
       const name = EMOJI[content] ?? content;
       try {
         await http.exchange('POST', `${itemPath(owner, repo, home.number, home.kind)}/notes/${commentId}/award_emoji`, { name });
@@ -218,10 +220,20 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       // `unapprove_mr`; the latter under ee/ in older versions). An unapproval is what the
       // webhook's `unapproval` is to baton: a review rejecting (src/ingress/gitlab/normalize.ts).
       const all = await listAll<GitLabNote>(`${itemPath(owner, repo, number, 'pull')}/notes?sort=asc&order_by=created_at`);
-      return uniqueById(all).flatMap((n) => {
+      const notes = uniqueById(all).flatMap((n) => {
         const state = n.system ? REVIEW_NOTES[n.body.trim()] : undefined;
-        return state ? [toReviewNote(n, state)] : [];
+        return state ? [{ note: n, state }] : [];
       });
+      if (notes.length === 0) return [];
+      // The notes name no commit; the head a review was given on is the one of the newest diff
+      // version made before it (one per push: GET …/versions, newest first), which is the
+      // `last_commit` its webhook carried.
+      const versions = await listAll<GitLabVersion>(`${itemPath(owner, repo, number, 'pull')}/versions`);
+      const headAt = (at: string) =>
+        versions
+          .filter((v) => !(Date.parse(v.created_at) > Date.parse(at)))
+          .sort((a, b) => Date.parse(b.created_at) - Date.parse(a.created_at) || b.id - a.id)[0]?.head_commit_sha ?? '';
+      return notes.map(({ note, state }) => toReviewNote(note, state, headAt(note.created_at)));
     },
     async listIssuesUpdatedSince(owner, repo, since) {
       // `updated_after` is inclusive; `scope=all` (not only the caller's), every state.

@@ -108,14 +108,14 @@ export function toApproval(user: GitLabUser): ForgeReview {
   return { id: user.id, user: toUser(user), state: 'APPROVED', body: '', commitId: '', stale: false, dismissed: false, submittedAt: null };
 }
 
-/** A system note of an approval or unapproval as a review: by its author, at its time, on no named head. */
-export function toReviewNote(note: GitLabNote, state: 'APPROVED' | 'REQUEST_CHANGES'): ForgeReview {
+/** A system note of an approval or unapproval as a review: by its author, at its time, on the head it was given on ('' when unknown). */
+export function toReviewNote(note: GitLabNote, state: 'APPROVED' | 'REQUEST_CHANGES', commitId: string): ForgeReview {
   return {
     id: note.id,
     user: toUser(note.author),
     state,
     body: '',
-    commitId: '',
+    commitId,
     stale: false,
     dismissed: false,
     submittedAt: note.created_at,

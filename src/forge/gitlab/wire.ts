@@ -74,6 +74,13 @@ export interface GitLabNote {
   updated_at: string;
 }
 
+/** A merge request's diff version: one per push, naming the head it was made of. */
+export interface GitLabVersion {
+  id: number;
+  head_commit_sha: string;
+  created_at: string;
+}
+
 export interface GitLabLabelEvent {
   id: number;
   user: GitLabUser | null;

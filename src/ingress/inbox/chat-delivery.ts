@@ -41,16 +41,20 @@ export async function processCommand(
   copied: boolean,
 ) {
   const sender = event.sender.toLowerCase();
-  if (deps.pipeline.botUsers.includes(sender) || deps.pipeline.ignoreUsers.includes(sender)) {
+  // The comment's author too: GitHub's `comment.user` and `sender` are one account, but a bot's
+  // comment must never be a command whatever a payload says.
+  const author = event.comment?.author.toLowerCase() ?? sender;
+  const fromBot = deps.pipeline.botUsers.includes(sender) || deps.pipeline.botUsers.includes(author);
+  if (fromBot || deps.pipeline.ignoreUsers.includes(sender)) {
     return finish({
       outcome: DELIVERY_OUTCOME.ignored,
-      verdict: `ignored: command from ${deps.pipeline.botUsers.includes(sender) ? 'a bot' : 'an ignored user'}`,
+      verdict: `ignored: command from ${fromBot ? 'a bot' : 'an ignored user'}`,
     });
   }
   if (copied) return finish({ outcome: DELIVERY_OUTCOME.duplicate, verdict: 'duplicate: an earlier copy of this command was taken' });
   let permitted = false;
   try {
-    permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+    permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender, event.forge));
     deps.onPermissionProblem?.(null);
   } catch (err) {
     const failure = readPermissionFailure(err);
@@ -100,7 +104,7 @@ export async function processCommand(
 export async function processReply(commands: ChatDeps, finish: Finish, event: ForgeEvent, run: Run) {
   let permitted = false;
   try {
-    permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender));
+    permitted = canWrite(await commands.permissionOf(event.owner, event.repo, event.sender, event.forge));
   } catch (err) {
     const failure = readPermissionFailure(err);
     if (failure.kind === 'transient') {

@@ -1,6 +1,10 @@
+import { accountKey } from '../../forge/index.js';
 import { chatHelp, commandRequest, type ChatCommand, type ForgeEvent, type Pipeline } from '../../pipeline/index.js';
 import {
+  forgeRepository,
+  runIsOf,
   TransitionError,
+  type ForgeItem,
   type EnqueueResult,
   type IssueView,
   type Run,
@@ -25,6 +29,12 @@ const CANCELLABLE: readonly RunStatus[] = ['queued', 'held', 'provisioning', 'ru
 /** Longest reply; the forge takes more, but a status of a long-lived issue must stay readable. */
 const MAX_REPLY = 12_000;
 
+/**
+ * Runs of the issue's number read to find its own: the same repository name on another forge (or
+ * a GitLab merge request of the same number) has runs of that number too, left out after reading.
+ */
+const RUNS_READ = 100;
+
 export interface CommandEngine {
   enqueueIn(scope: TransactionScope, request: TaskRequest): Promise<EnqueueResult>;
   retryIn(scope: TransactionScope, runId: number): Promise<Run>;
@@ -37,7 +47,11 @@ export interface CommandDeps {
   /** What a command reads before its transaction: the issue's runs, its SDLC view for `status`. */
   runs: Pick<RunQueries, 'list' | 'issue'>;
   outbox: { enqueue(scope: TransactionScope, entry: NewOutboxEntry): Promise<number | null> };
-  /** The bot account that reacts and replies. @default 'dev' */
+  /**
+   * The bot account that reacts and replies, by name (`dev`): on GitHub and GitLab that forge's
+   * account of the name (`github:dev`), so a command is answered on the forge it came from.
+   * @default 'dev'
+   */
   account?: string;
   now: () => number;
 }
@@ -50,6 +64,35 @@ export interface CommandResult {
 }
 
 type Issue = { owner: string; repo: string; number: number };
+
+/** The issue or merge request the command is on, as runs name it (commands read only its runs). */
+function itemOf(event: ForgeEvent & { number: number }): ForgeItem {
+  return { number: event.number, forge: event.forge, ...(event.forge === 'gitlab' && event.isPull ? { mergeRequest: true } : {}) };
+}
+
+/** The issue's runs in these states, newest first: this forge's and this item's only. */
+async function runsOf(deps: CommandDeps, event: ForgeEvent & { number: number }, status: RunStatus[]): Promise<Run[]> {
+  const item = itemOf(event);
+  const runs = await deps.runs.list({ owner: event.owner, repo: event.repo, number: event.number, status, limit: RUNS_READ });
+  return runs.filter((run) => runIsOf(run, item));
+}
+
+/**
+ * Where the command's reaction and reply go: the forge's account, the comment's ordering (the
+ * status comments' own, so a reply never overtakes them), and on GitLab the merge request a note
+ * on one lives on (its numbers are not the issues').
+ */
+function answerTo(deps: CommandDeps, event: ForgeEvent & { number: number }) {
+  const onMergeRequest = event.forge === 'gitlab' && event.isPull;
+  return {
+    account: accountKey(event.forge, deps.account ?? 'dev'),
+    ordering: `comment:${forgeRepository(event.forge, event.owner, event.repo)}${onMergeRequest ? '!' : '#'}${event.number}`,
+    // Comment ids are the forge's, unique on it: GitHub's and GitLab's name their forge, Gitea's keep their key.
+    comment: (id: number | string) =>
+      `${event.forge === 'github' || event.forge === 'gitlab' ? `${event.forge}:` : ''}${event.owner}/${event.repo}:${id}`.toLowerCase(),
+    ...(onMergeRequest ? { kind: 'pull' as const } : {}),
+  };
+}
 
 /**
  * What a command needs to read, read before its transaction: on SQLite the store has one
@@ -70,11 +113,11 @@ export async function readCommandContext(
   const issue: Issue = { owner: event.owner, repo: event.repo, number: event.number };
   switch (command.name) {
     case 'retry':
-      return { retryable: (await deps.runs.list({ ...issue, status: [...RETRYABLE], limit: 1 }))[0], live: [], view: null };
+      return { retryable: (await runsOf(deps, event, [...RETRYABLE]))[0], live: [], view: null };
     case 'cancel':
-      return { live: await deps.runs.list({ ...issue, status: [...CANCELLABLE], limit: 20 }), view: null };
+      return { live: await runsOf(deps, event, [...CANCELLABLE]), view: null };
     case 'status':
-      return { live: [], view: await deps.runs.issue(issue, deps.now()) };
+      return { live: [], view: await deps.runs.issue({ ...issue, ...itemOf(event) }, deps.now()) };
     default:
       return { live: [], view: null };
   }
@@ -96,13 +139,15 @@ export async function runCommand(
   fallbackId: string,
 ): Promise<CommandResult | null> {
   const issue: Issue = { owner: event.owner, repo: event.repo, number: event.number };
-  const commentKey = `${issue.owner}/${issue.repo}:${event.comment?.id ?? fallbackId}`.toLowerCase();
-  const account = deps.account ?? 'dev';
-  const ordering = `comment:${issue.owner}/${issue.repo}#${issue.number}`;
+  const to = answerTo(deps, event);
+  const commentKey = to.comment(event.comment?.id ?? fallbackId);
+  const { account, ordering } = to;
+  const where = { owner: issue.owner, repo: issue.repo, number: issue.number, ...(to.kind ? { kind: to.kind } : {}) };
   if (event.comment?.id !== undefined) {
     const taken = await deps.outbox.enqueue(scope, {
       kind: COMMAND_OUTBOX_KIND.reaction,
-      payload: { account, owner: issue.owner, repo: issue.repo, commentId: event.comment.id, content: TAKEN_REACTION },
+      // The item's number and kind too: GitLab reaches a note's award emoji through its issue or merge request.
+      payload: { account, ...where, commentId: event.comment.id, content: TAKEN_REACTION },
       orderingKey: ordering,
       dedupKey: `command:${commentKey}:taken`,
     });
@@ -111,7 +156,7 @@ export async function runCommand(
   const result = await carryOut(deps, scope, event, issue, command, context, pipeline);
   const reply = await deps.outbox.enqueue(scope, {
     kind: COMMAND_OUTBOX_KIND.comment,
-    payload: { account, owner: issue.owner, repo: issue.repo, number: issue.number, body: clip(result.reply) },
+    payload: { account, ...where, body: clip(result.reply) },
     orderingKey: ordering,
     dedupKey: `command:${commentKey}:reply`,
   });
@@ -120,18 +165,19 @@ export async function runCommand(
 
 /** The reply to someone without write access: nothing runs. Queued once per comment. */
 export async function refuseCommand(deps: CommandDeps, scope: TransactionScope, event: ForgeEvent & { number: number }): Promise<void> {
-  const account = deps.account ?? 'dev';
+  const to = answerTo(deps, event);
   await deps.outbox.enqueue(scope, {
     kind: COMMAND_OUTBOX_KIND.comment,
     payload: {
-      account,
+      account: to.account,
       owner: event.owner,
       repo: event.repo,
       number: event.number,
+      ...(to.kind ? { kind: to.kind } : {}),
       body: `@${event.sender} only people with write access to ${event.owner}/${event.repo} can give baton commands; nothing was run. See baton's ${PERMISSION_HELP_PAGE}.`,
     },
-    orderingKey: `comment:${event.owner}/${event.repo}#${event.number}`,
-    dedupKey: `command:${event.owner}/${event.repo}:${event.comment?.id ?? 'none'}:refused`.toLowerCase(),
+    orderingKey: to.ordering,
+    dedupKey: `command:${to.comment(event.comment?.id ?? 'none')}:refused`,
   });
 }
 
@@ -151,7 +197,7 @@ async function carryOut(
     case 'unknown':
       return none(`I don't know the command \`${command.word.replace(/`/g, '')}\`.\n\n${chatHelp(pipeline)}`);
     case 'status':
-      return none(statusReply(context.view, issue));
+      return none(statusReply(context.view, issue, event.forge === 'gitlab' && event.isPull ? '!' : '#'));
     case 'retry': {
       const run = context.retryable;
       if (!run) return none('Nothing to retry: this issue has no failed, dead, timed-out or cancelled run.');
@@ -206,10 +252,11 @@ async function carryOut(
   }
 }
 
-function statusReply(view: IssueView | null, issue: Issue): string {
-  if (!view || view.runs.length === 0) return `No runs yet for ${issue.owner}/${issue.repo}#${issue.number}.`;
+/** `sign` is how the forge writes the item's number: `#7`, or `!7` for a GitLab merge request. */
+function statusReply(view: IssueView | null, issue: Issue, sign: '#' | '!'): string {
+  if (!view || view.runs.length === 0) return `No runs yet for ${issue.owner}/${issue.repo}${sign}${issue.number}.`;
   const lines = [
-    `Status of #${issue.number}: ${view.totals.runs} run(s), ${duration(view.totals.durationMs)} running, ${usd(view.totals.costUsd)}.`,
+    `Status of ${sign}${issue.number}: ${view.totals.runs} run(s), ${duration(view.totals.durationMs)} running, ${usd(view.totals.costUsd)}.`,
     '',
     '| run | stage | status | duration | cost |',
     '| --- | --- | --- | --- | --- |',
@@ -248,6 +295,5 @@ function messageOf(err: unknown): string {
 
 /** The issue's run that waits for a reply to its question, if any (read before the transaction). */
 export async function waitingRunOf(deps: CommandDeps, event: ForgeEvent & { number: number }): Promise<Run | undefined> {
-  const [run] = await deps.runs.list({ owner: event.owner, repo: event.repo, number: event.number, status: 'waiting', limit: 1 });
-  return run;
+  return (await runsOf(deps, event, ['waiting']))[0];
 }

@@ -154,10 +154,9 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
 
   /** A ChatOps command, or the reply to a run's question: its verdict; null when the delivery is neither. */
   async function processChat(claimed: ClaimedDelivery, event: ForgeEvent, copies: readonly EarlierCopy[], finish: Finish) {
-    // ChatOps replies through Gitea's accounts and reads runs by repository name: on GitHub and
-    // GitLab a comment is a comment, never a command, until commands know the forge.
-    const commandForge = event.forge !== 'github' && event.forge !== 'gitlab';
-    const command = deps.commands && commandForge && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
+    // On every forge: the command's permission lookup, reaction and reply go through that forge's
+    // accounts, and it reads only that forge's runs of the issue (commands.ts).
+    const command = deps.commands && event.number !== undefined ? commandOf(event, deps.pipeline) : null;
     if (command && deps.commands) {
       return processCommand(
         deps,

@@ -40,8 +40,9 @@ export interface Spool {
   readonly dir: string;
   /**
    * Takes this process's slot, reads what an earlier owner left in it, and takes over the slots of
-   * processes that ended; idempotent. Appends and drains open it themselves. Rejects with a
-   * `SpoolLockError` when the directory's file system cannot lock (the spool could be shared).
+   * processes that ended; idempotent, and tried again by the next call after a failure. Appends
+   * and drains open it themselves. Rejects with a `SpoolLockError` when the directory's file
+   * system cannot lock (the spool could be shared).
    */
   open(): Promise<void>;
   /**
@@ -161,7 +162,16 @@ export function createSpool(options: SpoolOptions): Spool {
       );
       // Before any append: what a dead process left is drained before what arrives now.
       await adoptDead();
-    })());
+    })().catch((err: unknown) => {
+      // Nothing half-taken stays (a full disk, a directory it may not write): the next append or
+      // drain pass starts over, and no slot stays locked by an attempt that failed.
+      lock?.release();
+      lock = undefined;
+      dir = root;
+      segments = [];
+      opened = undefined;
+      throw err;
+    }));
 
   async function readOwnSlot(): Promise<void> {
     const names = (await fs.promises.readdir(dir)).sort();

@@ -54,6 +54,13 @@ export interface CoderRichParameter {
   value: string;
 }
 
+/**
+ * `codersdk.WorkspaceBuildParameter`, as `GET /workspacebuilds/{id}/parameters` answers them: the
+ * values a build was made with, for the parameters its template version declares only (Coder
+ * drops any other it was sent), a declared one that was not sent holding its default.
+ */
+export type CoderBuildParameter = CoderRichParameter;
+
 export interface CoderCreateWorkspaceRequest {
   name: string;
   template_id?: string;

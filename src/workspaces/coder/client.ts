@@ -1,4 +1,5 @@
 import type {
+  CoderBuildParameter,
   CoderCreateBuildRequest,
   CoderCreateWorkspaceRequest,
   CoderResponse,
@@ -74,6 +75,12 @@ export interface CoderClient {
   getTemplate(id: string): Promise<CoderTemplate | null>;
   /** The rich parameters a template version declares; null on 404. */
   getTemplateVersionParameters(versionId: string): Promise<CoderTemplateParameter[] | null>;
+  /**
+   * The parameter values a build was made with (`GET /workspacebuilds/{id}/parameters`); null on
+   * 400 or 404 (no such build). They include the workspace's secrets: read what you need, keep
+   * nothing else.
+   */
+  getBuildParameters(buildId: string): Promise<CoderBuildParameter[] | null>;
 }
 
 const RETRYABLE_STATUS = (status: number) => status >= 500 || status === 429;
@@ -199,6 +206,11 @@ export function createCoderClient(options: CoderClientOptions): CoderClient {
         accept: [400, 404],
       });
       return answer.status === 400 || answer.status === 404 ? null : answer.body;
+    },
+    async getBuildParameters(buildId) {
+      // An id that is not a UUID is a 400 from the path middleware (httpmw.ParseUUIDParam).
+      const answer = await request<CoderBuildParameter[]>('GET', `/workspacebuilds/${enc(buildId)}/parameters`, { accept: [400, 404] });
+      return answer.status === 400 || answer.status === 404 || !Array.isArray(answer.body) ? null : answer.body;
     },
   };
 }

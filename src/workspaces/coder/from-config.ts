@@ -10,7 +10,10 @@ import { createCoderProvider, type CoderProvider, type CoderProviderOptions } fr
  */
 export function createCoderProviderFromConfig(
   config: { coder: ResolvedOf<typeof coderSection>; claude: ResolvedOf<typeof claudeSection> },
-  deps: { isOwnedByLiveRun: (name: string, workspace: Workspace) => Promise<boolean> } & Pick<CoderProviderOptions, 'fetch' | 'clock'>,
+  deps: { isOwnedByLiveRun: (name: string, workspace: Workspace) => Promise<boolean> } & Pick<
+    CoderProviderOptions,
+    'fetch' | 'clock' | 'onWarning'
+  >,
 ): CoderProvider {
   const { coder } = config;
   return createCoderProvider({
@@ -24,6 +27,7 @@ export function createCoderProviderFromConfig(
     extraParameters: coder.parameters,
     staleAfterMs: coder.staleAfterMs,
     isOwnedByLiveRun: deps.isOwnedByLiveRun,
+    onWarning: deps.onWarning,
     fetch: deps.fetch,
     clock: deps.clock,
   });

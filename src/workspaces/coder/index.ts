@@ -31,4 +31,5 @@ export {
   type ProviderHealth,
 } from './provider.js';
 export { createCoderProviderFromConfig } from './from-config.js';
+export { IDENTITY_PARAMETER } from './identity.js';
 export { coderSection, type CoderSettings } from './config-section.js';

@@ -3,6 +3,7 @@ import { type Workspace, type WorkspaceProvider, type WorkspaceSpec, type Worksp
 import type { CoderCreateWorkspaceRequest, CoderResponse, CoderRichParameter, CoderTransition, CoderWorkspace } from './api-types.js';
 import { createCoderClient, systemClock, type Clock, type CoderClient } from './client.js';
 import { CoderApiError, CoderWaitTimeoutError } from './errors.js';
+import { createIdentityCheck, tokenHashOf } from './identity.js';
 import { BATON_WORKSPACE_NAME_PATTERN, coderNameProblem } from './names.js';
 
 export interface CoderProviderOptions {
@@ -39,6 +40,11 @@ export interface CoderProviderOptions {
    * run started) from a leftover of an earlier run with the same key (created before it).
    */
   isOwnedByLiveRun: (name: string, workspace: Workspace) => Promise<boolean>;
+  /**
+   * Told when a workspace of a run's name is another run's (deleted and made again) or says
+   * nothing of whose it is (adopted by name); the message names no secret.
+   */
+  onWarning?: (message: string) => void;
   /** Which names `list()` reports as baton's. @default BATON_WORKSPACE_NAME_PATTERN (`bt-…`) */
   namePattern?: RegExp;
   /** Per-request timeout. @default 30_000 */
@@ -130,6 +136,7 @@ export const WORKSPACE_PARAMETERS = [
   'repo_clone_url',
   'callback_url',
   'callback_token',
+  'callback_token_hash',
   'deploy_env',
   'run_id',
   'max_duration_ms',
@@ -199,6 +206,14 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     },
   });
 
+  const { templateDeclaresIdentity, identityOf } = createIdentityCheck({
+    client,
+    clock,
+    templateId: options.templateId,
+    templateVersionId: options.templateVersionId,
+    onWarning: options.onWarning,
+  });
+
   /** Template and owner say whether a workspace is baton's; the name pattern is checked by list. */
   const isManaged = (ws: CoderWorkspace): boolean => {
     if (user !== 'me' && ws.owner_name !== user && ws.owner_id !== user) return false;
@@ -236,7 +251,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
     return ws;
   };
 
-  function createRequest(spec: WorkspaceSpec): CoderCreateWorkspaceRequest {
+  function createRequest(spec: WorkspaceSpec, sendIdentity: boolean): CoderCreateWorkspaceRequest {
     // One number for the runner's limit and the workspace's TTL, so autostop always comes later.
     const maxDurationMs = spec.maxDurationMs ?? options.defaultMaxDurationMs ?? 2 * 3_600_000;
     const own: Record<WorkspaceParameter, string | number | boolean | undefined> = {
@@ -253,6 +268,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       repo_clone_url: spec.cloneUrl,
       callback_url: spec.callbackUrl,
       callback_token: spec.callbackToken,
+      callback_token_hash: sendIdentity ? tokenHashOf(spec.callbackToken) : undefined,
       deploy_env: spec.deployEnv,
       run_id: spec.runId,
       // The runner's limits, as the local provider passes them (BATON_MAX_DURATION_MS,
@@ -349,13 +365,15 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
 
   type Decision = 'adopt' | 'recreate' | 'wait';
 
-  async function decide(ws: CoderWorkspace): Promise<Decision> {
+  async function decide(ws: CoderWorkspace, spec: WorkspaceSpec): Promise<Decision> {
     const { status, transition, job } = ws.latest_build;
     if (transition === 'delete') return status === 'failed' || status === 'canceled' ? 'recreate' : 'wait';
     if (ACTIVE_JOB.has(job.status) && transition === 'stop') return 'wait';
     if (status === 'canceling') return 'wait';
     if (status === 'stopped' || status === 'failed' || status === 'canceled') return 'recreate';
-    // Running, or a start still building.
+    // Running, or a start still building: adopted only when it is this run's (when it says whose it is).
+    const identity = await identityOf(ws, spec);
+    if (identity !== 'unknown') return identity === 'own' ? 'adopt' : 'recreate';
     const workspace = toWorkspace(ws);
     if (clock.now() - workspace.createdAt < staleAfterMs) return 'adopt';
     return (await options.isOwnedByLiveRun(ws.name, workspace)) ? 'adopt' : 'recreate';
@@ -378,7 +396,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
         throw new PermanentError(`Coder parameter ${parameter} must be a single line; the secret given for it has a line break`);
       }
     }
-    const request = createRequest(spec);
+    const request = createRequest(spec, await templateDeclaresIdentity());
     const deadline = clock.now() + waitGoneMs;
     let lastState = 'none';
     for (let round = 0; round < MAX_CONFLICT_ROUNDS; round++) {
@@ -398,7 +416,7 @@ export function createCoderProvider(options: CoderProviderOptions): CoderProvide
       }
       while (existing && existing.latest_build.status !== 'deleted') {
         lastState = `${existing.latest_build.transition}/${existing.latest_build.status}`;
-        const decision = await decide(existing);
+        const decision = await decide(existing, spec);
         if (decision === 'adopt') return toWorkspace(existing);
         if (decision === 'recreate') {
           await requestTransition(existing, 'delete');

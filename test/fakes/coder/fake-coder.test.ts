@@ -248,6 +248,41 @@ describe('fake Coder: builds', () => {
   });
 });
 
+describe('fake Coder: build parameters', () => {
+  it('keeps one value per parameter the template declares, drops the others, and carries them to later builds', async () => {
+    const template = coder.addTemplate('older', [
+      { name: 'task_type', required: true },
+      { name: 'deploy_env', required: false },
+    ]);
+    const res = await call('POST', '/users/me/workspaces', {
+      name: 'old-template',
+      template_id: template.id,
+      rich_parameter_values: [
+        { name: 'task_type', value: 'develop' },
+        { name: 'callback_token_hash', value: 'ab'.repeat(32) },
+      ],
+    });
+    expect(res.status).toBe(201);
+    // Undeclared: dropped without a word; declared and not sent: its default.
+    const expected = [
+      { name: 'task_type', value: 'develop' },
+      { name: 'deploy_env', value: '' },
+    ];
+    expect((await call('GET', `/workspacebuilds/${res.body.latest_build.id}/parameters`)).body).toEqual(expected);
+    await waitStatus(res.body.id, 'running');
+    const stop = await call('POST', `/workspaces/${res.body.id}/builds`, { transition: 'stop' });
+    expect((await call('GET', `/workspacebuilds/${stop.body.id}/parameters`)).body).toEqual(expected);
+  });
+
+  it('answers 404 for an unknown build and 400 for an id that is not a UUID', async () => {
+    expect(await call('GET', '/workspacebuilds/11111111-1111-1111-1111-111111111111/parameters')).toMatchObject({ status: 404 });
+    expect(await call('GET', '/workspacebuilds/latest/parameters')).toEqual({
+      status: 400,
+      body: { message: 'Invalid UUID "workspacebuild".', detail: 'invalid UUID length: 6' },
+    });
+  });
+});
+
 describe('fake Coder: faults', () => {
   it('answers injected 5xx, drops connections and delays', async () => {
     coder.faults.failNext(1, { status: 502 });

@@ -55,6 +55,11 @@ export interface FakeBuild {
   failWith: string | null;
   /** The job stays `running` until cancelled (a build stuck in `stopping`). */
   stuck: boolean;
+  /**
+   * What `GET /workspacebuilds/{id}/parameters` answers: one value per parameter the template
+   * declares (the one sent, else the previous build's, else its default), none it does not.
+   */
+  parameters: { name: string; value: string }[];
 }
 
 export interface FakeWorkspaceRecord {
@@ -107,6 +112,7 @@ export function newBuild(
     canceledAt: null,
     failWith: null,
     stuck: false,
+    parameters: [],
   };
 }
 

@@ -49,6 +49,8 @@ export interface SeedWorkspace {
   createdAt?: number;
   /** Keep the seeded transitional build where it is (e.g. stuck in `stopping`). */
   stuck?: boolean;
+  /** Values its builds were made with (only the template's parameters are kept, as Coder does). */
+  parameters?: Record<string, string>;
 }
 
 export interface RecordedRequest {
@@ -71,7 +73,12 @@ export interface WorkspaceSnapshot {
   deleted: boolean;
   createdAt: number;
   ttlMs: number | null;
+  /** What the request sent, undeclared parameters included. */
   richParameters: Record<string, string>;
+  /** The latest build's id. */
+  buildId: string;
+  /** What Coder kept on the latest build (`GET /workspacebuilds/{id}/parameters`). */
+  buildParameters: Record<string, string>;
   transitions: Transition[];
 }
 
@@ -230,12 +237,35 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
     createdAt: ws.createdAt,
     ttlMs: ws.ttlMs,
     richParameters: Object.fromEntries(ws.richParameters.map((p) => [p.name, p.value])),
+    buildId: latestBuild(ws).id,
+    buildParameters: Object.fromEntries(latestBuild(ws).parameters.map((p) => [p.name, p.value])),
     transitions: ws.builds.map((b) => b.transition),
   });
 
-  const queueBuild = (ws: FakeWorkspaceRecord, transition: Transition, initiator: FakeUser, versionId?: string): FakeBuild => {
+  /**
+   * The values a build keeps (wsbuilder `getParameters`): one per parameter the template declares,
+   * taken from the request, else from the previous build, else the declared default (the fake's
+   * templates all default to ""). A value for a parameter the template lacks is dropped without a
+   * word: classic parameters iterate the template's only (`getClassicParameters`), dynamic ones
+   * delete the rest on a start (dynamicparameters/resolver.go `ResolveParameters`). Releases
+   * before terraform-provider-coder v2 refused it instead (codersdk `ValidateWorkspaceBuildParameters`).
+   */
+  const buildParameters = (template: FakeTemplate, sent: { name: string; value: string }[], previous?: FakeBuild) =>
+    template.parameters.map(({ name }) => ({
+      name,
+      value: sent.find((p) => p.name === name)?.value ?? previous?.parameters.find((p) => p.name === name)?.value ?? '',
+    }));
+
+  const queueBuild = (
+    ws: FakeWorkspaceRecord,
+    transition: Transition,
+    initiator: FakeUser,
+    versionId?: string,
+    sent: { name: string; value: string }[] = [],
+  ): FakeBuild => {
     const previous = ws.builds[ws.builds.length - 1];
     const build = newBuild(ws, transition, versionId ?? previous?.templateVersionId ?? ws.template.activeVersionId, initiator, now());
+    build.parameters = buildParameters(ws.template, sent, previous);
     const fault = buildFaults.find((f) => f.remaining > 0 && f.transition === transition);
     if (fault) {
       fault.remaining -= 1;
@@ -300,6 +330,10 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       build.stuck = Boolean(seed.stuck) && (job === 'pending' || job === 'running');
     };
     const start = newBuild(ws, 'start', template.activeVersionId, owner, createdAt);
+    start.parameters = buildParameters(
+      template,
+      Object.entries(seed.parameters ?? {}).map(([name, value]) => ({ name, value })),
+    );
     ws.builds.push(start);
     const status = seed.status ?? 'running';
     const startJob = { pending: 'pending', starting: 'running', failed: 'failed', canceled: 'canceled' } as const;
@@ -310,6 +344,7 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
       if (status !== 'running') {
         const transition: Transition = status === 'deleting' ? 'delete' : 'stop';
         const next = newBuild(ws, transition, template.activeVersionId, owner, createdAt);
+        next.parameters = start.parameters;
         ws.builds.push(next);
         settle(next, status === 'stopped' ? 'succeeded' : 'running');
       }
@@ -423,7 +458,7 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
         : [],
       builds: [],
     };
-    queueBuild(ws, 'start', caller, versionId || template.activeVersionId);
+    queueBuild(ws, 'start', caller, versionId || template.activeVersionId, ws.richParameters);
     workspaces.set(ws.id, ws);
     return { status: 201, body: renderWorkspace(ws) };
   }
@@ -551,6 +586,19 @@ export async function createFakeCoder(options: FakeCoderOptions = {}): Promise<F
         build.jobStatus = 'canceling';
       }
       return { status: 200, body: { message: 'Job has been marked as canceled...' } };
+    }
+    // coderd/workspacebuilds.go `workspaceBuildParameters` (docs/reference/api/builds.md "Get build
+    // parameters for workspace build"): 200 with a bare array of {name, value}; the build of a
+    // deleted workspace still answers. A path id that is not a UUID: 400 from httpmw's parseUUID,
+    // whose message quotes the URL parameter's name, not its value.
+    if (method === 'GET' && (m = /^\/api\/v2\/workspacebuilds\/([^/]+)\/parameters$/.exec(path))) {
+      const id = decodeURIComponent(m[1] as string);
+      if (!UUID_RE.test(id)) {
+        return { status: 400, body: { message: 'Invalid UUID "workspacebuild".', detail: `invalid UUID length: ${id.length}` } };
+      }
+      const build = [...workspaces.values()].flatMap((w) => w.builds).find((b) => b.id === id);
+      if (!build) return { status: 404, body: NOT_FOUND };
+      return { status: 200, body: build.parameters.map((p) => ({ name: p.name, value: p.value })) };
     }
     // Templates (coder/coder docs/reference/api/templates.md, coderd/templateversions.go).
     if (method === 'GET' && (m = /^\/api\/v2\/templates\/([^/]+)$/.exec(path))) {

@@ -38,6 +38,8 @@ export interface FakeGitHub {
   labelIssue(owner: string, repo: string, number: number, label: string, actor: string): void;
   issue(owner: string, repo: string, number: number): IssueRecord | undefined;
   comments(owner: string, repo: string, number: number): { id: number; author: string; body: string }[];
+  /** The reactions on a comment (`POST …/issues/comments/{id}/reactions`), oldest first. */
+  reactions(owner: string, repo: string, commentId: number): { user: string; content: string }[];
   hooks(owner: string, repo: string): HookRecord[];
   /** The next `count` requests matching `path` (a substring) answer `status` with GitHub's error body. */
   failNext(path: string, status: number, count?: number): void;
@@ -197,6 +199,10 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
       return (state.repo(owner, repo)?.comments ?? [])
         .filter((c) => c.issue === number)
         .map((c) => ({ id: c.id, author: c.author, body: c.body }));
+    },
+    reactions(owner, repo, commentId) {
+      const comment = repoOf(owner, repo).comments.find((c) => c.id === commentId);
+      return (comment?.reactions ?? []).map((r) => ({ user: r.user, content: r.content }));
     },
     hooks(owner, repo) {
       return repoOf(owner, repo).hooks;

@@ -382,6 +382,27 @@ export function createFakeGitLabApp(
     });
   }
 
+  // A merge request's diff versions, newest first: one per push, naming its head
+  // (doc/api/merge_requests.md, "Get merge request diff versions").
+  app.get(`${P}/merge_requests/:iid/versions`, (c) => {
+    const p = projectOf(c);
+    if (p instanceof Response) return p;
+    const mr = p.mergeRequests.find((m) => m.iid === Number(c.req.param('iid')));
+    if (!mr) return fail(c, 404, '404 Not found');
+    return page(
+      c,
+      [...mr.mr!.versions].reverse().map((v) => ({
+        id: v.id,
+        head_commit_sha: v.headSha,
+        base_commit_sha: '0'.repeat(40),
+        start_commit_sha: '0'.repeat(40),
+        created_at: v.createdAt,
+        merge_request_id: mr.id,
+        state: 'collected',
+        real_size: '1',
+      })),
+    );
+  });
   app.get(`${P}/merge_requests/:iid/approvals`, (c) => {
     const p = projectOf(c);
     if (p instanceof Response) return p;

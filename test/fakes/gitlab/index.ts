@@ -52,12 +52,16 @@ export interface FakeGitLab {
   approve(namespace: string, path: string, iid: number, username: string): void;
   /** Takes `username`'s approval back: the system note `unapproved this merge request`, updated_at; no webhook. */
   unapprove(namespace: string, path: string, iid: number, username: string): void;
+  /** A push to the merge request's source branch: its new head, a new diff version and updated_at; no webhook. Returns the head. */
+  pushToMergeRequest(namespace: string, path: string, iid: number, sha?: string): string;
   /** Writes a note as `author` would in the web UI (it moves the item's updated_at), sending no webhook. */
   addNote(namespace: string, path: string, iid: number, author: string, body: string, kind?: 'issue' | 'pull'): { id: number };
   /** Adds a label as `actor` would in the web UI (a label event, updated_at), sending no webhook. */
   labelItem(namespace: string, path: string, iid: number, label: string, actor: string, kind?: 'issue' | 'pull'): void;
   item(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): ItemRecord | undefined;
   notes(namespace: string, path: string, iid: number, kind?: 'issue' | 'pull'): { id: number; author: string; body: string }[];
+  /** The award emoji on a note (`POST …/notes/:note_id/award_emoji`), oldest first. */
+  awards(namespace: string, path: string, iid: number, noteId: number, kind?: 'issue' | 'pull'): { user: string; name: string }[];
   hooks(namespace: string, path: string): HookRecord[];
   /**
    * Delivers `body` to every hook of the project subscribed to `flag` (`issues_events`, …) as
@@ -229,12 +233,14 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     addMergeRequest(namespace, path, opts) {
       const item = newItem(projectOf(namespace, path).mergeRequests, opts);
+      const sha = opts.sha ?? crypto.randomBytes(20).toString('hex');
       item.mr = {
         source: opts.source,
         target: opts.target,
-        sha: opts.sha ?? crypto.randomBytes(20).toString('hex'),
+        sha,
         approvedBy: [],
         draft: false,
+        versions: [{ id: state.id(), headSha: sha, createdAt: item.createdAt }],
       };
       return item.iid;
     },
@@ -247,6 +253,14 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
       const item = itemOf(namespace, path, iid, 'pull');
       item.mr!.approvedBy = item.mr!.approvedBy.filter((u) => u.toLowerCase() !== username.toLowerCase());
       note(item, username, 'unapproved this merge request', true);
+    },
+    pushToMergeRequest(namespace, path, iid, sha = crypto.randomBytes(20).toString('hex')) {
+      const item = itemOf(namespace, path, iid, 'pull');
+      const at = state.timestamp();
+      item.mr!.sha = sha;
+      item.mr!.versions.push({ id: state.id(), headSha: sha, createdAt: at });
+      item.updatedAt = at;
+      return sha;
     },
     addNote(namespace, path, iid, author, body, kind = 'issue') {
       return { id: note(itemOf(namespace, path, iid, kind), author, body, false).id };
@@ -264,6 +278,10 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     notes(namespace, path, iid, kind = 'issue') {
       return itemOf(namespace, path, iid, kind).notes.map((n) => ({ id: n.id, author: n.author, body: n.body }));
+    },
+    awards(namespace, path, iid, noteId, kind = 'issue') {
+      const note = itemOf(namespace, path, iid, kind).notes.find((n) => n.id === noteId);
+      return (note?.awards ?? []).map((a) => ({ user: a.user, name: a.name }));
     },
     hooks(namespace, path) {
       return projectOf(namespace, path).hooks;

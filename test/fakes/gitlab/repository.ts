@@ -161,7 +161,14 @@ export function addGitLabRepositoryRoutes(
       updatedAt: at,
       notes: [],
       labelEvents: [],
-      mr: { source: body.source_branch!, target: body.target_branch!, sha: source.id, approvedBy: [], draft: body.draft === true },
+      mr: {
+        source: body.source_branch!,
+        target: body.target_branch!,
+        sha: source.id,
+        approvedBy: [],
+        draft: body.draft === true,
+        versions: [{ id: state.id(), headSha: source.id, createdAt: at }],
+      },
     };
     p.mergeRequests.push(item);
     // The answer is the merge request as GET shows it.

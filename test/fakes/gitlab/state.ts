@@ -50,7 +50,15 @@ export interface ItemRecord {
   notes: NoteRecord[];
   labelEvents: LabelEventRecord[];
   /** Set for a merge request (numbered apart from issues). */
-  mr?: { source: string; target: string; sha: string; approvedBy: string[]; draft: boolean };
+  mr?: {
+    source: string;
+    target: string;
+    sha: string;
+    approvedBy: string[];
+    draft: boolean;
+    /** Its diff versions, oldest first: one when it is opened, one more per push (`pushToMergeRequest`). */
+    versions: { id: number; headSha: string; createdAt: string }[];
+  };
 }
 
 export interface HookRecord {
