@@ -84,11 +84,17 @@ async function stormRound(w: World, rnd: Random, figures: Figures): Promise<Deli
   return deliveries;
 }
 
-/** Waits until no replica's spool holds anything (each answers its own `/api/deliveries/health`). */
+/**
+ * Waits until no replica's spool holds anything (each answers its own `/api/deliveries/health`):
+ * nothing pending, and no segment left on disk (a drained segment is deleted a moment after its
+ * last delivery is in the database; a disk filled before that would have its space back).
+ */
 async function spoolsDrained(w: World): Promise<void> {
   const pending = async (i: number) => {
     const answer = await w.apiOf(i, '/api/deliveries/health');
-    return answer?.status === 200 ? (JSON.parse(answer.text) as { spool: { pending: number } | null }).spool?.pending : undefined;
+    if (answer?.status !== 200) return undefined;
+    const spool = (JSON.parse(answer.text) as { spool: { pending: number; bytes: number } | null }).spool;
+    return spool ? spool.pending + spool.bytes : undefined;
   };
   await until(
     async () => {

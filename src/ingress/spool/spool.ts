@@ -211,6 +211,7 @@ export function createSpool(options: SpoolOptions): Spool {
     // the spool). Nobody owns them; each goes, by its rename, to one process.
     if ((await fs.promises.readdir(root)).some((n) => SEGMENT.test(n))) {
       try {
+        if (active) await seal(active);
         const moved = await moveSegments(root);
         health.adopted += moved;
         if (moved > 0) options.logger?.info?.({ from: root, into: dir, deliveries: moved }, 'spool: took over segments from before slots');
