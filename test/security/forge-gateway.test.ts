@@ -351,8 +351,7 @@ describe('forge gateway: a credential worth nothing outside its run', () => {
       (await gateway('/api/v1/repos/acme/app/issues/1', cap, { method: 'PATCH', headers: json, body: '{"state":"closed"}' })).status,
     ).toBe(403);
     expect(
-      (await gateway('/api/v1/repos/acme/app/issues/1/labels', cap, { method: 'POST', headers: json, body: '{"labels":["bug"]}' }))
-        .status,
+      (await gateway('/api/v1/repos/acme/app/issues/1/labels', cap, { method: 'POST', headers: json, body: '{"labels":["bug"]}' })).status,
     ).toBe(200);
   });
 
