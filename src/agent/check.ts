@@ -21,6 +21,12 @@ export async function checkRunner(options: {
   agentCommand?: readonly string[];
   /** @default 'claude' */
   agent?: AgentName;
+  /**
+   * Every agent the pipeline's stages may start here (`--check-agent`), each with its command
+   * (absent: the adapter's executable); when given, each must be found, and `agent` and
+   * `agentCommand` are not looked at.
+   */
+  agents?: ReadonlyArray<{ agent: AgentName; command?: readonly string[] }>;
   /** How steps are started (the nested sandbox when the runner is sandboxed). */
   spawn?: SpawnFunction;
   /** `host:port` of what a run must not connect to (baton's port, its database), from `BATON_CHECK_UNREACHABLE`. */
@@ -35,18 +41,27 @@ export async function checkRunner(options: {
       message: `the run's network is not contained: ${reached.join('; ')} (runs must reach baton and its database only through the egress gate; see egress.gate in docs/configuration.md)`,
     };
   }
-  const adapter = agentAdapter(options.agent ?? 'claude');
-  const command = (options.agentCommand ?? [adapter.executable])[0] ?? '';
-  const found = findCommand(command, options.env.PATH, options.cwd);
-  if (found === null) {
-    const how =
-      options.agentCommand || !adapter.npmPackage
-        ? 'fix BATON_AGENT_COMMAND'
-        : `install ${adapter.title} where the runner finds it (npm install -g ${adapter.npmPackage}), or set BATON_AGENT_COMMAND to its absolute path`;
-    return {
-      ok: false,
-      message: `agent command "${command}" is not found on the runner's PATH (${options.env.PATH ?? 'unset'}): ${how}`,
-    };
+  const wanted = options.agents?.length ? options.agents : [{ agent: options.agent ?? 'claude', command: options.agentCommand }];
+  const found: string[] = [];
+  for (const { agent, command: given } of wanted) {
+    const adapter = agentAdapter(agent);
+    const command = (given ?? [adapter.executable])[0] ?? '';
+    const path = findCommand(command, options.env.PATH, options.cwd);
+    if (path === null) {
+      const setting = options.agents?.length
+        ? `agents.${agent}.command${agent === 'claude' ? ' (or BATON_AGENT_COMMAND)' : ''}`
+        : 'BATON_AGENT_COMMAND';
+      const how =
+        given || !adapter.npmPackage
+          ? `fix ${setting}`
+          : `install ${adapter.title} where the runner finds it (npm install -g ${adapter.npmPackage}), or set ${setting} to its absolute path`;
+      const whose = options.agents?.length ? ` (${adapter.title}, agent ${agent})` : '';
+      return {
+        ok: false,
+        message: `agent command "${command}"${whose} is not found on the runner's PATH (${options.env.PATH ?? 'unset'}): ${how}`,
+      };
+    }
+    found.push(options.agents?.length ? `${agent} ${path}` : path);
   }
   if (options.spawn) {
     const output: string[] = [];
@@ -66,5 +81,5 @@ export async function checkRunner(options: {
       return { ok: false, message: `the agent's nested sandbox cannot be started: ${why}` };
     }
   }
-  return { ok: true, message: `agent command ${found}` };
+  return { ok: true, message: options.agents?.length ? `agent commands: ${found.join(', ')}` : `agent command ${found[0]}` };
 }

@@ -51,6 +51,8 @@ Options:
   --build CMD               build command (heavy stages)      [BATON_BUILD_COMMAND]
   --check                   only check that the agent command (and the nested sandbox) can
                             start here; print what was found, exit 0 or 1
+  --check-agent NAME[=JSON] with --check: check this agent's command instead (JSON: its argv,
+                            default its executable); repeat it for every agent the stages use
   -h, --help                show this help
 
 Secrets: CALLBACK_TOKEN, GITEA_TOKEN, CLAUDE_CODE_OAUTH_TOKEN and the other agents' keys
@@ -113,6 +115,7 @@ const FLAGS = {
   install: { type: 'string' },
   build: { type: 'string' },
   check: { type: 'boolean' },
+  'check-agent': { type: 'string', multiple: true },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -122,8 +125,11 @@ const FLAGS = {
  */
 export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): Promise<number> {
   let values: FlagValues;
+  let checkAgents: string[];
   try {
-    ({ values } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }));
+    const { 'check-agent': repeated, ...single } = parseArgs({ args: argv, options: FLAGS, strict: true, allowPositionals: false }).values;
+    values = single;
+    checkAgents = repeated ?? [];
   } catch (err) {
     console.error(`baton agent: ${(err as Error).message}\n\n${HELP}`);
     return 2;
@@ -145,7 +151,7 @@ export async function runAgentCommand(argv: string[], env: NodeJS.ProcessEnv): P
   if (values.check) console.log(guardLine(guard));
   const stepSpawn = sandbox === 'bwrap' ? nestedSandboxSpawn() : undefined;
   const egressSocket = await openEgress(env);
-  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket);
+  if (values.check) return checkCommand(opt, env, sandbox, stepSpawn, egressSocket, checkAgents);
 
   const callback = callbackOf(opt, secrets, egressSocket);
   if (!callback) return 2;
@@ -227,6 +233,7 @@ async function checkCommand(
   sandbox: string | undefined,
   spawn: RunAgentOptions['spawn'],
   egressSocket: string | undefined,
+  checkAgents: readonly string[],
 ): Promise<number> {
   const raw = opt('agent-command', RUNNER_ENV.agentCommand);
   const agentCommand = raw === undefined ? undefined : parseAgentCommand(raw);
@@ -247,11 +254,27 @@ async function checkCommand(
     .split(',')
     .map((t) => t.trim())
     .filter((t) => t !== '');
+  const agents: Array<{ agent: AgentName; command?: string[] }> = [];
+  for (const value of checkAgents) {
+    const eq = value.indexOf('=');
+    const name = eq < 0 ? value : value.slice(0, eq);
+    const command = eq < 0 ? undefined : parseAgentCommand(value.slice(eq + 1));
+    if (!isAgentName(name)) {
+      console.log(agentNameProblem(name));
+      return 1;
+    }
+    if (eq >= 0 && command === undefined) {
+      console.log(`--check-agent ${name}: ${agentCommandProblem(value.slice(eq + 1))}`);
+      return 1;
+    }
+    agents.push({ agent: name, ...(command ? { command } : {}) });
+  }
   const result = await checkRunner({
     env,
     cwd: opt('workdir', RUNNER_ENV.workdir) ?? process.cwd(),
     agentCommand,
     agent,
+    agents,
     spawn,
     unreachable,
     egressSocket,

@@ -74,6 +74,10 @@ describe.each(Object.keys(AGENTS) as ConversationAgent[])('baton serve: a conver
     return fs.existsSync(dir) ? fs.readdirSync(dir) : [];
   };
 
+  it('is ready without Claude Code: /ready checks the agents the stages use, here only its own', async () => {
+    await until(async () => (await fetch(`${world.server.url}/ready`)).ok, '/ready to answer 200');
+  }, 120_000);
+
   it('parks the run on the question: posted on the issue, the CLI’s session files kept, workspace gone', async () => {
     asking = await world.open(1);
     await world.until(asking, 'waiting');

@@ -145,7 +145,14 @@ export async function startConversationServe(options: {
     BATON_DATA_DIR: dataDir,
     QUEUE_CONCURRENCY: '1',
     ...(other
-      ? { [other.keyEnv]: `e2e-conversation-${options.agent}-key` }
+      ? {
+          [other.keyEnv]: `e2e-conversation-${options.agent}-key`,
+          // No `claude` anywhere (node_modules/.bin has one): a pipeline without Claude Code needs none.
+          PATH: (process.env.PATH ?? '')
+            .split(path.delimiter)
+            .filter((dir) => dir !== '' && !fs.existsSync(path.join(dir, 'claude')))
+            .join(path.delimiter),
+        }
       : { BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]) }),
     ...options.env,
   };

@@ -6,6 +6,8 @@ import { ConfigError } from '../../src/config-schema/index.js';
 import { loadConfig } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
 import { AGENT_ADAPTERS } from '../../src/agents/index.js';
+import { checkCommand } from '../../src/workspaces/local/from-config.js';
+import { runBaton } from '../helpers/baton-bin.js';
 
 /** `agents:` and a stage's `agent`/`model`, through the one configuration pass and into a run's workspace. */
 const dirs: string[] = [];
@@ -163,5 +165,49 @@ describe('what README and docs/pipeline.md tell operators about each agent', () 
     expect(config.agents.settings.opencode.apiKey).toBe('opencode-key');
     fs.writeFileSync(base.BATON_CONFIG, `agents:\n  codex: { apiKeyFile: ${JSON.stringify(file)} }\n`);
     expect(loadConfig(base, os.tmpdir()).config.agents.settings.codex.apiKey).toBe('from-a-file');
+  });
+});
+
+describe("/ready's check: every agent the stages use, and only those", () => {
+  it('asks `baton agent --check` about each agent in use with its command, Claude Code only when a stage runs it', () => {
+    const runner = ['node', 'baton.js', 'agent'];
+    const codexOnly = loadConfig(
+      setup('agents:\n  default: codex\n  gemini: { command: [gemini] }\npipeline:\n  stages:\n    analyse: { agent: gemini }\n', [
+        'codex',
+        'gemini',
+      ]),
+      os.tmpdir(),
+    ).config;
+    expect(checkCommand(runner, codexOnly)).toEqual([...runner, '--check', '--check-agent=codex', '--check-agent=gemini=["gemini"]']);
+    const withClaude = loadConfig(
+      { ...setup('pipeline:\n  stages:\n    analyse: { agent: opencode }\n', ['opencode', 'claude']) },
+      os.tmpdir(),
+    ).config;
+    expect(checkCommand(runner, { ...withClaude, agentEnv: { BATON_AGENT_COMMAND: '["/opt/claude"]' } })).toEqual([
+      ...runner,
+      '--check',
+      '--check-agent=claude=["/opt/claude"]',
+      '--check-agent=opencode',
+    ]);
+  });
+
+  it('`baton agent --check --check-agent …` finds each CLI, or names the missing one and its package', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-agents-check-'));
+    dirs.push(dir);
+    fs.writeFileSync(path.join(dir, 'codex'), '#!/bin/sh\n', { mode: 0o755 });
+    const env = { PATH: dir, HOME: dir };
+    const ok = await runBaton(['agent', '--check', '--check-agent=codex', `--check-agent=gemini=${JSON.stringify([process.execPath])}`], {
+      env,
+    });
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`agent commands: codex ${path.join(dir, 'codex')}, gemini ${process.execPath}`);
+    const missing = await runBaton(['agent', '--check', '--check-agent=codex', '--check-agent=gemini'], { env });
+    expect(missing.code).toBe(1);
+    expect(missing.stdout).toContain(
+      `agent command "gemini" (Gemini CLI, agent gemini) is not found on the runner's PATH (${dir}): install Gemini CLI where the runner finds it (npm install -g @google/gemini-cli), or set agents.gemini.command to its absolute path`,
+    );
+    const unknown = await runBaton(['agent', '--check', '--check-agent=cursor'], { env });
+    expect(unknown.code).toBe(1);
+    expect(unknown.stdout).toMatch(/cursor/);
   });
 });

@@ -57,7 +57,7 @@ export function createLocalProviderFromConfig(
   return createLocalProvider({
     dataDir: config.dataDir,
     command: runner,
-    check: [...runner, '--check'],
+    check: checkCommand(runner, config),
     env: { ...config.agentEnv },
     secrets: config.claude.oauthToken ? { CLAUDE_CODE_OAUTH_TOKEN: config.claude.oauthToken } : {},
     sandbox:
@@ -125,6 +125,22 @@ function agentExecutable(agentCommand: string | undefined, visible: readonly str
   const seen = (p: string) => ['/usr', ...visible].some((dir) => isInside(path.resolve(p), path.resolve(dir)));
   if (seen(found) || hidden.some((h) => isInside(path.resolve(found), path.resolve(h)))) return undefined;
   return found;
+}
+
+/**
+ * `/ready`'s check: `baton agent --check` with a `--check-agent` for every agent a stage may start
+ * (its configured command, Claude Code's from BATON_AGENT_COMMAND), so a pipeline without Claude
+ * Code needs no `claude`, and a Codex stage's missing `codex` is found before its run.
+ */
+export function checkCommand(runner: readonly string[], config: Pick<LocalConfig, 'agents' | 'pipeline' | 'agentEnv'>): string[] {
+  const agents = agentsInUse(config.agents.default, config.pipeline.stages).flatMap((name) => {
+    // A text-mode agent's command is a template its runs fill in: nothing to look up before.
+    if (name === 'text') return [];
+    const configured = config.agents.settings[name].command;
+    const command = configured ? JSON.stringify(configured) : name === 'claude' ? config.agentEnv.BATON_AGENT_COMMAND : undefined;
+    return [`--check-agent=${name}${command ? `=${command}` : ''}`];
+  });
+  return [...runner, '--check', ...agents];
 }
 
 function agentHostsOf(agent: string | undefined): readonly string[] {
