@@ -358,7 +358,7 @@ data "coder_parameter" "agent_command" {
 data "coder_parameter" "agent_price" {
   name         = "agent_price"
   display_name = "Agent price"
-  description  = "BATON_AGENT_PRICE of `baton agent`: USD per million tokens (JSON) for an agent whose CLI reports no cost."
+  description  = "BATON_AGENT_PRICE of `baton agent`: USD per million tokens (JSON) of the stage's model: the cost of an agent whose CLI reports none, and the check of one that does."
   type         = "string"
   default      = ""
   mutable      = false

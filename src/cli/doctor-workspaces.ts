@@ -103,7 +103,7 @@ async function checkCoder(config: Config, io: CommandIo): Promise<Line[]> {
       lines.push({
         status: 'warn',
         check: 'coder template',
-        detail: `it lacks ${missing.join(', ')}: runs that use them (limits, manual arguments, branches, agents other than Claude Code) are refused by Coder`,
+        detail: `it lacks ${missing.join(', ')}: runs that use them (limits, manual arguments, branches, agents other than Claude Code) are refused by older Coder releases, and current ones drop those values (the run goes on without them)`,
         fix: 'push the current deploy/coder/ template',
       });
     } else if (declared.has(IDENTITY_PARAMETER)) {
