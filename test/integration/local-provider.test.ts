@@ -274,7 +274,8 @@ describe.each(['bwrap', 'none'] as const)('local workspace provider, sandbox %s'
       await until(async () => (await first.get(name))?.status === 'running', `${name} to be running`);
       const record = JSON.parse(fs.readFileSync(recordFile(name), 'utf8')) as { claim: string };
       fs.writeFileSync(recordFile(name), JSON.stringify({ ...record, pid: null, pgid: null, startTicks: null, runner: null }));
-      expect(runnersOf(record.claim).length).toBeGreaterThan(0);
+      // Running as the provider reads its record; its process may be a moment behind in /proc.
+      await until(() => runnersOf(record.claim).length > 0, `${name}'s runner in /proc`);
       return record.claim;
     };
 
