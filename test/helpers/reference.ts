@@ -17,10 +17,9 @@ export function referencePath(relative: string): string {
 
 /**
  * `describe` for a suite that checks baton against a reference file or folder; `body` gets its
- * absolute path. Every reference suite behaves the same way when the reference is missing:
- * under `CI=true` the suite fails with one test naming the missing path (a CI run never passes
- * by quietly testing less); otherwise the suite is skipped, visibly, with a name and a warning
- * that say which path is missing and that `BATON_REFERENCE_DIR` can point at it.
+ * absolute path. A missing reference fails the suite with one test naming the missing path, on
+ * every machine: the references are the contract baton is tested against, and a run that passes
+ * by quietly testing less would claim what it never checked.
  */
 export function describeWithReference(relative: string, name: string, body: (file: string) => void): void {
   const file = referencePath(relative);
@@ -28,15 +27,9 @@ export function describeWithReference(relative: string, name: string, body: (fil
     describe(name, () => body(file));
     return;
   }
-  const missing = `${file} is missing (../shared/reference next to the repository, or set BATON_REFERENCE_DIR)`;
-  if (process.env.CI === 'true') {
-    describe(name, () => {
-      it('finds its reference', () => {
-        throw new Error(`CI=true requires the reference: ${missing}`);
-      });
+  describe(name, () => {
+    it('finds its reference', () => {
+      throw new Error(`${file} is missing (../shared/reference next to the repository, or set BATON_REFERENCE_DIR)`);
     });
-    return;
-  }
-  console.warn(`SKIPPED "${name}": ${missing}`);
-  describe.skip(`${name} [skipped: ${missing}]`, () => body(file));
+  });
 }
