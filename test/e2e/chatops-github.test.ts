@@ -1,12 +1,11 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/ingress/index.js';
-import { createStore, type Store } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import type { ServeHandle } from '../helpers/baton-bin.js';
+import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
 import { processedDelivery } from '../helpers/deliveries.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { until } from '../helpers/until.js';
@@ -30,14 +29,12 @@ const WRITER = 'octo-writer';
 const READER = 'octo-reader';
 
 describe('baton serve with GitHub: ChatOps commands in issue comments, end to end', () => {
-  let root: string;
+  let world: ForgeServe | undefined;
   let github: FakeGitHub;
   let server: ServeHandle;
   let store: Store;
 
   beforeAll(async () => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-chatops-github-'));
-    fs.chmodSync(root, 0o711);
     github = await createFakeGitHub();
     const dev = github.addUser('claude-dev');
     const review = github.addUser('claude-review');
@@ -51,44 +48,26 @@ describe('baton serve with GitHub: ChatOps commands in issue comments, end to en
     github.setPermission(OWNER, REPO, READER, 'read');
     github.addIssue(OWNER, REPO, { title: 'Spelling error in the README file', author: OWNER });
 
-    const home = path.join(root, 'home');
-    fs.mkdirSync(home);
-    const gitConfig = path.join(home, '.gitconfig');
-    fs.writeFileSync(
-      gitConfig,
-      ['[user]', '\tname = Baton E2E', '\temail = baton-e2e@example.invalid', '[safe]', '\tdirectory = *', ''].join('\n'),
-    );
-    fs.writeFileSync(
-      path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
-    );
-    const env = {
-      HOME: home,
-      HOST: '127.0.0.1',
-      GITHUB_URL: github.url,
-      GITHUB_DEV_TOKEN: dev.token,
-      GITHUB_REVIEW_TOKEN: review.token,
-      GITHUB_WEBHOOK_SECRET: SECRET,
-      DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
-      BATON_DATA_DIR: path.join(root, 'data'),
-      QUEUE_CONCURRENCY: '1',
-      BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
-    };
-    server = await startServe(env, root);
-    await until(async () => (await fetch(`${server.url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
-    store = createStore({ url: env.DATABASE_URL });
+    world = await startForgeServe({
+      name: 'chatops-github',
+      readOnlyPaths: [path.dirname(FAKE_CLAUDE)],
+      env: {
+        GITHUB_URL: github.url,
+        GITHUB_DEV_TOKEN: dev.token,
+        GITHUB_REVIEW_TOKEN: review.token,
+        GITHUB_WEBHOOK_SECRET: SECRET,
+        QUEUE_CONCURRENCY: '1',
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
+      },
+    });
+    ({ server, store } = world);
   }, 60_000);
 
   afterAll(async () => {
     try {
-      if (server) {
-        const code = await server.stop('SIGTERM');
-        if (code !== 0) throw new Error(`baton serve exited with ${code}:\n${server.output()}`);
-      }
+      await world?.close();
     } finally {
-      await store?.close();
       await github?.close();
-      fs.rmSync(root, { recursive: true, force: true });
     }
   }, 60_000);
 

@@ -1,11 +1,10 @@
-import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createStore, type Store } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import type { ServeHandle } from '../helpers/baton-bin.js';
+import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
 import { processedDelivery } from '../helpers/deliveries.js';
 import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
@@ -26,15 +25,13 @@ const TERMINAL = ['succeeded', 'failed', 'timed_out', 'cancelled', 'dead'];
 const ANALYSIS = '## Summary\n\nThe analysis the prompt agent wrote, posted by the prompt’s comment step.\n';
 
 describe('the built-in prompts on GitLab, followed by the agent, through baton serve', () => {
-  let root: string;
+  let world: ForgeServe | undefined;
   let gitlab: FakeGitLab;
   let server: ServeHandle;
   let store: Store;
   let devToken = '';
 
   beforeAll(async () => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-forge-prompts-'));
-    fs.chmodSync(root, 0o711);
     gitlab = await createFakeGitLab();
     const dev = gitlab.addUser('claude-dev');
     devToken = dev.token;
@@ -50,40 +47,25 @@ describe('the built-in prompts on GitLab, followed by the agent, through baton s
     for (let n = 1; n <= 23; n++) gitlab.addIssue(NAMESPACE, PROJECT, { title: `issue ${n}`, author: 'root' });
     Object.assign(gitlab.item(NAMESPACE, PROJECT, 23)!, { title: 'New API: create/update/delete file', labels: ['Platform'] });
 
-    const home = path.join(root, 'home');
-    fs.mkdirSync(home);
-    const gitConfig = path.join(home, '.gitconfig');
-    fs.writeFileSync(gitConfig, '[user]\n\tname = Baton E2E\n\temail = baton-e2e@example.invalid\n[safe]\n\tdirectory = *\n');
-    fs.writeFileSync(
-      path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(AGENT))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
-    );
-    const env = {
-      HOME: home,
-      HOST: '127.0.0.1',
-      GITLAB_URL: gitlab.url,
-      GITLAB_DEV_TOKEN: dev.token,
-      GITLAB_REVIEW_TOKEN: review.token,
-      GITLAB_WEBHOOK_SECRET: SECRET,
-      DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
-      BATON_DATA_DIR: path.join(root, 'data'),
-      BATON_AGENT_COMMAND: JSON.stringify([process.execPath, AGENT, '--steps', 'comment,label', '--text', ANALYSIS]),
-    };
-    server = await startServe(env, root);
-    await until(async () => (await fetch(`${server.url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
-    store = createStore({ url: env.DATABASE_URL });
+    world = await startForgeServe({
+      name: 'forge-prompts',
+      readOnlyPaths: [path.dirname(AGENT)],
+      env: {
+        GITLAB_URL: gitlab.url,
+        GITLAB_DEV_TOKEN: dev.token,
+        GITLAB_REVIEW_TOKEN: review.token,
+        GITLAB_WEBHOOK_SECRET: SECRET,
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, AGENT, '--steps', 'comment,label', '--text', ANALYSIS]),
+      },
+    });
+    ({ server, store } = world);
   }, 60_000);
 
   afterAll(async () => {
     try {
-      if (server) {
-        const code = await server.stop('SIGTERM');
-        if (code !== 0) throw new Error(`baton serve exited with ${code}:\n${server.output()}`);
-      }
+      await world?.close();
     } finally {
-      await store?.close();
       await gitlab?.close();
-      fs.rmSync(root, { recursive: true, force: true });
     }
   }, 60_000);
 
