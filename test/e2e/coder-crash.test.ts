@@ -6,7 +6,8 @@ import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine, createRunQueries, type RunService, type Run, type RunQueries } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import type { ServeHandle } from '../helpers/baton-bin.js';
+import { startCoderServe } from '../helpers/coder-serve.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -26,12 +27,6 @@ describe('baton serve with the coder provider survives kill -9', () => {
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-coder-crash-'));
     coder = await createFakeCoder({ stepMs: 5 });
-    fs.writeFileSync(
-      path.join(dir, 'baton.yaml'),
-      ['queue:', '  leaseSeconds: 1', '  pollSeconds: 0.1', '  backoffBaseSeconds: 0.1', 'cleanup:', '  backoffBaseSeconds: 0.1', ''].join(
-        '\n',
-      ),
-    );
   });
 
   afterEach(async () => {
@@ -43,24 +38,7 @@ describe('baton serve with the coder provider survives kill -9', () => {
   });
 
   async function startServer(): Promise<void> {
-    server = await startServe(
-      {
-        WORKSPACE_PROVIDER: 'coder',
-        CODER_URL: coder.url,
-        CODER_TOKEN: coder.token,
-        CODER_TEMPLATE_ID: coder.template.id,
-        // Required with Coder; these fake workspaces never call back.
-        CALLBACK_URL: 'http://127.0.0.1:1',
-        DATABASE_URL: `sqlite:${path.join(dir, 'baton.db')}`,
-        BATON_DATA_DIR: dir,
-        BATON_CONFIG: path.join(dir, 'baton.yaml'),
-        HOST: '127.0.0.1',
-        QUEUE_CONCURRENCY: '4',
-      },
-      dir,
-    );
-    const url = server.url;
-    await until(async () => (await fetch(`${url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
+    server = await startCoderServe(coder, dir);
   }
 
   async function kill9(): Promise<void> {

@@ -7,7 +7,8 @@ import { DEFAULTS } from '../../src/runs/index.js';
 import { createRunEngine, createRunQueries, type RunService, type Run, type RunQueries } from '../../src/runs/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeCoder, type FakeCoder } from '../fakes/coder/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import type { ServeHandle } from '../helpers/baton-bin.js';
+import { startCoderServe } from '../helpers/coder-serve.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -32,12 +33,6 @@ describe('baton serve with the coder provider after a database restore', () => {
   beforeEach(async () => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-coder-restore-'));
     coder = await createFakeCoder({ stepMs: 5 });
-    fs.writeFileSync(
-      path.join(dir, 'baton.yaml'),
-      ['queue:', '  leaseSeconds: 1', '  pollSeconds: 0.1', '  backoffBaseSeconds: 0.1', 'cleanup:', '  backoffBaseSeconds: 0.1', ''].join(
-        '\n',
-      ),
-    );
   });
 
   afterEach(async () => {
@@ -50,24 +45,7 @@ describe('baton serve with the coder provider after a database restore', () => {
   });
 
   async function startServer(): Promise<void> {
-    server = await startServe(
-      {
-        WORKSPACE_PROVIDER: 'coder',
-        CODER_URL: coder.url,
-        CODER_TOKEN: coder.token,
-        CODER_TEMPLATE_ID: coder.template.id,
-        // These fake workspaces never call back; the test does, with their tokens.
-        CALLBACK_URL: 'http://127.0.0.1:1',
-        DATABASE_URL: `sqlite:${dbFile()}`,
-        BATON_DATA_DIR: dir,
-        BATON_CONFIG: path.join(dir, 'baton.yaml'),
-        HOST: '127.0.0.1',
-        QUEUE_CONCURRENCY: '4',
-      },
-      dir,
-    );
-    const url = server.url;
-    await until(async () => (await fetch(`${url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
+    server = await startCoderServe(coder, dir);
     // The test process enqueues and inspects through the same SQLite file the server uses.
     store = createStore({ url: `sqlite:${dbFile()}` });
     engine = createRunEngine({ store, queue: { ...DEFAULTS.queue, leaseMs: 1_000, pollMs: 100 } });
