@@ -11,7 +11,7 @@ import {
   type InboxStore,
 } from '../ingress/index.js';
 import type { ForgeName } from '../runs/index.js';
-import { parseRepositoryName } from '../repositories/index.js';
+import { parseGitLabProjectPath, parseRepositoryName } from '../repositories/index.js';
 import type { Store } from '../store/index.js';
 import {
   issueItem,
@@ -93,12 +93,14 @@ export function createCatchupPass(deps: CatchupDeps) {
       .where('source', '=', 'webhook')
       .where('repository', 'is not', null)
       .execute();
-    // A name from a payload becomes part of a forge URL: only names Gitea itself allows. Another
-    // forge's deliveries name their forge (`github:acme/app`): only this forge's are read.
+    // A name from a payload becomes part of a forge URL: only names the forge itself allows (on
+    // GitLab a namespace with its subgroups, `gitlab:acme/platform/app`). Another forge's
+    // deliveries name their forge (`github:acme/app`): only this forge's are read.
+    const parse = forge === 'gitlab' ? parseGitLabProjectPath : parseRepositoryName;
     const delivered = seen.flatMap((row) => {
       const name = row.repository ?? '';
       if (prefix ? !name.startsWith(prefix) : name.includes(':')) return [];
-      const parsed = parseRepositoryName(name.slice(prefix.length));
+      const parsed = parse(name.slice(prefix.length));
       return parsed ? [parsed] : [];
     });
     await sync.add(delivered, CURSOR_ORIGIN.delivery, start);

@@ -11,7 +11,7 @@ import {
 } from '../forge/index.js';
 import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';
-import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
+import { GITLAB_PROJECT_PATH_RULE, parseGitLabProjectPath, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
 import { UsageError } from './args.js';
 import { type CommandIo, visibleIo } from './io.js';
 import { isPrivateOrLoopbackUrl } from './network.js';
@@ -22,7 +22,7 @@ export const CONNECT_HELP = `${USAGE}
 
 Makes a repository ready for baton, through its forge's API: on Gitea or Forgejo (GITEA_URL) for
 OWNER/REPO, on GitHub (GITHUB_URL) for github:OWNER/REPO, on GitLab (GITLAB_URL) for
-gitlab:NAMESPACE/PROJECT:
+gitlab:NAMESPACE/PROJECT (the namespace with its subgroups: gitlab:acme/platform/app):
   - its webhook: PUBLIC_URL/webhook/<forge>, JSON, signed with the forge's webhook secret
     (WEBHOOK_SECRET or the repository's own from webhooks.repositories on Gitea,
     GITHUB_WEBHOOK_SECRET, GITLAB_WEBHOOK_SECRET), active, with the events the pipeline listens
@@ -269,8 +269,12 @@ function parseConnectArgs(
   const given = positionals[0]!;
   const prefixed = /^(github|gitlab):(.*)$/.exec(given);
   const forge: ConnectForge = prefixed ? (prefixed[1] as 'github' | 'gitlab') : 'gitea';
-  const name = parseRepositoryName(prefixed ? prefixed[2]! : given);
-  if (!name) throw new UsageError(`baton connect: the repository ${REPOSITORY_NAME_RULE}, got "${given}"\n${USAGE}`);
+  // A GitLab project may sit in a subgroup: its namespace (the owner) is as deep as GitLab allows.
+  const name = forge === 'gitlab' ? parseGitLabProjectPath(prefixed![2]!) : parseRepositoryName(prefixed ? prefixed[2]! : given);
+  if (!name) {
+    const rule = forge === 'gitlab' ? GITLAB_PROJECT_PATH_RULE : REPOSITORY_NAME_RULE;
+    throw new UsageError(`baton connect: the repository ${rule}, got "${given}"\n${USAGE}`);
+  }
   return { forge, owner: name.owner, repo: name.repo, dryRun: values['dry-run'] === true, recreate: values.recreate };
 }
 

@@ -93,16 +93,21 @@ export function decodeSegment(segment: string): string | null {
 }
 
 /**
- * Git's smart HTTP under `/<owner>/<repo>[.git]/…`, the same layout on Gitea, GitHub and GitLab
- * (projects in subgroups are not served): the ref advertisement of either service, an upload
+ * Git's smart HTTP under `/<owner>/<repo>[.git]/…`, the layout of Gitea and GitHub (GitLab's
+ * namespaces may be deeper: gitlab.ts): the ref advertisement of either service, an upload
  * (fetch) or a receive (push).
  */
 export function gitTargetOf(path: string, service: string | undefined, run: Run): Target | null {
   const git = /^\/([^/]+)\/([^/]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(path);
   if (!git || !isRunRepository(run, git[1]!, git[2]!)) return null;
-  if (git[3] === 'info/refs')
+  return gitServiceOf(git[3]!, service);
+}
+
+/** The git target of a smart-HTTP path's last part (`info/refs` with its `service`, or a service's POST). */
+export function gitServiceOf(rest: string, service: string | undefined): Target | null {
+  if (rest === 'info/refs')
     return service === 'git-upload-pack' || service === 'git-receive-pack' ? { kind: 'git', service: 'info' } : null;
-  return { kind: 'git', service: git[3] === 'git-upload-pack' ? 'upload' : 'receive' };
+  return { kind: 'git', service: rest === 'git-upload-pack' ? 'upload' : 'receive' };
 }
 
 /** Basic credentials as a header value. */

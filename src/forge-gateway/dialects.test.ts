@@ -36,7 +36,7 @@ describe('GitHub dialect', () => {
 describe('GitLab dialect', () => {
   const gitlab = gitlabDialect({ apiUrl: 'https://gitlab.example.com/api/v4', gitUrl: 'https://gitlab.example.com' });
 
-  it('serves the run’s project by encoded path or id, and git; another project, a subgroup path and GraphQL are refused', () => {
+  it('serves the run’s project by encoded path or id, and git; another project, a deeper path and GraphQL are refused', () => {
     expect(gitlab.targetOf('/api/v4/projects/acme%2Fapp/issues/1/notes', undefined, run)).toEqual({ kind: 'api', rest: '/issues/1/notes' });
     expect(gitlab.targetOf('/api/v4/projects/7/merge_requests', undefined, run)).toEqual({
       kind: 'api',
@@ -47,6 +47,38 @@ describe('GitLab dialect', () => {
     expect(gitlab.targetOf('/api/v4/projects/acme%2Fapp%2Fsub', undefined, run)).toBeNull();
     expect(gitlab.targetOf('/api/graphql', undefined, run)).toMatchObject({ kind: 'refused' });
     expect(gitlab.targetOf('/acme/app.git/git-receive-pack', undefined, run)).toEqual({ kind: 'git', service: 'receive' });
+  });
+
+  it('serves a project in a subgroup by its full path, and refuses its parent group, a sibling that extends its name and any other depth', () => {
+    const nested = { owner: 'acme/platform', repo: 'app' } as Run;
+    expect(gitlab.targetOf('/api/v4/projects/acme%2Fplatform%2Fapp/issues/1/notes', undefined, nested)).toEqual({
+      kind: 'api',
+      rest: '/issues/1/notes',
+    });
+    expect(gitlab.targetOf('/api/v4/projects/Acme%2FPlatform%2FApp', undefined, nested)).toEqual({ kind: 'api', rest: '' });
+    for (const other of [
+      'acme%2Fplatform',
+      'acme%2Fplatform%2Fapp-other',
+      'acme%2Fapp',
+      'acme%2Fplatform%2Fapp%2Fsub',
+      'acme%2Fplatform%2F..%2Fapp',
+    ]) {
+      expect(gitlab.targetOf(`/api/v4/projects/${other}`, undefined, nested), other).toBeNull();
+    }
+    expect(gitlab.targetOf('/acme/platform/app.git/info/refs', 'git-upload-pack', nested)).toEqual({ kind: 'git', service: 'info' });
+    expect(gitlab.targetOf('/acme/platform/app/git-receive-pack', undefined, nested)).toEqual({ kind: 'git', service: 'receive' });
+    for (const other of [
+      '/acme/platform.git',
+      '/acme/platform/app-other.git',
+      '/platform/app.git',
+      '/acme/platform/app/x.git',
+      '/acme%2Fplatform%2Fapp.git',
+    ]) {
+      expect(gitlab.targetOf(`${other}/git-receive-pack`, undefined, nested), other).toBeNull();
+    }
+    expect(gitlab.repositoryUrl(nested)).toBe('https://gitlab.example.com/api/v4/projects/acme%2Fplatform%2Fapp');
+    // A top-level run is not served a subgroup's git either.
+    expect(gitlab.targetOf('/acme/app/sub.git/git-receive-pack', undefined, run)).toBeNull();
   });
 
   it('maps GitLab’s writes to the gateway’s changes; releases never pass (GitLab has no drafts)', () => {

@@ -1,10 +1,11 @@
 import type { Run } from '../runs/index.js';
-import { basic, changeIn, decodeSegment, gitTargetOf, isRunRepository, type ChangeTable, type ForgeDialect } from './dialect.js';
+import { basic, changeIn, decodeSegment, gitServiceOf, type ChangeTable, type ForgeDialect, type Target } from './dialect.js';
 
 /**
  * GitLab through the gateway: the API at `<gateway>/api/v4` (the run's `CI_API_V4_URL`), projects
- * addressed by their URL-encoded path (`/projects/acme%2Fapp`) or their numeric id (checked against
- * the run's project), git at `<gateway>/<namespace>/<project>.git`.
+ * addressed by their URL-encoded path (`/projects/acme%2Fapp`, `/projects/acme%2Fplatform%2Fapp` in a
+ * subgroup) or their numeric id (checked against the run's project), git at
+ * `<gateway>/<namespace>/<project>.git`, the namespace as deep as the project's subgroups.
  *
  * Sources (docs.gitlab.com, REST API v4): "Issues API", "Merge requests API", "Notes API",
  * "Discussions API", "Draft notes API", "Merge request approvals API", "Emoji reactions API",
@@ -14,6 +15,24 @@ import { basic, changeIn, decodeSegment, gitTargetOf, isRunRepository, type Chan
  * access token as the password with any user name (gitlab-org/gitlab#212953) and an OAuth token
  * with the user name `oauth2` ("OAuth 2.0 identity provider API": access Git over HTTPS).
  */
+
+/**
+ * Whether `path` (decoded) is the run's project path, the namespace (the run's owner, subgroups
+ * and all) and the project (GitLab compares paths without case: `Route.find_by_full_path`).
+ */
+function isRunProjectPath(run: Pick<Run, 'owner' | 'repo'>, path: string): boolean {
+  return path.toLowerCase() === `${run.owner}/${run.repo}`.toLowerCase();
+}
+
+/**
+ * Git's smart HTTP under `/<namespace>/<project>[.git]/…` (gitlab-org/gitlab lib/gitlab/path_regex.rb
+ * `full_project_git_path_regex`: the namespace any number of segments deep): the run's project only.
+ */
+function gitLabGitTargetOf(path: string, service: string | undefined, run: Run): Target | null {
+  const git = /^\/(.+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/.exec(path);
+  if (!git || !isRunProjectPath(run, git[1]!)) return null;
+  return gitServiceOf(git[2]!, service);
+}
 
 /** Reads outside the project that tools make. */
 const GLOBAL_READS = new Set(['/api/v4/user', '/api/v4/version', '/api/v4/metadata']);
@@ -53,12 +72,13 @@ export function gitlabDialect(options: { apiUrl: string; gitUrl: string }): Forg
           reason: "GitLab's GraphQL API is not served: a query can name any project; use the REST API at CI_API_V4_URL",
         };
       const match = /^\/api\/v4\/projects\/([^/]+)(\/.*)?$/.exec(path);
-      if (!match) return gitTargetOf(path, service, run);
+      if (!match) return gitLabGitTargetOf(path, service, run);
       const id = decodeSegment(match[1]!);
       if (id === null) return null;
       if (/^\d{1,15}$/.test(id)) return { kind: 'api', rest: match[2] ?? '', byId: id };
-      const parts = id.split('/');
-      return parts.length === 2 && isRunRepository(run, parts[0]!, parts[1]!) ? { kind: 'api', rest: match[2] ?? '' } : null;
+      // The whole path, compared as one string: a parent group (`acme/platform`) or a sibling
+      // whose name the run's extends (`acme/platform/app-other`) is another project.
+      return isRunProjectPath(run, id) ? { kind: 'api', rest: match[2] ?? '' } : null;
     },
     changeOf: (method, rest) => changeIn(CHANGES, method, rest),
     upstreamUrl: (path, target) => (target.kind === 'git' ? `${gitBase}${path}` : `${api}${path.slice('/api/v4'.length)}`),

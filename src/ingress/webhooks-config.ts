@@ -72,6 +72,8 @@ export const WRITE_PERMISSION_OFF_WARNING =
   "its agent, with the bot's rights. Remove the setting (the default is true: a sender needs write access, as claude-code-action and Copilot ask).";
 
 const OWNER_REPO = /^[^/\s]+\/[^/\s]+$/;
+/** An allow pattern: `owner/repo`, or deeper for a GitLab project in a subgroup (`acme/platform/*`). */
+const ALLOW_PATTERN = /^[^/\s]+(\/[^/\s]+)+$/;
 
 /**
  * `webhooks:` in baton.yaml:
@@ -97,9 +99,11 @@ export const webhooksSection = section(
     allow: list(
       text({
         doc: 'an owner/repo pattern',
-        check: (pattern) => (OWNER_REPO.test(pattern) ? undefined : invalid('must look like owner/repo or owner/*')),
+        check: (pattern) => (ALLOW_PATTERN.test(pattern) ? undefined : invalid('must look like owner/repo or owner/*')),
       }),
-      { doc: 'owner/repo patterns (* matches within one segment) a delivery must match; empty = any' },
+      {
+        doc: 'owner/repo patterns (* matches within one segment; a GitLab subgroup project is group/subgroup/project or group/subgroup/*) a delivery must match; empty = any',
+      },
     ),
     requireWritePermission: bool({
       default: true,

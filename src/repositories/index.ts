@@ -10,6 +10,11 @@ export {
   FORGE_NAME_RULE,
   REPOSITORY_NAME_RULE,
   BRANCH_NAME_RULE,
+  gitLabNamespaceProblem,
+  gitLabProjectPathProblem,
+  parseGitLabProjectPath,
+  GITLAB_NAMESPACE_MAX_DEPTH,
+  GITLAB_PROJECT_PATH_RULE,
   type RepositoryName,
 } from './names.js';
 export { repositoriesSection, findDeclaredRepository, cloneSourceOf } from './config-section.js';

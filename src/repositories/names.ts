@@ -37,6 +37,68 @@ export function isForgeName(name: string): boolean {
 
 export const FORGE_NAME_RULE = 'only letters, digits, "_", "." and "-" are allowed, and not "." or ".."';
 
+/**
+ * GitLab's path rules, which baton applies to a project path (`namespace/project`, the namespace
+ * a user, a group or a group's subgroups: `acme/platform/app`) wherever one arrives, a webhook
+ * payload included (gitlab-org/gitlab lib/gitlab/path_regex.rb `PATH_REGEX_STR`,
+ * `NAMESPACE_FORMAT_REGEX`, `PROJECT_PATH_FORMAT_REGEX`; app/models/namespace.rb
+ * `URL_MAX_LENGTH = 255`, `NUMBER_OF_ANCESTORS_ALLOWED = 20`; src/forge/gitlab/SOURCES.md).
+ * Each segment is letters, digits, `_`, `-` and `.`, at most 255 characters, starts with a letter,
+ * a digit or `_` (GitLab also lets a legacy path start with `.`: baton does not, so no segment is
+ * ever `.`, `..` or hidden), and does not end in `.git` or `.atom`; a namespace segment does not
+ * end in `.` either. A namespace has at most 21 segments: a top-level group and 20 levels of
+ * subgroups. Such a path is safe in a URL path (its slashes are the only separators), a
+ * workspace name and a log line, and is never a path or a command-line option.
+ */
+const GITLAB_SEGMENT = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,254}$/;
+
+/** The most segments a GitLab namespace has: a top-level group and its 20 levels of subgroups. */
+export const GITLAB_NAMESPACE_MAX_DEPTH = 21;
+
+export const GITLAB_SEGMENT_RULE =
+  'each segment letters, digits, "_", "-" and ".", starting with a letter, a digit or "_", not ending in ".git" or ".atom"';
+
+/** What is wrong with one segment of a GitLab path, or undefined when GitLab could have made it. */
+function gitLabSegmentProblem(segment: string, kind: 'namespace' | 'project'): string | undefined {
+  if (segment === '') return 'has an empty segment';
+  const shown = JSON.stringify(segment.slice(0, 60));
+  if (!GITLAB_SEGMENT.test(segment)) return `has a segment ${shown} that is not a GitLab path (${GITLAB_SEGMENT_RULE})`;
+  if (/\.(git|atom)$/i.test(segment)) return `has a segment ${shown} ending in ".git" or ".atom"`;
+  if (kind === 'namespace' && segment.endsWith('.')) return `has a namespace segment ${shown} ending in "."`;
+  return undefined;
+}
+
+/**
+ * What is wrong with a GitLab namespace (`acme`, `acme/platform`, …), or undefined when it is
+ * one GitLab could have made.
+ */
+export function gitLabNamespaceProblem(namespace: string): string | undefined {
+  const segments = namespace.split('/');
+  if (segments.length > GITLAB_NAMESPACE_MAX_DEPTH)
+    return `has ${segments.length} segments: a GitLab namespace has at most ${GITLAB_NAMESPACE_MAX_DEPTH} (a group and 20 levels of subgroups)`;
+  for (const segment of segments) {
+    const problem = gitLabSegmentProblem(segment, 'namespace');
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+/** What is wrong with a GitLab project path (`namespace/project`), or undefined when there is nothing. */
+export function gitLabProjectPathProblem(path: string): string | undefined {
+  const cut = path.lastIndexOf('/');
+  if (cut < 0) return 'is not namespace/project';
+  return gitLabNamespaceProblem(path.slice(0, cut)) ?? gitLabSegmentProblem(path.slice(cut + 1), 'project');
+}
+
+/** A GitLab project path → its namespace (the owner, slashes and all) and project, or null. */
+export function parseGitLabProjectPath(path: string): RepositoryName | null {
+  if (gitLabProjectPathProblem(path) !== undefined) return null;
+  const cut = path.lastIndexOf('/');
+  return { owner: path.slice(0, cut), repo: path.slice(cut + 1) };
+}
+
+export const GITLAB_PROJECT_PATH_RULE = `must look like namespace/project (the namespace a group and its subgroups, acme/platform/app): ${GITLAB_SEGMENT_RULE}`;
+
 /** The one spelling of "what a repository name must look like", for error messages. */
 export const REPOSITORY_NAME_RULE =
   'must look like owner/repo: letters, digits, "-", "_" and "." in each part, starting with a letter or digit';

@@ -7,7 +7,14 @@ import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
 import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
 import type { Logger } from '../log/index.js';
-import { cloneSourceOf, findDeclaredRepository, FORGE_NAME_RULE, isBranchName, isForgeName } from '../repositories/index.js';
+import {
+  cloneSourceOf,
+  findDeclaredRepository,
+  FORGE_NAME_RULE,
+  isBranchName,
+  isForgeName,
+  gitLabProjectPathProblem,
+} from '../repositories/index.js';
 import { hashCallbackToken, isLive, RUN_STATUS, type ForgeName, type RunService, type Run, type RunQueries } from '../runs/index.js';
 import {
   createCoderProviderFromConfig,
@@ -166,7 +173,7 @@ export function resumeOf(run: Run): { sessionId: string; reply: string; by: stri
 
 /**
  * `<GITEA_CLONE_URL or GITEA_URL>/<owner>/<repo>.git` (GitHub: `GITHUB_CLONE_URL` or `GITHUB_URL`;
- * GitLab: `GITLAB_CLONE_URL` or `GITLAB_URL`).
+ * GitLab: `GITLAB_CLONE_URL` or `GITLAB_URL`, the owner a namespace that may hold subgroups).
  * The names are checked again here, at the last step before a URL is made of them, whatever path
  * the run came in by (webhook, API, an older row): a name the forge could not have made is
  * refused for good rather than cloned.
@@ -180,6 +187,13 @@ export function forgeCloneUrl(
   const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
   const base = forge === 'github' || forge === 'gitlab' ? (named?.cloneUrl ?? named?.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   if (!base) return undefined;
+  if (forge === 'gitlab') {
+    // A GitLab namespace may be a group's subgroups (`acme/platform`): each segment is checked.
+    const problem = gitLabProjectPathProblem(`${owner}/${repo}`);
+    if (problem)
+      throw new PermanentError(`GitLab project path ${JSON.stringify(`${owner}/${repo}`.slice(0, 200))} ${problem}: nothing is cloned`);
+    return `${base}/${owner}/${repo}.git`;
+  }
   for (const [what, name] of [
     ['owner', owner],
     ['repository', repo],

@@ -304,3 +304,90 @@ describe('a GitLab run through baton serve reaches GitLab only through the forge
     expect(lines).toContain(`[gateway] refused: GET /api/v4/projects/${NAMESPACE}%2Fsecret-project is outside this run's repository`);
   }, 120_000);
 });
+
+describe('a GitLab run of a project in a subgroup, through baton serve and the forge gateway', () => {
+  // Self-managed GitLab is organised in subgroups: the project is two groups deep.
+  const NAMESPACE = 'acme/platform';
+  const PROJECT = 'app';
+  let gitlab: FakeGitLab;
+  let world: World;
+
+  beforeAll(async () => {
+    gitlab = await createFakeGitLab();
+    gitlab.addUser('claude-dev', { token: DEV_TOKEN });
+    gitlab.addUser('claude-review', { token: REVIEW_TOKEN });
+    gitlab.addUser('root');
+    gitlab.addProject(NAMESPACE, PROJECT);
+    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
+    gitlab.gitRepo(NAMESPACE, PROJECT);
+    // A sibling whose path extends the run's (a prefix check would take it for the run's own).
+    gitlab.addProject(NAMESPACE, `${PROJECT}-other`);
+    // Every role comes from a group above the project, as GitLab teams grant them: the bots are
+    // members of the top-level group, the sender of the subgroup; `members/all` inherits both.
+    gitlab.setGroupAccess('acme', 'claude-dev', 40);
+    gitlab.setGroupAccess('acme', 'claude-review', 30);
+    gitlab.setGroupAccess(NAMESPACE, 'root', 40);
+    for (const name of ['Platform', 'ready-for-development']) gitlab.addLabel(NAMESPACE, PROJECT, name);
+    for (let n = 1; n <= 23; n++) gitlab.addIssue(NAMESPACE, PROJECT, { title: `issue ${n}`, author: 'root' });
+    world = await startWorld(
+      {
+        GITLAB_URL: gitlab.url,
+        GITLAB_DEV_TOKEN: DEV_TOKEN,
+        GITLAB_REVIEW_TOKEN: REVIEW_TOKEN,
+        GITLAB_WEBHOOK_SECRET: SECRET,
+      },
+      (reportUrl) => ({ reportUrl, otherRepository: `${NAMESPACE}/${PROJECT}-other`, direct: gitlab.url }),
+    );
+  }, 60_000);
+
+  afterAll(async () => {
+    await world?.close();
+    await gitlab?.close();
+  }, 60_000);
+
+  it('clones, pushes its branch, opens its merge request and writes its notes in acme/platform/app, and is refused acme/platform/app-other', async () => {
+    gitlab.labelItem(NAMESPACE, PROJECT, 23, 'ready-for-development', 'root');
+    // The documented Issue Hook body (issue #23) as an update that adds the stage's label. The
+    // documented project is top-level (`gitlabhq/gitlab-test`); its path is set to a subgroup's,
+    // as GitLab writes it for a project there (`path_with_namespace` is the full path), since the
+    // documentation has no example of one.
+    const labeled = gitlabExample('issue');
+    Object.assign(labeled.object_attributes as Record<string, unknown>, { action: 'update' });
+    Object.assign(labeled.project as Record<string, unknown>, { path_with_namespace: `${NAMESPACE}/${PROJECT}`, namespace: 'Platform' });
+    const labels = (labeled.changes as { labels: { previous: object[]; current: object[] } }).labels;
+    labels.previous = [{ ...(labels.current[0] as object) }];
+    labels.current = [{ ...(labels.current[0] as object) }, { ...(labels.current[0] as object), id: 999, title: 'ready-for-development' }];
+    const res = await fetch(`${world.server.url}/webhook/gitlab`, {
+      method: 'POST',
+      headers: gitlabHeaders({ event: 'Issue Hook', token: SECRET }),
+      body: JSON.stringify(labeled),
+    });
+    expect(res.status).toBe(202);
+    const row = await finishedRun(world, ((await res.json()) as { id: number }).id);
+    expect(row, `${row.last_error}\n${await logLines(world, row.id)}`).toMatchObject({ status: 'succeeded' });
+    const key = await world.store.db.selectFrom('runs').select('key').where('id', '=', row.id).executeTakeFirstOrThrow();
+    expect(key.key).toBe(`develop:gitlab:${NAMESPACE}/${PROJECT}#23`);
+
+    // The clone came from the subgroup project's own repository, and the push went back to it.
+    const bare = gitlab.gitRepo(NAMESPACE, PROJECT);
+    const log = (ref: string) => execFileSync('git', ['--git-dir', bare, 'log', '--format=%s', ref], { encoding: 'utf8' });
+    expect(log('feature/issue-23-forge-agent')).toContain("Forge agent's change (#23)");
+    expect(log('master')).not.toContain('Forge agent');
+    const mr = gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.mergeRequests.find((m) => m.mr?.source === 'feature/issue-23-forge-agent');
+    expect(mr).toMatchObject({ author: 'claude-dev', mr: { target: 'master' } });
+    // The status notes reached the subgroup project's issue, as the dev bot.
+    const notes = await until(() => {
+      const all = gitlab.notes(NAMESPACE, PROJECT, 23);
+      return all.some((n) => n.body.includes('**develop** finished')) ? all : null;
+    }, 'the final note on #23');
+    expect(notes.some((n) => n.body.includes('**develop** is queued'))).toBe(true);
+    expect(new Set(notes.map((n) => n.author))).toEqual(new Set(['claude-dev']));
+
+    const report = world.reports.at(-1)!;
+    expect(report.env.CI_PROJECT_PATH).toBe(`${NAMESPACE}/${PROJECT}`);
+    expectContained(report, { capabilityNames: ['GITLAB_TOKEN'], defaultBranch: 'master', other: `${NAMESPACE}/${PROJECT}-other` });
+    expect(gitlab.requests.some((r) => r.includes(`${PROJECT}-other`))).toBe(false);
+    const lines = await logLines(world, row.id);
+    expect(lines).toContain(`[gateway] refused: GET /api/v4/projects/acme%2Fplatform%2Fapp-other is outside this run's repository`);
+  }, 120_000);
+});

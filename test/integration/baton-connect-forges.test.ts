@@ -147,3 +147,47 @@ describe.each(forges)('baton connect $forge:acme/app against the fake $name', ({
     expect(world.hooks()).toEqual([]);
   });
 });
+
+describe('baton connect gitlab: a project in a subgroup', () => {
+  let gitlab: FakeGitLab;
+  afterEach(async () => {
+    await gitlab.close();
+  });
+
+  async function connect(argv: string[]) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: CommandIo = { out: (t) => out.push(t), err: (t) => err.push(t), env: {} };
+    const env = { PUBLIC_URL: 'https://baton.example.com', GITLAB_URL: gitlab.url, GITLAB_DEV_TOKEN: DEV, GITLAB_REVIEW_TOKEN: REVIEW };
+    const { config } = loadConfig({ ...env, GITLAB_WEBHOOK_SECRET: SECRET }, cwd);
+    const code = await connectCommand(argv, io, config);
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  }
+
+  it('makes the hook and labels of acme/platform/app, the bots Maintainer and Developer of the top-level group', async () => {
+    gitlab = await createFakeGitLab();
+    gitlab.addUser('claude-dev', { token: DEV });
+    gitlab.addUser('claude-review', { token: REVIEW });
+    gitlab.addProject('acme/platform', 'app');
+    gitlab.setGroupAccess('acme', 'claude-dev', 40);
+    gitlab.setGroupAccess('acme', 'claude-review', 30);
+    const first = await connect(['gitlab:acme/platform/app']);
+    expect(first.code, first.out).toBe(0);
+    expect(gitlab.hooks('acme/platform', 'app').map((h) => h.url)).toEqual(['https://baton.example.com/webhook/gitlab']);
+    expect(
+      gitlab.state
+        .project('acme/platform/app')!
+        .labels.map((l) => l.name)
+        .sort(),
+    ).toEqual([...PIPELINE_LABELS].sort());
+    expect(first.out).toContain('gitlab:acme/platform/app is ready');
+  });
+
+  it.each(['gitlab:acme//app', 'gitlab:acme/../app', 'gitlab:acme/platform.git/app', 'gitlab:app'])(
+    'refuses %s, saying what a GitLab project path looks like',
+    async (given) => {
+      gitlab = await createFakeGitLab();
+      await expect(connect([given])).rejects.toThrow(`the repository must look like namespace/project`);
+    },
+  );
+});

@@ -29,6 +29,8 @@ interface Webhook {
  */
 interface World {
   forge: 'github' | 'gitlab';
+  /** The repository's full path (`acme/app`; on GitLab the namespace may hold subgroups). */
+  repository: string;
   env(): Env;
   openIssue(title: string, author: string): number;
   comment(number: number, author: string, body: string, isPull?: boolean): number;
@@ -74,6 +76,7 @@ async function gitHubWorld(now: () => Date): Promise<World> {
   });
   return {
     forge: 'github',
+    repository: 'acme/app',
     env: () => ({
       GITHUB_URL: github.url,
       GITHUB_DEV_TOKEN: dev.token,
@@ -133,87 +136,96 @@ async function gitHubWorld(now: () => Date): Promise<World> {
   };
 }
 
-async function gitLabWorld(now: () => Date): Promise<World> {
-  const gitlab: FakeGitLab = await createFakeGitLab({ now });
-  const dev = gitlab.addUser('claude-dev', { bot: true });
-  const review = gitlab.addUser('claude-review', { bot: true });
-  gitlab.addProject('acme', 'app');
-  for (const username of ['alice', 'bob']) gitlab.addUser(username);
-  for (const username of ['alice', 'bob', 'claude-dev', 'claude-review']) gitlab.setAccess('acme', 'app', username, 30);
-  const project = (body: Body) => ({ ...body.project, path_with_namespace: 'acme/app', name: 'app', namespace: 'acme' });
-  const hook = (name: GitLabExample, body: Body): Webhook => ({
-    path: '/webhook/gitlab',
-    headers: gitlabHeaders({ event: GITLAB_EVENT_OF[name], token: SECRET }),
-    body: JSON.stringify(body),
-  });
-  const issueHook = (number: number, sender: string, action: string) => {
-    const example = gitlabExample('issue') as Body;
-    return hook('issue', {
-      ...example,
-      project: project(example),
-      user: { ...example.user, username: sender },
-      object_attributes: { ...example.object_attributes, iid: number, action, state: 'opened', labels: [] },
-      labels: [],
-      changes: {},
+/** A GitLab world whose project is `<namespace>/app`: top-level (`acme`) or in a subgroup (`acme/platform`). */
+const gitLabWorld =
+  (namespace: string) =>
+  async (now: () => Date): Promise<World> => {
+    const gitlab: FakeGitLab = await createFakeGitLab({ now });
+    const dev = gitlab.addUser('claude-dev', { bot: true });
+    const review = gitlab.addUser('claude-review', { bot: true });
+    gitlab.addProject(namespace, 'app');
+    for (const username of ['alice', 'bob']) gitlab.addUser(username);
+    for (const username of ['alice', 'bob', 'claude-dev', 'claude-review']) gitlab.setAccess(namespace, 'app', username, 30);
+    const project = (body: Body) => ({
+      ...body.project,
+      path_with_namespace: `${namespace}/app`,
+      name: 'app',
+      namespace: namespace.split('/').at(-1),
     });
-  };
-  const item = (number: number, isPull?: boolean) => gitlab.item('acme', 'app', number, isPull ? 'pull' : 'issue')!;
-  return {
-    forge: 'gitlab',
-    env: () => ({
-      GITLAB_URL: gitlab.url,
-      GITLAB_DEV_TOKEN: dev.token,
-      GITLAB_REVIEW_TOKEN: review.token,
-      GITLAB_WEBHOOK_SECRET: SECRET,
-    }),
-    openIssue: (title, author) => gitlab.addIssue('acme', 'app', { title, author }),
-    comment: (number, author, body, isPull) => gitlab.addNote('acme', 'app', number, author, body, isPull ? 'pull' : 'issue').id,
-    openPull(title, head) {
-      const number = gitlab.addMergeRequest('acme', 'app', { title, author: 'claude-dev', source: head, target: 'main' });
-      return { number, sha: item(number, true).mr!.sha };
-    },
-    reactions: (number, noteId) => gitlab.awards('acme', 'app', number, noteId).map((a) => `${a.user}:${a.name}`),
-    comments: (number) => gitlab.notes('acme', 'app', number),
-    push: (number) => gitlab.pushToMergeRequest('acme', 'app', number),
-    approve: (number, reviewer) => gitlab.approve('acme', 'app', number, reviewer),
-    reject: (number, reviewer) => gitlab.unapprove('acme', 'app', number, reviewer),
-    webhooks: {
-      edited: (number, sender) => issueHook(number, sender, 'update'),
-      opened: (number, author) => issueHook(number, author, 'open'),
-      comment(number, id, author, body, isPull) {
-        const name = isPull ? 'note-merge-request' : 'note-issue';
-        const example = gitlabExample(name) as Body;
-        const noteable = isPull ? 'merge_request' : 'issue';
-        return hook(name, {
-          ...example,
-          project: project(example),
-          user: { ...example.user, username: author },
-          object_attributes: { ...example.object_attributes, id, note: body, action: 'create', system: false },
-          [noteable]: { ...example[noteable], iid: number, state: 'opened', labels: [] },
-        });
+    const hook = (name: GitLabExample, body: Body): Webhook => ({
+      path: '/webhook/gitlab',
+      headers: gitlabHeaders({ event: GITLAB_EVENT_OF[name], token: SECRET }),
+      body: JSON.stringify(body),
+    });
+    const issueHook = (number: number, sender: string, action: string) => {
+      const example = gitlabExample('issue') as Body;
+      return hook('issue', {
+        ...example,
+        project: project(example),
+        user: { ...example.user, username: sender },
+        object_attributes: { ...example.object_attributes, iid: number, action, state: 'opened', labels: [] },
+        labels: [],
+        changes: {},
+      });
+    };
+    const item = (number: number, isPull?: boolean) => gitlab.item(namespace, 'app', number, isPull ? 'pull' : 'issue')!;
+    return {
+      forge: 'gitlab',
+      repository: `${namespace}/app`,
+      env: () => ({
+        GITLAB_URL: gitlab.url,
+        GITLAB_DEV_TOKEN: dev.token,
+        GITLAB_REVIEW_TOKEN: review.token,
+        GITLAB_WEBHOOK_SECRET: SECRET,
+      }),
+      openIssue: (title, author) => gitlab.addIssue(namespace, 'app', { title, author }),
+      comment: (number, author, body, isPull) => gitlab.addNote(namespace, 'app', number, author, body, isPull ? 'pull' : 'issue').id,
+      openPull(title, head) {
+        const number = gitlab.addMergeRequest(namespace, 'app', { title, author: 'claude-dev', source: head, target: 'main' });
+        return { number, sha: item(number, true).mr!.sha };
       },
-      review(number, reviewer, verdict, _body, sha) {
-        const example = gitlabExample('merge-request') as Body;
-        return hook('merge-request', {
-          ...example,
-          project: project(example),
-          user: { ...example.user, username: reviewer },
-          object_attributes: {
-            ...example.object_attributes,
-            iid: number,
-            action: verdict === 'approved' ? 'approval' : 'unapproval',
-            state: 'opened',
-            source_branch: 'autosave',
-            last_commit: { ...example.object_attributes.last_commit, id: sha },
-          },
-          labels: [],
-          changes: {},
-        });
+      reactions: (number, noteId) => gitlab.awards(namespace, 'app', number, noteId).map((a) => `${a.user}:${a.name}`),
+      comments: (number) => gitlab.notes(namespace, 'app', number),
+      push: (number) => gitlab.pushToMergeRequest(namespace, 'app', number),
+      approve: (number, reviewer) => gitlab.approve(namespace, 'app', number, reviewer),
+      reject: (number, reviewer) => gitlab.unapprove(namespace, 'app', number, reviewer),
+      webhooks: {
+        edited: (number, sender) => issueHook(number, sender, 'update'),
+        opened: (number, author) => issueHook(number, author, 'open'),
+        comment(number, id, author, body, isPull) {
+          const name = isPull ? 'note-merge-request' : 'note-issue';
+          const example = gitlabExample(name) as Body;
+          const noteable = isPull ? 'merge_request' : 'issue';
+          return hook(name, {
+            ...example,
+            project: project(example),
+            user: { ...example.user, username: author },
+            object_attributes: { ...example.object_attributes, id, note: body, action: 'create', system: false },
+            [noteable]: { ...example[noteable], iid: number, state: 'opened', labels: [] },
+          });
+        },
+        review(number, reviewer, verdict, _body, sha) {
+          const example = gitlabExample('merge-request') as Body;
+          return hook('merge-request', {
+            ...example,
+            project: project(example),
+            user: { ...example.user, username: reviewer },
+            object_attributes: {
+              ...example.object_attributes,
+              iid: number,
+              action: verdict === 'approved' ? 'approval' : 'unapproval',
+              state: 'opened',
+              source_branch: 'autosave',
+              last_commit: { ...example.object_attributes.last_commit, id: sha },
+            },
+            labels: [],
+            changes: {},
+          });
+        },
       },
-    },
-    close: () => gitlab.close(),
+      close: () => gitlab.close(),
+    };
   };
-}
 
 /**
  * Catch-up on GitHub and GitLab rebuilds what a lost webhook carried beside labels and heads: an
@@ -227,7 +239,9 @@ async function gitLabWorld(now: () => Date): Promise<World> {
 describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub and GitLab, $kind', ({ kind, create }) => {
   describe.each([
     { name: 'GitHub', world: gitHubWorld },
-    { name: 'GitLab', world: gitLabWorld },
+    { name: 'GitLab', world: gitLabWorld('acme') },
+    // Self-managed GitLab is organised in subgroups: the same guarantees for a project two groups deep.
+    { name: 'GitLab, a project in a subgroup', world: gitLabWorld('acme/platform') },
   ])('$name', ({ world: makeWorld }) => {
     let t: TestStore;
     let opened = false;
@@ -266,8 +280,8 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       await app?.close();
       app = undefined;
     }
-    const cursor = () => `${world.forge}:acme/app`;
-    /** The pass over acme/app that finished at or after `after` (ms): it read the forge without a failure. */
+    const cursor = () => `${world.forge}:${world.repository}`;
+    /** The pass over the repository that finished at or after `after` (ms): it read the forge without a failure. */
     async function passAfter(a: TestApp, after: number) {
       const row = await until(async () => {
         const place = await a.app.store.db

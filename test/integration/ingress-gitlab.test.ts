@@ -102,12 +102,33 @@ describe('GitLab deliveries from the webhook documentation’s examples', () => 
     expect(forgeEventOf('Merge Request Hook', merged).event).toMatchObject({ kind: 'pr_closed', merged: true, state: 'closed' });
   });
 
-  it('never reads the payload’s clone URLs, and refuses a project in a subgroup', () => {
+  it('never reads the payload’s clone URLs, and reads a project in a subgroup as its namespace and name', () => {
     const { event } = forgeEventOf('Merge Request Hook', gitlabExample('merge-request'));
     expect(JSON.stringify(event)).not.toContain('.git');
+    // The documented example is a top-level project; GitLab writes a subgroup's full path here.
     const nested = gitlabExample('issue');
     (nested.project as Record<string, unknown>).path_with_namespace = 'group/sub/project';
-    expect(() => forgeEventOf('Issue Hook', nested)).toThrow(/subgroups are not served/);
+    expect(forgeEventOf('Issue Hook', nested).event).toMatchObject({ owner: 'group/sub', repo: 'project' });
+  });
+
+  it.each([
+    ['group//project', 'has an empty segment'],
+    ['/project', 'has an empty segment'],
+    ['group/', 'has an empty segment'],
+    ['project', 'is not namespace/project'],
+    ['group/../project', 'has a segment ".." that is not a GitLab path'],
+    ['group/-sub/project', 'has a segment "-sub" that is not a GitLab path'],
+    ['group/.sub/project', 'has a segment ".sub" that is not a GitLab path'],
+    ['group/sub.git/project', 'has a segment "sub.git" ending in ".git" or ".atom"'],
+    ['group/sub/project.atom', 'has a segment "project.atom" ending in ".git" or ".atom"'],
+    ['group/sub./project', 'has a namespace segment "sub." ending in "."'],
+    ['group/s%2Fb/project', 'has a segment "s%2Fb" that is not a GitLab path'],
+    ['group/s b/project', 'has a segment "s b" that is not a GitLab path'],
+    [`${Array.from({ length: 22 }, (_, i) => `g${i}`).join('/')}/project`, 'has 22 segments: a GitLab namespace has at most 21'],
+  ])('refuses the project path %j with 400 naming the field', (path, problem) => {
+    const bad = gitlabExample('issue');
+    (bad.project as Record<string, unknown>).path_with_namespace = path;
+    expect(() => forgeEventOf('Issue Hook', bad)).toThrow(`project.path_with_namespace ${problem}`);
   });
 
   it('treats the events baton does not act on as unsupported', () => {

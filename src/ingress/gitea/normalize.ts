@@ -1,6 +1,6 @@
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
 import { HttpError } from '../../web-kit/index.js';
-import { FORGE_NAME_RULE, isForgeName } from '../../repositories/index.js';
+import { FORGE_NAME_RULE, gitLabProjectPathProblem, isForgeName } from '../../repositories/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -83,12 +83,19 @@ function reviewStateOf(text: string): ReviewState | undefined {
 /**
  * Owner and name of the repository a payload is about (needed before anything else). Both must
  * be names Gitea could have made (`isForgeName`): they become part of the URL baton clones from,
- * of the forge API paths it calls and of the run's key, so anything else is refused here.
+ * of the forge API paths it calls and of the run's key, so anything else is refused here. A
+ * catch-up delivery of GitLab (`forge` `gitlab`: Gitea-shaped, src/catchup/synthesize.ts) names
+ * a project whose owner is its namespace, subgroups included: GitLab's path rules apply to it.
  */
-export function readRepository(payload: Json): { owner: string; repo: string } {
+export function readRepository(payload: Json, forge?: ForgeEvent['forge']): { owner: string; repo: string } {
   const repository = object(payload, 'repository', 'repository');
   const owner = login(object(repository, 'owner', 'repository.owner'), 'repository.owner.login');
   const repo = string(repository, 'name', 'repository.name');
+  if (forge === 'gitlab') {
+    const problem = gitLabProjectPathProblem(`${owner}/${repo}`);
+    if (problem) throw new HttpError(400, 'bad_request', `repository.owner.login/repository.name ${problem}`);
+    return { owner, repo };
+  }
   for (const [path, name] of [
     ['repository.owner.login', owner],
     ['repository.name', repo],
@@ -109,7 +116,7 @@ export function toForgeEvent(
 ): { event: ForgeEvent; labelsKnown: boolean } {
   // Nothing else of `repository` is read: its clone_url (or html_url) is the sender's to write,
   // and baton clones only from GITEA_URL (src/server/workspaces.ts).
-  const { owner, repo } = readRepository(payload);
+  const { owner, repo } = readRepository(payload, forge);
   const sender = login(object(payload, 'sender', 'sender'), 'sender.login');
   const event: ForgeEvent = {
     kind: classified.kind,

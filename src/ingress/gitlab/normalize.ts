@@ -1,6 +1,6 @@
 import { HttpError } from '../../web-kit/index.js';
 import type { ForgeEvent, ForgeEventKind, ReviewState } from '../../pipeline/index.js';
-import { FORGE_NAME_RULE, isForgeName } from '../../repositories/index.js';
+import { gitLabProjectPathProblem, parseGitLabProjectPath } from '../../repositories/index.js';
 
 type Json = Record<string, unknown>;
 
@@ -60,30 +60,17 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
 }
 
 /**
- * Namespace and name of the project (`project.path_with_namespace`). Only `namespace/project`:
- * a project in a subgroup (`group/sub/project`) is refused, since baton names a repository by an
- * owner and a name that each pass the forge-name rule (docs/gitlab.md).
+ * Namespace and name of the project (`project.path_with_namespace`), split at its last `/`: the
+ * namespace, a group's subgroups included (`acme/platform`), is the owner. Every segment must be
+ * one GitLab could have made (repositories/names.ts): the path becomes part of the clone URL and
+ * of the gateway's API paths.
  */
 export function readGitLabRepository(payload: Json): { owner: string; repo: string } {
   const project = object(payload, 'project', 'project');
   const path = string(project, 'path_with_namespace', 'project.path_with_namespace');
-  const parts = path.split('/');
-  if (parts.length !== 2) {
-    throw new HttpError(
-      400,
-      'bad_request',
-      `project.path_with_namespace must be namespace/project: projects in subgroups are not served yet`,
-    );
-  }
-  const [owner, repo] = parts as [string, string];
-  for (const [what, name] of [
-    ['namespace', owner],
-    ['project', repo],
-  ] as const) {
-    if (!isForgeName(name))
-      throw new HttpError(400, 'bad_request', `project.path_with_namespace's ${what} is not a name: ${FORGE_NAME_RULE}`);
-  }
-  return { owner, repo };
+  const problem = gitLabProjectPathProblem(path);
+  if (problem) throw new HttpError(400, 'bad_request', `project.path_with_namespace ${problem}`);
+  return parseGitLabProjectPath(path)!;
 }
 
 /**

@@ -49,8 +49,8 @@ export function normalize(
     }
     const classified = classify(headers, payload);
     if ('unsupported' in classified) return classified;
-    readRepository(payload);
     const synced = /^sync:(github|gitlab)$/.exec(endpoint)?.[1] as 'github' | 'gitlab' | undefined;
+    readRepository(payload, synced);
     return toForgeEvent(classified, payload, synced ?? headers.forge);
   } catch (err) {
     return { invalid: messageOf(err) };

@@ -205,7 +205,14 @@ export function createFakeGitLabApp(
       name: p.path,
       path: p.path,
       path_with_namespace: pathOf(p),
-      namespace: { id: p.id + 1, name: p.namespace, path: p.namespace, kind: 'group', full_path: p.namespace },
+      // A subgroup's namespace: `path` and `name` its own segment, `full_path` every group above it too.
+      namespace: {
+        id: p.id + 1,
+        name: p.namespace.split('/').at(-1),
+        path: p.namespace.split('/').at(-1),
+        kind: 'group',
+        full_path: p.namespace,
+      },
       archived: p.archived,
       visibility: p.visibility,
       default_branch: p.defaultBranch,

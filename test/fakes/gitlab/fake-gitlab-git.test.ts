@@ -96,3 +96,59 @@ describe('fake GitLab git smart HTTP and the endpoints over it', () => {
     expect((await gitRun(dir, ['ls-remote', url], basic('oauth2', stranger))).stderr).toContain('could not be found');
   });
 });
+
+/** A project in a subgroup, as GitLab serves it: full path everywhere, membership inherited from the groups above. */
+describe('fake GitLab projects in subgroups', () => {
+  let gitlab: FakeGitLab;
+  let dir: string;
+
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'fake-gitlab-subgroup-test-'));
+  });
+  afterEach(async () => {
+    await gitlab.close();
+    fs.rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers by URL-encoded full path with the namespace’s own path and full path, and inherits access from every group above', async () => {
+    gitlab = await createFakeGitLab();
+    const dev = gitlab.addUser('claude-dev');
+    const lead = gitlab.addUser('lead');
+    const stranger = gitlab.addUser('stranger');
+    gitlab.addProject('acme/platform', 'app');
+    gitlab.setGroupAccess('acme', 'claude-dev', 30);
+    gitlab.setGroupAccess('acme/platform', 'lead', 40);
+    // A group named like the subgroup's start but not above it gives nothing.
+    gitlab.setGroupAccess('acme/plat', 'stranger', 50);
+    gitlab.gitRepo('acme/platform', 'app', { main: { 'a.txt': 'a\n' } });
+    const get = (p: string, token: string) => fetch(`${gitlab.apiUrl}${p}`, { headers: { 'private-token': token } });
+
+    const project = await get('/projects/acme%2Fplatform%2Fapp', dev.token);
+    expect(project.status).toBe(200);
+    expect(await project.json()).toMatchObject({
+      path: 'app',
+      path_with_namespace: 'acme/platform/app',
+      namespace: { path: 'platform', full_path: 'acme/platform', kind: 'group' },
+    });
+    for (const [user, level] of [
+      [dev, 30],
+      [lead, 40],
+    ] as const) {
+      const member = await get(`/projects/acme%2Fplatform%2Fapp/members/all/${user.id}`, dev.token);
+      expect(await member.json()).toMatchObject({ username: user.username, access_level: level });
+    }
+    expect((await get('/projects/acme%2Fplatform%2Fapp', stranger.token)).status).toBe(404);
+    // The parent group is not a project.
+    expect((await get('/projects/acme%2Fplatform', dev.token)).status).toBe(404);
+
+    const clone = await gitRun(dir, ['clone', '--quiet', `${gitlab.url}/acme/platform/app.git`, 'work'], basic('oauth2', dev.token));
+    expect(clone, clone.stderr).toMatchObject({ code: 0 });
+    expect(fs.readFileSync(path.join(dir, 'work', 'a.txt'), 'utf8')).toBe('a\n');
+    const refused = await gitRun(
+      dir,
+      ['clone', '--quiet', `${gitlab.url}/acme/platform/app.git`, 'other'],
+      basic('oauth2', stranger.token),
+    );
+    expect(refused.code).not.toBe(0);
+  });
+});

@@ -11,9 +11,9 @@ import { getRequestListener } from '@hono/node-server';
 import type { Context } from 'hono';
 import fs from 'node:fs';
 import type { SeedRepoOptions } from '../agent/git-repos.js';
-import { isGitPath, makeGitRoot } from '../gitea/git-http.js';
+import { makeGitRoot } from '../gitea/git-http.js';
 import { createFakeGitLabApp } from './app.js';
-import { addGitLabRepositoryRoutes, seedGitLabRepo, serveGitLabGit } from './repository.js';
+import { addGitLabRepositoryRoutes, isGitLabGitPath, seedGitLabRepo, serveGitLabGit } from './repository.js';
 import { FakeGitLabState, type AccessLevel, type HookRecord, type ItemRecord, type ProjectRecord } from './state.js';
 
 export type { AccessLevel } from './state.js';
@@ -38,6 +38,8 @@ export interface FakeGitLab {
   addUser(username: string, options?: { token?: string; bot?: boolean }): { id: number; username: string; token: string };
   addProject(namespace: string, path: string, options?: { visibility?: ProjectRecord['visibility'] }): void;
   setAccess(namespace: string, path: string, username: string, level: AccessLevel): void;
+  /** Membership of a group (`acme`, `acme/platform`): inherited by its subgroups and every project under them. */
+  setGroupAccess(group: string, username: string, level: AccessLevel): void;
   addLabel(namespace: string, path: string, name: string, color?: string): number;
   addIssue(namespace: string, path: string, options: { title: string; author: string; labels?: string[] }): number;
   addMergeRequest(
@@ -145,7 +147,7 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
   // Git's smart HTTP is GitLab's web side (workhorse), not the API: it has its own handler.
   const server = http.createServer((req, res) => {
     const pathname = new URL(req.url ?? '/', 'http://x').pathname;
-    if (!isGitPath(pathname)) return void listener(req, res);
+    if (!isGitLabGitPath(pathname)) return void listener(req, res);
     requests.push(`${req.method} ${pathname}`);
     serveGitLabGit(state, gitRootDir(), req, res);
   });
@@ -222,6 +224,11 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     },
     setAccess(namespace, path, username, level) {
       projectOf(namespace, path).members.set(username.toLowerCase(), level);
+    },
+    setGroupAccess(group, username, level) {
+      const key = group.toLowerCase();
+      if (!state.groups.has(key)) state.groups.set(key, new Map());
+      state.groups.get(key)!.set(username.toLowerCase(), level);
     },
     addLabel(namespace, path, name, color = '#ededed') {
       const record = { id: state.id(), name, color, description: '' };

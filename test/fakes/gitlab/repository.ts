@@ -24,9 +24,25 @@ import type http from 'node:http';
 import path from 'node:path';
 import type { Context } from 'hono';
 import { createBareRepo, git, type SeedRepoOptions } from '../agent/git-repos.js';
-import { basicCredentials, gitPathParts, readBranch, runGitBackend } from '../gitea/git-http.js';
+import { basicCredentials, readBranch, runGitBackend } from '../gitea/git-http.js';
 import type { createFakeGitLabApp } from './app.js';
 import type { FakeGitLabState, ItemRecord, ProjectRecord, UserRecord } from './state.js';
+
+/**
+ * GitLab's smart-HTTP paths, `/<namespace>/<project>[.git]/…` with the namespace as many segments
+ * deep as its subgroups (lib/gitlab/path_regex.rb `full_project_git_path_regex`).
+ */
+const GIT_PATH = /^\/((?:[^/]+\/)*[^/]+)\/([^/]+?)(?:\.git)?\/(info\/refs|git-upload-pack|git-receive-pack)$/;
+
+export function isGitLabGitPath(pathname: string): boolean {
+  return GIT_PATH.test(pathname);
+}
+
+/** The parts of a smart-HTTP path (`isGitLabGitPath` said yes): namespace, project (without `.git`) and what is asked. */
+function gitLabGitPathParts(pathname: string): { owner: string; name: string; rest: string } {
+  const match = GIT_PATH.exec(pathname)!;
+  return { owner: match[1]!, name: match[2]!, rest: match[3]! };
+}
 
 /** Where project `namespace/path` lives on disk under `root`. */
 export function gitLabRepoPath(root: string, namespace: string, project: string): string {
@@ -44,10 +60,10 @@ export function seedGitLabRepo(root: string, project: ProjectRecord, seed: SeedR
   return dir;
 }
 
-/** Serves one git request (`isGitPath` said yes) as GitLab does. */
+/** Serves one git request (`isGitLabGitPath` said yes) as GitLab does. */
 export function serveGitLabGit(state: FakeGitLabState, root: string, req: http.IncomingMessage, res: http.ServerResponse): void {
   const url = new URL(req.url ?? '/', 'http://fake');
-  const { owner, name, rest } = gitPathParts(url.pathname)!;
+  const { owner, name, rest } = gitLabGitPathParts(url.pathname);
   const text = (status: number, body: string, headers: Record<string, string> = {}) =>
     res.writeHead(status, { 'content-type': 'text/plain;charset=utf-8', ...headers }).end(body);
   const service = rest === 'info/refs' ? (url.searchParams.get('service') ?? '') : `git-${rest.slice(4)}`;

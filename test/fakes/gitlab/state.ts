@@ -96,7 +96,7 @@ export interface ProjectRecord {
   mergeRequests: ItemRecord[];
   hooks: HookRecord[];
   hookEvents: HookEventRecord[];
-  /** Lower-cased username → access level (direct or inherited: `members/all`). */
+  /** Lower-cased username → the access level given in the project itself. */
   members: Map<string, AccessLevel>;
 }
 
@@ -105,6 +105,8 @@ export class FakeGitLabState {
   readonly users = new Map<string, UserRecord>();
   readonly tokens = new Map<string, string>();
   readonly projects = new Map<string, ProjectRecord>();
+  /** Lower-cased group full path (`acme`, `acme/platform`) → lower-cased username → access level. */
+  readonly groups = new Map<string, Map<string, AccessLevel>>();
 
   constructor(readonly now: () => Date = () => new Date()) {}
 
@@ -125,7 +127,16 @@ export class FakeGitLabState {
     return this.projects.get(path.toLowerCase());
   }
 
+  /**
+   * The user's access level in the project as `members/all` answers it: the highest of the
+   * project's own membership and that of every group above it, the parent groups of a subgroup
+   * included (GitLab's "Group and project members API": `members/all` lists "direct, inherited
+   * and invited members"; a member of a group is a member of its subgroups and their projects).
+   */
   accessOf(project: ProjectRecord, username: string): AccessLevel {
-    return project.members.get(username.toLowerCase()) ?? 0;
+    const name = username.toLowerCase();
+    const segments = project.namespace.toLowerCase().split('/');
+    const levels = segments.map((_, i) => this.groups.get(segments.slice(0, i + 1).join('/'))?.get(name) ?? 0);
+    return Math.max(project.members.get(name) ?? 0, ...levels) as AccessLevel;
   }
 }
