@@ -62,7 +62,8 @@ const toLimit = (v: { tokensPerDay?: number; costUsdPerDay?: number }): BudgetLi
   ...(v.costUsdPerDay ? { costUsd: v.costUsdPerDay } : {}),
 });
 
-const REPOSITORY = /^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/;
+/** `owner/repo`, or deeper for a GitLab project in a subgroup (`acme/platform/app`: the namespace is the owner). */
+const REPOSITORY = /^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)+$/;
 
 /**
  * `budgets:` in baton.yaml: daily token and cost budgets, globally, per repository and per stage.

@@ -184,7 +184,8 @@ function parseFilter(query: Record<string, string>): RunFilter {
     filter.stage = query.stage;
   }
   if (query.repo) {
-    const match = /^([^/\s]+)\/([^/\s]+)$/.exec(query.repo);
+    // Split at the last `/`: a GitLab project's owner is its namespace, subgroups included (`acme/platform/app`).
+    const match = /^(\S+)\/([^/\s]+)$/.exec(query.repo);
     if (!match) throw new HttpError(400, 'bad_request', `repo must look like owner/repo, got "${query.repo.slice(0, 80)}"`);
     filter.owner = match[1];
     filter.repo = match[2];

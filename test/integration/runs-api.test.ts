@@ -131,6 +131,15 @@ describe.each(STORE_KINDS)('runs API on $kind', ({ kind, create }) => {
     expect(none.runs).toHaveLength(0);
   });
 
+  it('filters by a GitLab project in a subgroup, its namespace the owner, apart from a top-level namesake', async () => {
+    await server.app.engine.enqueue(task({ owner: 'acme/platform', repo: 'app', number: 9, forge: 'gitlab' }));
+    await server.app.engine.enqueue(task({ number: 3, forge: 'gitlab' }));
+    const nested = (await (await call('GET', '/api/runs?repo=acme/platform/app')).json()) as {
+      runs: Array<{ owner: string; number: number }>;
+    };
+    expect(nested.runs.map((r) => [r.owner, r.number])).toEqual([['acme/platform', 9]]);
+  });
+
   it('filters by time and searches titles, errors and issue numbers, and pages a filter with a stable cursor', async () => {
     const { engine, runs: queries } = server.app;
     const a = await engine.enqueue(task({ number: 11, payload: { title: 'Fix the Login page' } }));
