@@ -375,5 +375,9 @@ describe('the agent is untrusted: a spying agent through serve, each attack refu
 
     await fetch(`${server.url}/api/runs/${victim}/cancel`, { method: 'POST', headers: admin });
     await until(async () => (await run(victim)).status === 'cancelled', 'the victim to be cancelled');
+    // Its teardown ends its runner; serve stopped before that leaves it to the next start, and a
+    // test would leave it running.
+    const workspaces = path.join(dataDir, 'workspaces');
+    await until(() => !fs.existsSync(workspaces) || fs.readdirSync(workspaces).length === 0, 'every workspace to be removed');
   }, 180_000);
 });
