@@ -10,7 +10,7 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import type { Delivery } from '../../src/ingress/index.js';
 
 /**
@@ -231,9 +231,9 @@ describe('baton serve: every agent, first class', () => {
     const body = toBody(payload);
     const headers = giteaHeaders(body, { event, eventType, secret: SECRET, delivery: randomUUID() });
     const res = await fetch(`${server.url}/webhook/gitea`, { method: 'POST', headers, body });
-    const answer = (await res.json()) as { id: number };
+    const answer = (await res.json()) as { id?: number; spooled?: boolean };
     expect(res.status, JSON.stringify(answer)).toBe(202);
-    return processedDelivery(store, answer.id);
+    return acceptedDelivery(store, answer, { body, headers });
   }
 
   /** A label newly on issue `number`; the stage it starts. */

@@ -6,7 +6,7 @@ import type { Store } from '../../src/store/index.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -79,13 +79,10 @@ describe('baton serve with GitHub: ChatOps commands in issue comments, end to en
     payload.comment = { ...(payload.comment as object), id: commentId, body, user: login };
     payload.sender = login;
     const raw = JSON.stringify(payload);
-    const res = await fetch(`${server.url}/webhook/github`, {
-      method: 'POST',
-      headers: githubHeaders(raw, { event: 'issue_comment', secret: SECRET }),
-      body: raw,
-    });
+    const headers = githubHeaders(raw, { event: 'issue_comment', secret: SECRET });
+    const res = await fetch(`${server.url}/webhook/github`, { method: 'POST', headers, body: raw });
     expect(res.status).toBe(202);
-    const delivery: Delivery = await processedDelivery(store, ((await res.json()) as { id: number }).id);
+    const delivery: Delivery = await acceptedDelivery(store, (await res.json()) as object, { body: raw, headers });
     return { commentId, delivery };
   }
 

@@ -6,7 +6,7 @@ import type { Store } from '../../src/store/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -95,13 +95,11 @@ describe('baton serve with GitLab: ChatOps commands in notes, end to end', () =>
     const payload = gitlabExample(kind === 'pull' ? 'note-merge-request' : 'note-issue');
     payload.user = { ...(payload.user as object), username: author };
     Object.assign(payload.object_attributes as object, { id: noteId, note });
-    const res = await fetch(`${server.url}/webhook/gitlab`, {
-      method: 'POST',
-      headers: gitlabHeaders({ event: 'Note Hook', token: SECRET }),
-      body: JSON.stringify(payload),
-    });
+    const body = JSON.stringify(payload);
+    const headers = gitlabHeaders({ event: 'Note Hook', token: SECRET });
+    const res = await fetch(`${server.url}/webhook/gitlab`, { method: 'POST', headers, body });
     expect(res.status).toBe(202);
-    const delivery: Delivery = await processedDelivery(store, ((await res.json()) as { id: number }).id);
+    const delivery: Delivery = await acceptedDelivery(store, (await res.json()) as object, { body, headers });
     return { noteId, delivery };
   }
 

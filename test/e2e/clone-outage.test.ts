@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -101,14 +101,15 @@ describe('baton serve: a forge outage during the clones', () => {
       payload.issue.number = number;
       payload.number = number;
       const body = toBody(payload);
+      const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
       const res = await fetch(`${server.url}/webhook/gitea`, {
         method: 'POST',
-        headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+        headers,
         body,
       });
-      const answer = (await res.json()) as { id: number };
+      const answer = (await res.json()) as { id?: number; spooled?: boolean };
       expect(res.status).toBe(202);
-      const delivery = await processedDelivery(store, answer.id);
+      const delivery = await acceptedDelivery(store, answer, { body, headers });
       expect(delivery).toMatchObject({ outcome: 'started' });
       runIds.push(delivery.runIds[0]!);
     }

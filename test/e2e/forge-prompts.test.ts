@@ -5,7 +5,7 @@ import type { Store } from '../../src/store/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -70,13 +70,11 @@ describe('the built-in prompts on GitLab, followed by the agent, through baton s
   }, 60_000);
 
   it('posts the analysis as a note and labels the issue with the commands the analyse prompt gave', async () => {
-    const res = await fetch(`${server.url}/webhook/gitlab`, {
-      method: 'POST',
-      headers: gitlabHeaders({ event: 'Issue Hook', token: SECRET }),
-      body: JSON.stringify(gitlabExample('issue')),
-    });
+    const body = JSON.stringify(gitlabExample('issue'));
+    const headers = gitlabHeaders({ event: 'Issue Hook', token: SECRET });
+    const res = await fetch(`${server.url}/webhook/gitlab`, { method: 'POST', headers, body });
     expect(res.status).toBe(202);
-    const delivery = await processedDelivery(store, ((await res.json()) as { id: number }).id);
+    const delivery = await acceptedDelivery(store, (await res.json()) as object, { body, headers });
     expect(delivery, String(delivery.verdict)).toMatchObject({ outcome: 'started', stages: ['analyse'] });
     const id = delivery.runIds[0]!;
     const row = await until(async () => {

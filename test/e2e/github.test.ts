@@ -10,7 +10,7 @@ import type { Delivery } from '../../src/ingress/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -117,7 +117,7 @@ describe('baton serve with GitHub: webhook → run → comment, end to end', () 
     const res = await fetch(`${server.url}/webhook/github`, { method: 'POST', headers, body });
     const answer = (await res.json()) as Record<string, unknown>;
     if (res.status !== 202) return { status: res.status, body: answer };
-    return { status: res.status, body: answer, delivery: await processedDelivery(store, answer.id as number) };
+    return { status: res.status, body: answer, delivery: await acceptedDelivery(store, answer, { body, headers }) };
   }
 
   const runs = () =>

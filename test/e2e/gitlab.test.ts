@@ -10,7 +10,7 @@ import type { Delivery } from '../../src/ingress/index.js';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery, processedDelivery } from '../helpers/deliveries.js';
 import { GITLAB_EVENT_OF, gitlabExample, gitlabHeaders, type GitLabExample } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -132,7 +132,7 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     const res = await fetch(`${server.url}/webhook/gitlab`, { method: 'POST', headers, body });
     const answer = (await res.json()) as Record<string, unknown>;
     if (res.status !== 202) return { status: res.status, body: answer };
-    return { status: res.status, body: answer, delivery: await processedDelivery(store, answer.id as number) };
+    return { status: res.status, body: answer, delivery: await acceptedDelivery(store, answer, { body, headers }) };
   }
 
   const runs = () =>

@@ -11,7 +11,7 @@ import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, readFixture, toBody } from '../helpers/gitea-webhook.js';
 import { describeWithReference } from '../helpers/reference.js';
 import { until } from '../helpers/until.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import type { Delivery } from '../../src/ingress/index.js';
 
 /**
@@ -153,7 +153,7 @@ describe('baton serve: webhook → run → agent → comment, end to end', () =>
     const answer = (await res.json()) as Record<string, unknown>;
     // Accepting only stores the delivery; the inbox worker routes it: wait for its verdict.
     if (res.status !== 202) return { status: res.status, body: answer };
-    return { status: res.status, body: answer, delivery: await processedDelivery(store, answer.id as number) };
+    return { status: res.status, body: answer, delivery: await acceptedDelivery(store, answer, { body, headers }) };
   }
 
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirst();

@@ -10,7 +10,7 @@ import { createStore, type Store } from '../../src/store/index.js';
 import { createBareRepo } from '../fakes/agent/git-repos.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { BATON_BIN, freePort, startServe, type ServeHandle } from './baton-bin.js';
-import { processedDelivery } from './deliveries.js';
+import { acceptedDelivery } from './deliveries.js';
 import { fixtureJson, giteaHeaders, toBody } from './gitea-webhook.js';
 import { until } from './until.js';
 
@@ -163,9 +163,9 @@ export async function startConversationServe(options: {
     const body = toBody(payload);
     const headers = giteaHeaders(body, { event, eventType: event, secret: SECRET, delivery: randomUUID() });
     const res = await fetch(`${server.url}/webhook/gitea`, { method: 'POST', headers, body });
-    const answer = (await res.json()) as { id: number };
+    const answer = (await res.json()) as { id?: number; spooled?: boolean };
     expect(res.status, JSON.stringify(answer)).toBe(202);
-    return processedDelivery(store, answer.id);
+    return acceptedDelivery(store, answer, { body, headers });
   }
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- webhook bodies, changed field by field
   const repository = (payload: Record<string, any>) => ({

@@ -12,7 +12,7 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 
 /**
  * Through the real `baton serve` (built CLI, SQLite, local workspaces in
@@ -170,15 +170,16 @@ describe('baton serve: a payload cannot choose where a run clones from', () => {
     const runIds: number[] = [];
     for (const { owner, repo } of REPOSITORIES) {
       const body = opened(owner, repo);
+      const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
       const res = await fetch(`${server.url}/webhook/gitea`, {
         method: 'POST',
-        headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+        headers,
         body,
       });
-      const answer = (await res.json()) as Record<string, unknown>;
+      const answer = (await res.json()) as { id?: number; spooled?: boolean };
       expect(res.status, JSON.stringify(answer)).toBe(202);
       // Accepting only stores the delivery; the inbox worker starts the run.
-      const delivery = await processedDelivery(store, answer.id as number);
+      const delivery = await acceptedDelivery(store, answer, { body, headers });
       expect(delivery).toMatchObject({ outcome: 'started', stages: ['analyse'] });
       runIds.push(delivery.runIds[0]!);
     }

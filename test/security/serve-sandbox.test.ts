@@ -12,7 +12,7 @@ import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 
 /**
  * Against the real `baton serve` (built CLI, SQLite, local workspaces in bubblewrap):
@@ -162,15 +162,16 @@ describe('baton serve with sandboxed local workspaces, attacked by an agent', ()
     payload.issue.number = number;
     payload.issue.title = `issue ${number}`;
     const body = toBody(payload);
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
     const res = await fetch(`${server.url}/webhook/gitea`, {
       method: 'POST',
-      headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+      headers,
       body,
     });
-    const answer = (await res.json()) as { id?: number };
+    const answer = (await res.json()) as { id?: number; spooled?: boolean };
     expect(res.status, JSON.stringify(answer)).toBe(202);
     // Accepting only stores the delivery; the inbox worker starts the run.
-    return (await processedDelivery(store, answer.id!)).runIds[0]!;
+    return (await acceptedDelivery(store, answer, { body, headers })).runIds[0]!;
   };
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
@@ -262,9 +263,10 @@ describe('baton serve when runs cannot be sandboxed', () => {
       );
 
       const body = toBody(fixtureJson('issues-opened.json'));
+      const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
       const res = await fetch(`${s.url}/webhook/gitea`, {
         method: 'POST',
-        headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+        headers,
         body,
       });
       expect(res.status).toBe(202);

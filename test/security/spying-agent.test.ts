@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitea, type FakeGitea } from '../fakes/gitea/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { fixtureJson, giteaHeaders, toBody } from '../helpers/gitea-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -226,22 +226,24 @@ describe('the agent is untrusted: a spying agent through serve, each attack refu
     payload.issue.number = number;
     payload.issue.title = `issue ${number}`;
     const body = toBody(payload);
+    const headers = giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET });
     const res = await fetch(`${server.url}/webhook/gitea`, {
       method: 'POST',
-      headers: giteaHeaders(body, { event: 'issues', eventType: 'issues', secret: SECRET }),
+      headers,
       body,
     });
-    const answer = (await res.json()) as { id?: number };
+    const answer = (await res.json()) as { id?: number; spooled?: boolean };
     expect(res.status, JSON.stringify(answer)).toBe(202);
-    return (await processedDelivery(store, answer.id!)).runIds[0]!;
+    return (await acceptedDelivery(store, answer, { body, headers })).runIds[0]!;
   };
   const run = (id: number) => store.db.selectFrom('runs').selectAll().where('id', '=', id).executeTakeFirstOrThrow();
 
   it('/ready proves the gate: from a throw-away sandbox baton and its database do not connect', async () => {
     const check = await until(async () => {
       const res = await fetch(`${server.url}/ready`, { headers: admin });
-      const body = (await res.json()) as { checks: { name: string; ok: boolean; error?: string }[] };
-      const c = body.checks.find((x) => x.name === 'provider local');
+      // A loaded machine's token lookup can miss the probe's budget: the answer then names the failing checks only.
+      const body = (await res.json()) as { checks?: { name: string; ok: boolean; error?: string }[] };
+      const c = body.checks?.find((x) => x.name === 'provider local');
       return c && !c.error?.includes('checking the sandbox') ? c : null;
     }, 'the local provider check');
     expect(check).toMatchObject({ ok: true });
