@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
+import { parseGitLabProjectPath, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
 import type { RunQueries } from '../runs/index.js';
 import type { AuthEnv } from './auth.js';
 import { conversationView, type RunConversationView } from './conversation-view.js';
@@ -41,7 +41,8 @@ export function conversationRoutes(options: ConversationRoutesOptions): Hono<Aut
 
   app.get('/api/issues/:owner/:repo/:number/conversation', async (c) => {
     const { owner, repo, number: rawNumber } = c.req.param();
-    const name = parseRepositoryName(`${owner}/${repo}`);
+    // A GitLab project in a subgroup comes with its namespace encoded as one segment (`acme%2Fplatform`).
+    const name = parseRepositoryName(`${owner}/${repo}`) ?? parseGitLabProjectPath(`${owner}/${repo}`);
     if (!name) throw new HttpError(400, 'bad_request', `repository ${REPOSITORY_NAME_RULE}, got "${`${owner}/${repo}`.slice(0, 120)}"`);
     if (!/^\d{1,15}$/.test(rawNumber) || Number(rawNumber) < 1)
       throw new HttpError(400, 'bad_request', `issue number must be a positive whole number, got "${rawNumber.slice(0, 40)}"`);

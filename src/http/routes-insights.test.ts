@@ -65,6 +65,12 @@ describe('GET /api/issues/OWNER/REPO/N', () => {
     expect(await error(app, '/api/issues/acme/app/7')).toEqual([404, 'no run of acme/app#7 or its pull requests']);
   });
 
+  it('reads a GitLab project in a subgroup, its namespace encoded as one segment', async () => {
+    const { app } = appWith();
+    expect(await error(app, '/api/issues/acme%2Fplatform/app/7')).toEqual([404, 'no run of acme/platform/app#7 or its pull requests']);
+    expect((await error(app, '/api/issues/acme%2F..%2Fplatform/app/7'))[0]).toBe(400);
+  });
+
   it('links the issue and its pull requests on the configured forge only', async () => {
     const view: IssueView = {
       owner: 'acme',
