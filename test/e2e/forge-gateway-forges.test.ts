@@ -10,7 +10,7 @@ import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
-import { processedDelivery } from '../helpers/deliveries.js';
+import { acceptedDelivery } from '../helpers/deliveries.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
@@ -108,9 +108,11 @@ async function startWorld(forgeEnv: Record<string, string>, targets: (reportUrl:
   };
 }
 
-/** The run a processed delivery started, once it has ended. */
-async function finishedRun(world: World, deliveryId: number) {
-  const delivery = await processedDelivery(world.store, deliveryId);
+/** Sends a webhook to `endpoint`; the run its delivery started, once it has ended. */
+async function finishedRun(world: World, endpoint: string, request: { headers: Record<string, string>; body: string }) {
+  const res = await fetch(`${world.server.url}${endpoint}`, { method: 'POST', ...request });
+  expect(res.status).toBe(202);
+  const delivery = await acceptedDelivery(world.store, (await res.json()) as object, request);
   expect(delivery, String(delivery.verdict)).toMatchObject({ outcome: 'started', stages: ['develop'] });
   const id = delivery.runIds[0]!;
   return until(async () => {
@@ -189,13 +191,10 @@ describe('a GitHub run through baton serve reaches GitHub only through the forge
     labeled.label = { ...(labeled.label as object), name: 'ready-for-development' };
     (labeled.issue as { labels: object[] }).labels = [{ name: 'bug' }, { name: 'ready-for-development' }];
     const body = JSON.stringify(labeled);
-    const res = await fetch(`${world.server.url}/webhook/github`, {
-      method: 'POST',
+    const row = await finishedRun(world, '/webhook/github', {
       headers: githubHeaders(body, { event: 'issues', secret: SECRET }),
-      body,
+      body: body,
     });
-    expect(res.status).toBe(202);
-    const row = await finishedRun(world, ((await res.json()) as { id: number }).id);
     // The outcome check found the pull request on GitHub: the run's success is real.
     expect(row, `${row.last_error}\n${await logLines(world, row.id)}`).toMatchObject({ status: 'succeeded' });
 
@@ -270,13 +269,10 @@ describe('a GitLab run through baton serve reaches GitLab only through the forge
     const labels = (labeled.changes as { labels: { previous: object[]; current: object[] } }).labels;
     labels.previous = [{ ...(labels.current[0] as object) }];
     labels.current = [{ ...(labels.current[0] as object) }, { ...(labels.current[0] as object), id: 999, title: 'ready-for-development' }];
-    const res = await fetch(`${world.server.url}/webhook/gitlab`, {
-      method: 'POST',
+    const row = await finishedRun(world, '/webhook/gitlab', {
       headers: gitlabHeaders({ event: 'Issue Hook', token: SECRET }),
       body: JSON.stringify(labeled),
     });
-    expect(res.status).toBe(202);
-    const row = await finishedRun(world, ((await res.json()) as { id: number }).id);
     // The outcome check found the merge request on GitLab: the run's success is real.
     expect(row, `${row.last_error}\n${await logLines(world, row.id)}`).toMatchObject({ status: 'succeeded' });
 
@@ -357,13 +353,10 @@ describe('a GitLab run of a project in a subgroup, through baton serve and the f
     const labels = (labeled.changes as { labels: { previous: object[]; current: object[] } }).labels;
     labels.previous = [{ ...(labels.current[0] as object) }];
     labels.current = [{ ...(labels.current[0] as object) }, { ...(labels.current[0] as object), id: 999, title: 'ready-for-development' }];
-    const res = await fetch(`${world.server.url}/webhook/gitlab`, {
-      method: 'POST',
+    const row = await finishedRun(world, '/webhook/gitlab', {
       headers: gitlabHeaders({ event: 'Issue Hook', token: SECRET }),
       body: JSON.stringify(labeled),
     });
-    expect(res.status).toBe(202);
-    const row = await finishedRun(world, ((await res.json()) as { id: number }).id);
     expect(row, `${row.last_error}\n${await logLines(world, row.id)}`).toMatchObject({ status: 'succeeded' });
     const key = await world.store.db.selectFrom('runs').select('key').where('id', '=', row.id).executeTakeFirstOrThrow();
     expect(key.key).toBe(`develop:gitlab:${NAMESPACE}/${PROJECT}#23`);
