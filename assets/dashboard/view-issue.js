@@ -113,7 +113,7 @@ function runRow(run) {
 }
 
 function render(view) {
-  const name = `${view.owner}/${view.repo}#${view.number}`;
+  const name = issueName({ ...view, forge: current.forge });
   // replaceChildren writes a null as the text "null": only what there is goes in.
   $('#issue-title').replaceChildren(
     ...[
@@ -151,7 +151,8 @@ function render(view) {
 
 async function load(params) {
   try {
-    const view = await api(`/api/issues/${encodeURIComponent(params.owner)}/${encodeURIComponent(params.repo)}/${params.number}`);
+    const forge = params.forge ? `?forge=${params.forge}` : '';
+    const view = await api(`/api/issues/${encodeURIComponent(params.owner)}/${encodeURIComponent(params.repo)}/${params.number}${forge}`);
     if (current !== params) return;
     current.numbers = new Set([view.number, ...view.pullRequests.map((pr) => pr.number)]);
     $('#issue-missing').hidden = true;
@@ -161,7 +162,7 @@ async function load(params) {
     if (current !== params) return;
     // No run of it (yet): one sentence, not a page of empty sections. A run queued for it later
     // arrives through the stream and loads the view.
-    const name = `${params.owner}/${params.repo}#${params.number}`;
+    const name = issueName(params);
     $('#issue-missing').textContent =
       err.status === 404
         ? `baton has no run of ${name} or of a pull request linked to it (yet, or any more: the retention removes old runs).`
@@ -174,6 +175,9 @@ async function load(params) {
   }
 }
 
+/** The issue as baton names it: `acme/app#7` on Gitea, `github:acme/app#7` on another forge. */
+const issueName = (params) => `${params.forge ? `${params.forge}:` : ''}${params.owner}/${params.repo}#${params.number}`;
+
 /** A pull request's head branch names the issue as the server links them (`feature/issue-7-…`). */
 function namesIssue(headRef, number) {
   if (typeof headRef !== 'string') return false;
@@ -183,10 +187,12 @@ function namesIssue(headRef, number) {
 export const issueView = {
   section: '#issue-view',
   match(hash) {
-    const match = /^#\/issues\/([^/]+)\/([^/]+)\/(\d+)$/.exec(hash);
+    // `?forge=github|gitlab`: the same repository name on another forge is another repository.
+    const match = /^#\/issues\/([^/?]+)\/([^/?]+)\/(\d+)(?:\?forge=(github|gitlab))?$/.exec(hash);
     if (!match) return null;
     try {
-      return { owner: decodeURIComponent(match[1]), repo: decodeURIComponent(match[2]), number: Number(match[3]) };
+      const issue = { owner: decodeURIComponent(match[1]), repo: decodeURIComponent(match[2]), number: Number(match[3]) };
+      return match[4] ? { ...issue, forge: match[4] } : issue;
     } catch {
       return null;
     }
@@ -196,7 +202,7 @@ export const issueView = {
     delete $('#issue-view').dataset.loaded;
     $('#issue-missing').hidden = true;
     $('#issue-found').hidden = true;
-    $('#issue-title').textContent = `${params.owner}/${params.repo}#${params.number}`;
+    $('#issue-title').textContent = issueName(params);
     $('#issue-timeline-box').replaceChildren();
     $('#issue-runs tbody').replaceChildren();
     return load(current);
@@ -207,6 +213,8 @@ export const issueView = {
   onEvent(event) {
     const run = event.run;
     if (!current || !run || run.owner !== current.owner || run.repo !== current.repo) return;
+    const forgeOf = (forge) => (forge === 'github' || forge === 'gitlab' ? forge : undefined);
+    if (forgeOf(run.forge) !== current.forge) return;
     if (!current.numbers.has(run.number) && !namesIssue(run.payload?.headRef, current.number)) return;
     // Several events in a row make one reload.
     clearTimeout(reloadTimer);

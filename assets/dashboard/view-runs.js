@@ -42,7 +42,9 @@ function rowFor(run) {
 }
 
 /** The issue's (or pull request's) SDLC view in this dashboard. */
-const issueHref = (run) => `#/issues/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/${run.number}`;
+const issueHref = (run) =>
+  `#/issues/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/${run.number}` +
+  (run.forge === 'github' || run.forge === 'gitlab' ? `?forge=${run.forge}` : '');
 
 /**
  * Why a run did not succeed, or why it is held, under its status: the words first (their first

@@ -8,7 +8,7 @@ import { identify, isWorkspaceCallback, requireToken, type Credentials } from '.
 import { limitBody, errorHandler, notFound, securityHeaders } from '../web-kit/index.js';
 import { createClientAddressResolver } from './client-address.js';
 import type { DashboardSettings, HttpLimits } from './config-section.js';
-import type { EventHub } from '../live-events/index.js';
+import type { EventHub, ForgeWebRoots } from '../live-events/index.js';
 import { budgetRoutes } from './routes-budgets.js';
 import { callbackRoutes } from './routes-callbacks.js';
 import { conversationRoutes } from './routes-conversation.js';
@@ -49,8 +49,8 @@ export interface HttpDeps {
   maxBodyBytes: HttpLimits['maxBodyBytes'];
   /** `http.trustedProxies`: whose X-Forwarded-For names the client (the login limiter). */
   trustedProxies?: HttpLimits['trustedProxies'];
-  /** GITEA_URL, for the issue links in run views. */
-  forgeUrl?: string;
+  /** The configured forges' web roots (GITEA_URL, GITHUB_URL, GITLAB_URL), for the links to issues and pull requests. */
+  forges?: ForgeWebRoots;
   /** Queues a run asked for through `POST /api/runs`. */
   submitRun?: RunSubmitter;
   /** The deliveries inspector (`/api/deliveries…`); without it those routes answer 404. */
@@ -101,9 +101,9 @@ export function createHttpApp(deps: HttpDeps): Hono {
   app.route('/', callbackRoutes(deps));
   app.route('/', deps.webhooks);
   app.route('/', metricsRoutes(deps.metrics, deps.publicMetrics ? undefined : tokenRequired));
-  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now, submit: deps.submitRun }));
+  app.route('/', runsRoutes({ engine: deps.engine, runs: deps.runs, forges: deps.forges, now: deps.now, submit: deps.submitRun }));
   app.route('/', conversationRoutes({ runs: deps.runs, now: deps.now }));
-  app.route('/', insightsRoutes({ runs: deps.runs, forgeUrl: deps.forgeUrl, now: deps.now }));
+  app.route('/', insightsRoutes({ runs: deps.runs, forges: deps.forges, now: deps.now }));
   app.route('/', tokenRoutes(deps.tokens));
   if (deps.budgets) app.route('/', budgetRoutes(deps.budgets, deps.now));
   if (deps.deliveries) app.route('/', deliveriesRoutes(deps.deliveries));

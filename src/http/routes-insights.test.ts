@@ -8,23 +8,29 @@ import { insightsRoutes } from './routes-insights.js';
 /** 2026-12-01 10:00 UTC. */
 const NOW = Date.UTC(2026, 11, 1, 10);
 
+const FORGES = { gitea: 'https://git.example.com', github: 'https://github.com', gitlab: 'https://gitlab.example.com/' };
+
 function appWith(view: IssueView | null = null) {
   const asked: UsageQuery[] = [];
+  const issues: unknown[] = [];
   const routes = insightsRoutes({
     runs: {
-      issue: async () => view,
+      issue: async (issue) => {
+        issues.push(issue);
+        return view;
+      },
       usage: async (query) => {
         asked.push(query);
         return { ...query, since: 0, until: 0, groups: [], totals: {} as never };
       },
     },
-    forgeUrl: 'https://git.example.com',
+    forges: FORGES,
     now: () => NOW,
   });
   const app = new Hono<AuthEnv>();
   app.onError(errorHandler({ error: () => {} }));
   app.route('/', routes);
-  return { app, asked };
+  return { app, asked, issues };
 }
 
 async function error(app: Hono<AuthEnv>, path: string): Promise<[number, string]> {
@@ -92,5 +98,32 @@ describe('GET /api/issues/OWNER/REPO/N', () => {
       unknown
     >;
     expect(declared.issueUrl).toBeNull();
+  });
+
+  it('reads the issue of the forge ?forge= names and links it there; another forge is refused, naming it', async () => {
+    const view: IssueView = {
+      owner: 'acme/platform',
+      repo: 'app',
+      number: 7,
+      declared: false,
+      pullRequests: [{ number: 12, headRef: 'feature/issue-7-x', title: null }],
+      runs: [],
+      steps: [],
+      totals: { runs: 0, attempts: 0, queuedMs: 0, durationMs: 0, waitMs: 0, elapsedMs: 0, tokens: 0, costUsd: 0 },
+    };
+    const { app, issues } = appWith(view);
+    const gitlab = (await (await app.request('/api/issues/acme%2Fplatform/app/7?forge=gitlab')).json()) as Record<string, unknown>;
+    expect(issues.at(-1)).toMatchObject({ owner: 'acme/platform', repo: 'app', number: 7, forge: 'gitlab' });
+    expect(gitlab.issueUrl).toBe('https://gitlab.example.com/acme/platform/app/-/issues/7');
+    expect(gitlab.pullRequests).toMatchObject([{ url: 'https://gitlab.example.com/acme/platform/app/-/merge_requests/12' }]);
+    const github = (await (await app.request('/api/issues/acme/app/7?forge=github')).json()) as Record<string, unknown>;
+    expect(issues.at(-1)).toMatchObject({ forge: 'github' });
+    expect(github).toMatchObject({ issueUrl: 'https://github.com/acme/app/issues/7' });
+    await app.request('/api/issues/acme/app/7');
+    expect(issues.at(-1)).toMatchObject({ forge: 'gitea' });
+    expect(await error(app, '/api/issues/acme/app/7?forge=bitbucket')).toEqual([
+      400,
+      'forge must be one of gitea, forgejo, github, gitlab, got "bitbucket"',
+    ]);
   });
 });

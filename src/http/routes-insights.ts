@@ -2,6 +2,8 @@ import { Hono } from 'hono';
 import { parseGitLabProjectPath, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
 import {
   daysBetween,
+  FORGES,
+  type ForgeName,
   MAX_USAGE_DAYS,
   parseUtcDay,
   USAGE_GROUPS,
@@ -10,12 +12,14 @@ import {
   type UsageGroupBy,
   type UsageQuery,
 } from '../runs/index.js';
+import { forgeItemUrl, type ForgeWebRoots } from '../live-events/index.js';
 import type { AuthEnv } from './auth.js';
 import { HttpError } from '../web-kit/index.js';
 
 export interface InsightsRoutesOptions {
   runs: Pick<RunQueries, 'issue' | 'usage'>;
-  forgeUrl?: string;
+  /** The configured forges' web roots, for the links to the issue and its pull requests. */
+  forges?: ForgeWebRoots;
   now: () => number;
 }
 
@@ -29,7 +33,7 @@ const USAGE_PARAMS = ['from', 'to', 'groupBy'];
  * docs/api.md, "One issue through its stages, and usage".
  */
 export function insightsRoutes(options: InsightsRoutesOptions): Hono<AuthEnv> {
-  const { runs, forgeUrl, now } = options;
+  const { runs, forges = {}, now } = options;
   const app = new Hono<AuthEnv>();
 
   app.get('/api/issues/:owner/:repo/:number', async (c) => {
@@ -40,20 +44,32 @@ export function insightsRoutes(options: InsightsRoutesOptions): Hono<AuthEnv> {
     if (!/^\d{1,15}$/.test(rawNumber) || Number(rawNumber) < 1)
       throw new HttpError(400, 'bad_request', `issue number must be a positive whole number, got "${rawNumber.slice(0, 40)}"`);
     const number = Number(rawNumber);
-    const view = await runs.issue({ ...name, number }, now());
+    const forge = parseForge(c.req.query('forge'));
+    const view = await runs.issue({ ...name, number, forge }, now());
     if (!view) throw new HttpError(404, 'not_found', `no run of ${name.owner}/${name.repo}#${number} or its pull requests`);
-    // Links only to the configured forge (never a URL from a payload), and none for declared repositories.
-    const base = forgeUrl && !view.declared ? `${forgeUrl}/${encodeURIComponent(view.owner)}/${encodeURIComponent(view.repo)}` : null;
+    // Links only to the configured forges (never a URL from a payload), and none for declared repositories.
+    const link = (item: { number: number; pull?: boolean }) => (view.declared ? null : forgeItemUrl(forges, { ...name, forge, ...item }));
     return c.json({
       ...view,
-      issueUrl: base ? `${base}/issues/${number}` : null,
-      pullRequests: view.pullRequests.map((pr) => ({ ...pr, url: base ? `${base}/pulls/${pr.number}` : null })),
+      issueUrl: link({ number }),
+      pullRequests: view.pullRequests.map((pr) => ({ ...pr, url: link({ number: pr.number, pull: true }) })),
     });
   });
 
   app.get('/api/usage', async (c) => c.json(await runs.usage(parseUsageQuery(c.req.query(), now()))));
 
   return app;
+}
+
+/**
+ * `?forge=` of the issue view: which forge's issue (`gitea`, the default, `github` or `gitlab`);
+ * a repository of the same name on two forges is two repositories.
+ */
+function parseForge(raw: string | undefined): ForgeName {
+  if (raw === undefined || raw === '') return 'gitea';
+  const forge = FORGES.find((f) => f === raw);
+  if (!forge) throw new HttpError(400, 'bad_request', `forge must be one of ${FORGES.join(', ')}, got "${raw.slice(0, 40)}"`);
+  return forge === 'forgejo' ? 'gitea' : forge;
 }
 
 /** The query of `GET /api/usage`, each parameter checked and named when wrong. */

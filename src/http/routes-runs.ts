@@ -13,7 +13,7 @@ import {
 import type { AuthEnv } from './auth.js';
 import { scopeAllows } from '../tokens/index.js';
 import { limitBody, HttpError } from '../web-kit/index.js';
-import { liveUsage, logLines, reportedPrompt, runView } from '../live-events/index.js';
+import { liveUsage, logLines, reportedPrompt, runView, type ForgeWebRoots } from '../live-events/index.js';
 
 /** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */
 export interface RunSubmission {
@@ -34,7 +34,8 @@ export interface RunsRoutesOptions {
   runs: RunQueries;
   /** `POST /api/runs`; without it the route answers 404. */
   submit?: RunSubmitter;
-  forgeUrl?: string;
+  /** The configured forges' web roots, for the runs' links. */
+  forges?: ForgeWebRoots;
   now: () => number;
 }
 
@@ -49,7 +50,7 @@ const SUBMISSION_KEYS = ['stage', 'repository', 'number', 'issue', 'arguments', 
  * docs/api.md, "Runs API"; keep the two in step.
  */
 export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
-  const { engine, runs: queries, forgeUrl, now, submit } = options;
+  const { engine, runs: queries, forges = {}, now, submit } = options;
   const app = new Hono<AuthEnv>();
 
   if (submit) {
@@ -75,7 +76,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
         dropped: `dropped: run ${result.run.id} is already in progress`,
       };
       return c.json(
-        { run: runView(result.run, forgeUrl), outcome: result.outcome, reason: reasons[result.outcome] },
+        { run: runView(result.run, forges), outcome: result.outcome, reason: reasons[result.outcome] },
         result.outcome === 'queued' ? 201 : 200,
       );
     });
@@ -87,7 +88,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     const runs = await queries.list({ ...filter, limit: limit + 1 });
     const page = runs.slice(0, limit);
     return c.json({
-      runs: page.map((r) => runView(r, forgeUrl)),
+      runs: page.map((r) => runView(r, forges)),
       nextCursor: runs.length > limit ? String(page[page.length - 1]!.id) : null,
     });
   });
@@ -98,7 +99,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     if (!run) throw new HttpError(404, 'not_found', `run ${id} does not exist`);
     const events = await queries.events(id);
     return c.json({
-      run: runView(run, forgeUrl),
+      run: runView(run, forges),
       timeline: events.filter((e) => e.type !== RUN_EVENT.progress && e.type !== RUN_EVENT.prompt),
       log: logLines(events).join('\n'),
       // What the agent was asked (null until its runner has read the stage's prompt), and its
@@ -113,7 +114,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
   app.post('/api/runs/:id/retry', async (c) => {
     const id = runId(c.req.param('id'));
     const run = await transition(() => engine.retry(id));
-    return c.json({ run: runView(run, forgeUrl) });
+    return c.json({ run: runView(run, forges) });
   });
 
   app.post('/api/runs/:id/cancel', async (c) => {
@@ -121,7 +122,7 @@ export function runsRoutes(options: RunsRoutesOptions): Hono<AuthEnv> {
     // The token's name goes into the run's record (API, dashboard), never into what the forge
     // shows: status comments say "cancelled by an operator" (see the outbox's public reasons).
     const run = await transition(() => engine.cancel(id, `cancelled by operator (token "${c.get('apiToken').name}")`));
-    return c.json({ run: runView(run, forgeUrl) });
+    return c.json({ run: runView(run, forges) });
   });
 
   app.post('/api/queue/pause', async (c) => {

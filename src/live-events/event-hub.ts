@@ -3,6 +3,7 @@ import type { Logger } from '../log/index.js';
 import { NOTIFY_CHANNEL, type Run, type RunEngine, type RunEvent, type RunQueries } from '../runs/index.js';
 import type { Store } from '../store/index.js';
 import { runView } from './run-view.js';
+import type { ForgeWebRoots } from './forge-links.js';
 
 /**
  * The live event stream behind `GET /api/events`.
@@ -29,7 +30,8 @@ export interface EventHubOptions {
   /** Where other replicas' NOTIFY arrive. */
   store: Pick<Store, 'listen'>;
   logger: Logger;
-  forgeUrl?: string;
+  /** The configured forges' web roots, for the runs' links. */
+  forges?: ForgeWebRoots;
   /** Comment frames that keep proxies from closing idle streams. @default 15000 */
   heartbeatMs?: number;
   /** Fallback read while clients are connected. @default 2000 */
@@ -89,7 +91,7 @@ const REPLAY_PAGE = 200;
 const MAX_HELD = 10_000;
 
 export function createEventHub(options: EventHubOptions): EventHub {
-  const { engine, runs, store, logger, forgeUrl } = options;
+  const { engine, runs, store, logger, forges = {} } = options;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const pollMs = options.pollMs ?? 2_000;
   const maxBufferBytes = options.maxBufferBytes ?? 1024 * 1024;
@@ -141,7 +143,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
   };
 
   function frameOf(event: RunEvent, run: Run | null): Uint8Array {
-    const payload = { ...event, run: run ? runView(run, forgeUrl) : null };
+    const payload = { ...event, run: run ? runView(run, forges) : null };
     return encoder.encode(`id: ${event.id}\ndata: ${JSON.stringify(payload)}\n\n`);
   }
 

@@ -1,6 +1,7 @@
 import { failureSentence } from '../outbox/index.js';
 import { FAILURE_KIND } from '../runner-contract/index.js';
-import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, totalTokens, type Run, type RunEvent, type Usage } from '../runs/index.js';
+import { OUTCOME_MISSING, RUN_EVENT, RUN_STATUS, runIsOf, totalTokens, type Run, type RunEvent, type Usage } from '../runs/index.js';
+import { forgeItemUrl, type ForgeWebRoots } from './forge-links.js';
 
 /** Why a run did not succeed, in words first: what the list and the run page show. */
 export interface RunFailure {
@@ -17,8 +18,9 @@ export interface RunView extends Run {
   /** Input + output tokens (cache reads and writes are in `usage`). */
   tokens: number | null;
   /**
-   * Link to the issue or pull request on the forge (Gitea redirects issue links of PRs); null
-   * without GITEA_URL, and for repositories declared in baton.yaml, which are not on the forge.
+   * Link to the issue or pull request on the run's forge (Gitea and GitHub redirect issue links
+   * of PRs; a GitLab merge request has its own); null when that forge is not configured, and for
+   * repositories declared in baton.yaml, which are not on a forge.
    */
   issueUrl: string | null;
   /** Why it did not succeed (`lastError` made readable); null for a run that succeeded or has no error. */
@@ -28,13 +30,14 @@ export interface RunView extends Run {
 /** A run's error longer than this is cut in the view (the record keeps it whole). */
 const MAX_FAILURE_CHARS = 4_000;
 
-export function runView(run: Run, forgeUrl: string | undefined): RunView {
+export function runView(run: Run, forges: ForgeWebRoots): RunView {
+  const { number } = run;
   return {
     ...run,
     tokens: totalTokens(run.usage),
     issueUrl:
-      forgeUrl && run.number !== null && run.payload.declared !== true
-        ? `${forgeUrl}/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/issues/${run.number}`
+      number !== null && run.payload.declared !== true
+        ? forgeItemUrl(forges, { ...run, number, pull: runIsOf(run, { number, forge: 'gitlab', mergeRequest: true }) })
         : null,
     failure: runFailure(run),
   };

@@ -252,7 +252,9 @@ export function createApp(config: Config, deps: AppDeps): App {
 
   // 7. The workers: started in this order, stopped in the reverse one. A new background worker
   // is one more entry here.
-  const events = createEventHub({ engine, runs, store, logger, forgeUrl: config.gitea.url, now, ...deps.events });
+  // Links to issues and pull requests go to the configured forges only.
+  const forges = { gitea: config.gitea.url, github: config.github.url, gitlab: config.gitlab.url };
+  const events = createEventHub({ engine, runs, store, logger, forges, now, ...deps.events });
   const teardown = createTeardownWorker({ store, provider, engine, cleanup: config.cleanup, logger, now });
   const dispatcher = createDispatcher({
     engine,
@@ -389,7 +391,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
     gateway: createForgeGateway(config, { callbackTokens, engine, logger }),
-    forgeUrl: config.gitea.url,
+    forges,
     submitRun: createRunSubmission(config, engine, logger, store),
     checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
     budgets,

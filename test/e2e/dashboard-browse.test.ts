@@ -33,7 +33,15 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     t = await createSqliteTestStore();
     provider = createMemoryProvider();
     server = await startTestApp(t, {
-      env: { GITEA_URL: 'https://git.example.com', GITEA_DEV_TOKEN: 'x', GITEA_REVIEW_TOKEN: 'y' },
+      env: {
+        GITEA_URL: 'https://git.example.com',
+        GITEA_DEV_TOKEN: 'x',
+        GITEA_REVIEW_TOKEN: 'y',
+        GITHUB_URL: 'https://ghe.example.com',
+        GITHUB_DEV_TOKEN: 'x',
+        GITHUB_REVIEW_TOKEN: 'y',
+        GITHUB_WEBHOOK_SECRET: 'dashboard-browse-github-secret',
+      },
       // Failed provisioning attempts are retried at once: a dead run needs no waiting.
       file: 'queue:\n  backoffBaseSeconds: 0\n  maxAttempts: 3\n',
       deps: { provider },
@@ -324,5 +332,23 @@ describe.skipIf(!hasChromium('the dashboard browsing tests'))('browsing runs in 
     await eventually(() => page.isVisible('#issue-found'), true);
     await eventually(() => page.textContent('#issue-title'), 'demo/hello#7');
     expect(await page.locator('#issue-title a').count()).toBe(0);
+
+    // The same name on GitHub is another repository: its own page, its link on GitHub.
+    // As the pipeline queues it: the forge in the key and in the payload.
+    const onGitHub = (
+      await engine.enqueue({ stage: 'analyse', owner: 'acme', repo: 'app', number: 404, forge: 'github', payload: { forge: 'github' } })
+    ).run;
+    await page.evaluate(`location.hash = '#/runs'`);
+    const link = page.locator(`#runs tr[data-run-id="${onGitHub.id}"] a.issue-link`);
+    await eventually(() => link.getAttribute('href'), '#/issues/acme/app/404?forge=github');
+    await link.click();
+    await eventually(() => page.textContent('#issue-title'), 'github:acme/app#404 ↗');
+    expect(await page.getAttribute('#issue-title a', 'href')).toBe('https://ghe.example.com/acme/app/issues/404');
+    const itsRun = `#issue-view a[href="#/runs/${onGitHub.id}"]`;
+    await eventually(() => page.locator(itsRun).count(), 1);
+    await page.evaluate(`location.hash = '#/issues/acme/app/404'`);
+    await eventually(() => page.textContent('#issue-title'), 'acme/app#404 ↗');
+    await eventually(() => page.locator('#issue-view a[href^="#/runs/"]').count(), 1);
+    expect(await page.locator(itsRun).count()).toBe(0);
   });
 });
