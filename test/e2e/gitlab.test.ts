@@ -276,6 +276,22 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     expect(await finished(id)).toMatchObject({ key: `rework-pr:${PROJECT_KEY}!1` });
   });
 
+  it('starts rework-pr for a first review asking for changes, once across a resend', async () => {
+    // GitLab's docs give no example of this update: changes.reviewers follows the payload captured in client-go MR !2984.
+    // Another head than the unapproval above, which already was root's review of #1's head.
+    const payload = withAction('merge-request', 'update');
+    (payload.object_attributes as { last_commit: { id: string } }).last_commit.id = 'c'.repeat(40);
+    const root = (state: string) => [{ id: 1, name: 'Administrator', username: 'root', state, re_requested: false }];
+    payload.changes = { reviewers: { previous: root('unreviewed'), current: root('requested_changes') } };
+    const idempotencyKey = 'request-changes-first-review';
+    const id = await routed(await send('merge-request', payload, { idempotencyKey }), 'rework-pr');
+    expect(await finished(id)).toMatchObject({ key: `rework-pr:${PROJECT_KEY}!1` });
+    const before = (await runs()).length;
+    const again = await send('merge-request', payload, { idempotencyKey });
+    expect(again.delivery).toMatchObject({ outcome: 'duplicate' });
+    expect(await runs()).toHaveLength(before);
+  });
+
   it('catches up on a label added while baton was down', async () => {
     const code = await server.stop('SIGTERM');
     expect(code, server.output()).toBe(0);

@@ -98,6 +98,29 @@ describe('GitLab deliveries from the webhook documentation’s examples', () => 
     for (const action of ['approved', 'unapproved']) {
       expect(classifyGitLab('Merge Request Hook', withAction('merge-request', action))).toMatchObject({ kind: 'other' });
     }
+    // "Request changes": GitLab's docs give no example of this update, so changes.reviewers follows
+    // the payload captured in client-go MR !2984 (reviewer entries with username and state).
+    const reviewed = (previous: string, current: string, username = 'root') => {
+      const payload = withAction('merge-request', 'update');
+      const entry = (state: string) => [{ id: 1, name: 'Administrator', username, state, re_requested: false }];
+      payload.changes = { reviewers: { previous: entry(previous), current: entry(current) } };
+      return payload;
+    };
+    expect(classifyGitLab('Merge Request Hook', reviewed('unreviewed', 'requested_changes'))).toEqual({
+      kind: 'review',
+      event: 'Merge Request Hook',
+      review: 'rejected',
+    });
+    expect(forgeEventOf('Merge Request Hook', reviewed('unreviewed', 'requested_changes')).event).toMatchObject({
+      kind: 'review',
+      sender: 'root',
+      number: 1,
+      review: { state: 'rejected' },
+    });
+    // From approved, GitLab also sends an unapproval: that one is the review. Another user's entry is not the sender's review.
+    expect(classifyGitLab('Merge Request Hook', reviewed('approved', 'requested_changes'))).toMatchObject({ kind: 'pr_edited' });
+    expect(classifyGitLab('Merge Request Hook', reviewed('requested_changes', 'requested_changes'))).toMatchObject({ kind: 'pr_edited' });
+    expect(classifyGitLab('Merge Request Hook', reviewed('unreviewed', 'requested_changes', 'user1'))).toMatchObject({ kind: 'pr_edited' });
     const merged = withAction('merge-request', 'merge', { state: 'merged' });
     expect(forgeEventOf('Merge Request Hook', merged).event).toMatchObject({ kind: 'pr_closed', merged: true, state: 'closed' });
   });

@@ -19,8 +19,7 @@ export type GitLabClassified = { kind: ForgeEventKind; event: string; review?: R
  * - `Merge Request Hook`: open | close | reopen | merge (closed, merged); update → `pr_synchronized`
  *   when `object_attributes.oldrev` is there (new commits: GitLab sends it only for a change of
  *   code), `pr_labels` when `changes.labels` is, else `pr_edited`; `approval` (one user approves) →
- *   review approved; `unapproval` (one user takes their approval back) → review rejected
- *   (GitLab's merge request events have no "changes requested": see docs/gitlab.md); the
+ *   review approved; `unapproval` (one user takes their approval back) → review rejected; the
  *   all-approvals-met `approved`/`unapproved` are `other`, so one click is one review
  * - `Push Hook` → `push`; every other event (Tag Push, Pipeline, Job, Wiki, …) is unsupported
  */
@@ -45,6 +44,7 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
     case 'Merge Request Hook': {
       if (action === 'update') {
         if (typeof attributes.oldrev === 'string' && attributes.oldrev !== '') return { kind: 'pr_synchronized', event: name };
+        if (senderRequestedChanges(payload, changes)) return { kind: 'review', event: name, review: 'rejected' };
         return { kind: isObject(changes.labels) ? 'pr_labels' : 'pr_edited', event: name };
       }
       if (action === 'approval') return { kind: 'review', event: name, review: 'approved' };
@@ -57,6 +57,24 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
     default:
       return { unsupported: name };
   }
+}
+
+/**
+ * Whether this update turned the sender's (`user.username`) reviewer state into `requested_changes`
+ * from anything but `approved` or `requested_changes`. Only the sender's own entry counts: the
+ * review must be the act of the user whose permission baton checks.
+ */
+function senderRequestedChanges(payload: Json, changes: Json): boolean {
+  const user = isObject(payload.user) ? payload.user.username : undefined;
+  const reviewers = isObject(changes.reviewers) ? changes.reviewers : undefined;
+  if (typeof user !== 'string' || user === '' || !reviewers) return false;
+  const stateOf = (list: unknown) => {
+    if (!Array.isArray(list)) return undefined;
+    const entry: unknown = list.find((r) => isObject(r) && r.username === user);
+    return isObject(entry) && typeof entry.state === 'string' ? entry.state : undefined;
+  };
+  const before = stateOf(reviewers.previous);
+  return stateOf(reviewers.current) === 'requested_changes' && before !== 'requested_changes' && before !== 'approved';
 }
 
 /**
