@@ -69,4 +69,7 @@ export function formatDateTime(ms) {
 export const formatCost = (usd) => (usd === null || usd === undefined ? '–' : `$${Number(usd).toFixed(usd < 1 ? 4 : 2)}`);
 export const formatTokens = (n) => (n === null || n === undefined ? '–' : Number(n).toLocaleString());
 
+/** The forge a run names in its key (`github`, `gitlab`); undefined for Gitea and Forgejo, whose names carry none. */
+export const namedForge = (forge) => (forge === 'github' || forge === 'gitlab' ? forge : undefined);
+
 export const issueLabel = (run) => (run.number === null ? `${run.owner}/${run.repo}` : `${run.owner}/${run.repo}#${run.number}`);

@@ -2,7 +2,7 @@
 // then running), the waits between them, its runs and totals, from `GET /api/issues/…`, updated
 // when one of its runs changes.
 import { svg } from './chart.js';
-import { $, api, el, formatCost, formatDuration, formatTokens, notice } from './lib.js';
+import { $, api, el, formatCost, formatDuration, formatTokens, namedForge, notice } from './lib.js';
 
 let current = null;
 let reloadTimer = null;
@@ -213,8 +213,7 @@ export const issueView = {
   onEvent(event) {
     const run = event.run;
     if (!current || !run || run.owner !== current.owner || run.repo !== current.repo) return;
-    const forgeOf = (forge) => (forge === 'github' || forge === 'gitlab' ? forge : undefined);
-    if (forgeOf(run.forge) !== current.forge) return;
+    if (namedForge(run.forge) !== current.forge) return;
     if (!current.numbers.has(run.number) && !namesIssue(run.payload?.headRef, current.number)) return;
     // Several events in a row make one reload.
     clearTimeout(reloadTimer);

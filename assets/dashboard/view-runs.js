@@ -1,6 +1,6 @@
 // The runs list (`#/`, filters in the address: `#/?status=failed&q=login`): newest first, paged
 // with "Older runs" (the API's keyset cursor), updated live.
-import { $, api, el, FINAL, formatCost, formatDateTime, formatElapsed, formatTokens, issueLabel, notice } from './lib.js';
+import { $, api, el, FINAL, formatCost, formatDateTime, formatElapsed, formatTokens, issueLabel, namedForge, notice } from './lib.js';
 import { actionButtons, onRunChange, remember, runs } from './runs-store.js';
 
 /** The filters the form sets, as `GET /api/runs` names them (docs/api.md, "List runs"). */
@@ -44,7 +44,7 @@ function rowFor(run) {
 /** The issue's (or pull request's) SDLC view in this dashboard. */
 const issueHref = (run) =>
   `#/issues/${encodeURIComponent(run.owner)}/${encodeURIComponent(run.repo)}/${run.number}` +
-  (run.forge === 'github' || run.forge === 'gitlab' ? `?forge=${run.forge}` : '');
+  (namedForge(run.forge) ? `?forge=${run.forge}` : '');
 
 /**
  * Why a run did not succeed, or why it is held, under its status: the words first (their first

@@ -10,6 +10,18 @@ const NOW = Date.UTC(2026, 11, 1, 10);
 
 const FORGES = { gitea: 'https://git.example.com', github: 'https://github.com', gitlab: 'https://gitlab.example.com/' };
 
+/** Issue acme/app#7 with one linked pull request and no runs: what the links are built from. */
+const VIEW: IssueView = {
+  owner: 'acme',
+  repo: 'app',
+  number: 7,
+  declared: false,
+  pullRequests: [{ number: 12, headRef: 'feature/issue-7-x', title: null }],
+  runs: [],
+  steps: [],
+  totals: { runs: 0, attempts: 0, queuedMs: 0, durationMs: 0, waitMs: 0, elapsedMs: 0, tokens: 0, costUsd: 0 },
+};
+
 function appWith(view: IssueView | null = null) {
   const asked: UsageQuery[] = [];
   const issues: unknown[] = [];
@@ -78,22 +90,12 @@ describe('GET /api/issues/OWNER/REPO/N', () => {
   });
 
   it('links the issue and its pull requests on the configured forge only', async () => {
-    const view: IssueView = {
-      owner: 'acme',
-      repo: 'app',
-      number: 7,
-      declared: false,
-      pullRequests: [{ number: 12, headRef: 'feature/issue-7-x', title: null }],
-      runs: [],
-      steps: [],
-      totals: { runs: 0, attempts: 0, queuedMs: 0, durationMs: 0, waitMs: 0, elapsedMs: 0, tokens: 0, costUsd: 0 },
-    };
-    const body = (await (await appWith(view).app.request('/api/issues/acme/app/7')).json()) as Record<string, unknown>;
+    const body = (await (await appWith(VIEW).app.request('/api/issues/acme/app/7')).json()) as Record<string, unknown>;
     expect(body.issueUrl).toBe('https://git.example.com/acme/app/issues/7');
     expect(body.pullRequests).toEqual([
       { number: 12, headRef: 'feature/issue-7-x', title: null, url: 'https://git.example.com/acme/app/pulls/12' },
     ]);
-    const declared = (await (await appWith({ ...view, declared: true }).app.request('/api/issues/acme/app/7')).json()) as Record<
+    const declared = (await (await appWith({ ...VIEW, declared: true }).app.request('/api/issues/acme/app/7')).json()) as Record<
       string,
       unknown
     >;
@@ -101,16 +103,7 @@ describe('GET /api/issues/OWNER/REPO/N', () => {
   });
 
   it('reads the issue of the forge ?forge= names and links it there; another forge is refused, naming it', async () => {
-    const view: IssueView = {
-      owner: 'acme/platform',
-      repo: 'app',
-      number: 7,
-      declared: false,
-      pullRequests: [{ number: 12, headRef: 'feature/issue-7-x', title: null }],
-      runs: [],
-      steps: [],
-      totals: { runs: 0, attempts: 0, queuedMs: 0, durationMs: 0, waitMs: 0, elapsedMs: 0, tokens: 0, costUsd: 0 },
-    };
+    const view: IssueView = { ...VIEW, owner: 'acme/platform' };
     const { app, issues } = appWith(view);
     const gitlab = (await (await app.request('/api/issues/acme%2Fplatform/app/7?forge=gitlab')).json()) as Record<string, unknown>;
     expect(issues.at(-1)).toMatchObject({ owner: 'acme/platform', repo: 'app', number: 7, forge: 'gitlab' });

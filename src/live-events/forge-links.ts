@@ -1,4 +1,4 @@
-import type { ForgeName } from '../runs/index.js';
+import { forgeIsNamed, type ForgeName } from '../runs/index.js';
 
 /**
  * The web roots of the configured forges (`GITEA_URL`, `GITHUB_URL`, `GITLAB_URL`), the only
@@ -23,7 +23,7 @@ export interface ForgeItemRef {
  * subgroups is several path segments, each encoded on its own).
  */
 export function forgeItemUrl(roots: ForgeWebRoots, item: ForgeItemRef): string | null {
-  const forge = item.forge === 'github' || item.forge === 'gitlab' ? item.forge : 'gitea';
+  const forge = forgeIsNamed(item.forge) ? item.forge : 'gitea';
   const root = roots[forge]?.replace(/\/+$/, '');
   if (!root) return null;
   const repository = [...item.owner.split('/'), item.repo].map(encodeURIComponent).join('/');
