@@ -30,10 +30,16 @@ const DROPPED_HEADERS =
 /** Query parameters that carry a credential on some forge (Gitea's `token`, GitLab's `private_token`). */
 const CREDENTIAL_QUERY = /([?&])((access_|private_|job_)?token)=[^&]*/gi;
 
+/**
+ * A bot's real credential on a forge: its token, or (a GitHub App) the token minted for the
+ * run's repository alone when a request needs it.
+ */
+export type GatewayToken = string | ((owner: string, repo: string) => Promise<string>);
+
 /** One forge the gateway serves: how to speak to it and the bots' real tokens there. */
 export interface GatewayForge {
   dialect: ForgeDialect;
-  tokens: { dev?: string; review?: string };
+  tokens: { dev?: GatewayToken; review?: GatewayToken };
 }
 
 export interface ForgeGatewayDeps {
@@ -99,8 +105,17 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (!target)
       return refuse(c, run, 403, `${c.req.method} ${path.slice(0, 160)} is outside this run's repository ${run.owner}/${run.repo}`);
     const review = run.payload.account === 'review';
-    const token = review ? forge.tokens.review : forge.tokens.dev;
-    if (!token) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured for ${forge.dialect.name}`);
+    const source = review ? forge.tokens.review : forge.tokens.dev;
+    if (!source) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured for ${forge.dialect.name}`);
+    let token: string;
+    try {
+      token = typeof source === 'string' ? source : await source(run.owner, run.repo);
+    } catch (err) {
+      const reason = `no ${forge.dialect.name} token for ${run.owner}/${run.repo}: ${err instanceof Error ? err.message : String(err)}`;
+      deps.logger.warn({ runId: run.id, reason }, 'forge gateway could not get a token');
+      await deps.engine.appendProgress(run.id, { lines: [`[gateway] ${reason}`] }).catch(() => {});
+      return c.json({ message: `baton's forge gateway has ${reason}` }, 502);
+    }
     const exchange: Exchange = { run, forge, target, token, review, method: c.req.method.toUpperCase(), path };
     if (target.kind === 'api' && target.byId !== undefined && (await repositoryIdOf(exchange)) !== target.byId)
       return refuse(

@@ -4,7 +4,8 @@ import type { botsSection, giteaSection } from './config-section.js';
 import type { githubSection } from './github/config-section.js';
 import type { gitlabSection } from './gitlab/config-section.js';
 import { createGiteaClient } from './gitea/index.js';
-import { createGitHubClient } from './github/index.js';
+import { githubCredentialOf } from './github/config-section.js';
+import { createGitHubAppAuth, createGitHubAppClient, createGitHubClient, type GitHubAppAuth } from './github/index.js';
 import { createGitLabClient } from './gitlab/index.js';
 import type { ForgeClient } from './types.js';
 
@@ -20,6 +21,8 @@ export interface ForgeAccountsOptions {
   fetch?: typeof globalThis.fetch;
   /** @default 15_000 */
   timeoutMs?: number;
+  /** The GitHub App's authentication when `github.app` is set, shared with the forge gateway (one token cache); made here when not given. */
+  githubApp?: GitHubAppAuth;
 }
 
 /** The key of a bot account's client in `ForgeAccounts`: `dev` on Gitea and Forgejo, `github:dev` on GitHub. */
@@ -30,8 +33,9 @@ export function accountKey(forge: ForgeName | undefined, account: string): strin
 /**
  * The dev bot acts with `GITEA_DEV_TOKEN`, the review bot with `GITEA_REVIEW_TOKEN`
  * (`config.bots`); on GitHub with `GITHUB_DEV_TOKEN` and `GITHUB_REVIEW_TOKEN`, on GitLab with
- * `GITLAB_DEV_TOKEN` and `GITLAB_REVIEW_TOKEN`. A forge whose URL
- * is not set has no accounts.
+ * `GITLAB_DEV_TOKEN` and `GITLAB_REVIEW_TOKEN`. On GitHub the dev bot may be a GitHub App
+ * instead (`GITHUB_APP_ID`), and the review bot too when it has no token. A forge whose URL is
+ * not set has no accounts.
  */
 export function createForgeAccounts(
   config: {
@@ -53,8 +57,18 @@ export function createForgeAccounts(
   const github = config.github;
   if (github?.apiUrl) {
     const apiUrl = github.apiUrl;
-    for (const [name, token] of Object.entries(github.tokens)) {
-      if (token) accounts[accountKey('github', name)] = createGitHubClient({ apiUrl, token, ...common });
+    let app: ForgeClient | undefined;
+    for (const name of ['dev', 'review']) {
+      const credential = githubCredentialOf(github, name);
+      if (!credential) continue;
+      if ('token' in credential) accounts[accountKey('github', name)] = createGitHubClient({ apiUrl, token: credential.token, ...common });
+      else {
+        app ??= createGitHubAppClient(
+          options.githubApp ?? createGitHubAppAuth({ apiUrl, appId: credential.app.id, privateKey: credential.app.privateKey, ...common }),
+          { apiUrl, ...common },
+        );
+        accounts[accountKey('github', name)] = app;
+      }
     }
   }
   const gitlab = config.gitlab;

@@ -2,8 +2,17 @@ export * from './types.js';
 export { ForgeError, isRetryableStatus } from './errors.js';
 export { createGiteaClient, normalizeLabelColor, type GiteaClientOptions } from './gitea/index.js';
 export { createForgeAccounts, accountKey, type ForgeAccounts, type ForgeAccountsOptions } from './accounts.js';
-export { createGitHubClient, githubApiUrl, type GitHubClientOptions } from './github/index.js';
-export { githubSection, type GitHubSettings } from './github/config-section.js';
+export {
+  createGitHubAppAuth,
+  createGitHubAppClient,
+  createGitHubClient,
+  gitHubAppJwt,
+  githubApiUrl,
+  type GitHubAppAuth,
+  type GitHubAppIdentity,
+  type GitHubClientOptions,
+} from './github/index.js';
+export { githubCredentialOf, githubSection, type GitHubCredential, type GitHubSettings } from './github/config-section.js';
 export { createGitLabClient, gitlabApiUrl, type GitLabClientOptions } from './gitlab/index.js';
 export { gitlabSection, type GitLabSettings } from './gitlab/config-section.js';
 export { giteaSection, botsSection, type BotAccount, type GiteaSettings } from './config-section.js';

@@ -3,7 +3,7 @@ import { errorMessage } from '../background/index.js';
 import { createCatchupPass, createCatchupWorker, createSyncStore } from '../catchup/index.js';
 import type { Config } from './config-types.js';
 import { createWebhookDelivery, WEBHOOK_KIND } from '../event-webhooks/index.js';
-import { accountKey, createForgeAccounts, ForgeError } from '../forge/index.js';
+import { accountKey, createForgeAccounts, createGitHubAppAuth, ForgeError } from '../forge/index.js';
 import { createHttpApp } from '../http/index.js';
 import { createEventHub, type EventHub } from '../live-events/index.js';
 import {
@@ -42,6 +42,7 @@ import { announceFirstToken } from './first-token.js';
 import { createLifecycle, StartupError, type Worker } from './lifecycle.js';
 import { readinessChecks } from './readiness.js';
 import { createForgeGateway } from './forge-gateway.js';
+import { createGitHubAppBot } from './github-app.js';
 import { createOutcomeCheck } from './outcome-check.js';
 import { createRunParts } from './runs.js';
 import { createRunSubmission } from './run-submission.js';
@@ -117,7 +118,15 @@ export function createApp(config: Config, deps: AppDeps): App {
 
   // 3. The forge: one client per bot account (none without GITEA_URL), and the secret its
   // webhooks are signed with (generated into the data directory on a first start without one).
-  const accounts = createForgeAccounts(config);
+  // A GitHub App's authentication is one per process: the accounts and the forge gateway share
+  // its installation tokens; its bot login joins the pipeline's bot users once GitHub names it.
+  const githubApp =
+    config.github.app && config.github.apiUrl
+      ? createGitHubAppAuth({ apiUrl: config.github.apiUrl, appId: config.github.app.id, privateKey: config.github.app.privateKey })
+      : undefined;
+  const accounts = createForgeAccounts(config, { githubApp });
+  const appBot = githubApp ? createGitHubAppBot(githubApp, config.pipeline, logger) : undefined;
+  const pipeline = appBot?.pipeline ?? config.pipeline;
   const webhookSecret = webhookSecretFor(config, { logger, announce: deps.announceWebhookSecret });
 
   // 4. The outbox: status comments and event webhooks are written in each transition's own
@@ -159,7 +168,8 @@ export function createApp(config: Config, deps: AppDeps): App {
   const inbox = createInboxProcessing({
     store,
     engine,
-    pipeline: config.pipeline,
+    pipeline,
+    ...(appBot ? { waitFor: appBot.waitFor } : {}),
     // Without a forge (no bot token) no sender's permission can be read; /ready's forge check
     // fails as soon as a delivery arrives and says what to set.
     webhooks: Object.keys(accounts).length > 0 ? config.webhooks : { ...config.webhooks, requireWritePermission: false },
@@ -267,7 +277,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     leaseMs: config.queue.leaseMs,
     pollMs: config.queue.pollMs,
   });
-  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, config.pipeline), logger, now });
+  const scheduler = createScheduler({ engine, schedules: schedulesFrom(config, pipeline), logger, now });
   const sweeper = createSweeper({
     engine,
     logger,
@@ -286,6 +296,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     },
   });
   const workers: Worker[] = [
+    ...(appBot ? [{ name: 'GitHub App', start: appBot.start, stop: appBot.stop }] : []),
     ...(spoolDrainer ? [{ name: 'spool', start: () => spoolDrainer.start(), stop: () => spoolDrainer.stop() }] : []),
     { name: 'outbox', start: () => outbox.start(), stop: () => outbox.stop() },
     { name: 'inbox', start: () => inbox.worker.start(), stop: () => inbox.worker.stop() },
@@ -390,10 +401,10 @@ export function createApp(config: Config, deps: AppDeps): App {
     dashboard: config.dashboard,
     maxBodyBytes: config.http.maxBodyBytes,
     trustedProxies: config.http.trustedProxies,
-    gateway: createForgeGateway(config, { callbackTokens, engine, logger }),
+    gateway: createForgeGateway(config, { callbackTokens, engine, logger, githubApp }),
     forges,
     submitRun: createRunSubmission(config, engine, logger, store),
-    checkOutcome: createOutcomeCheck({ pipeline: config.pipeline, accounts, logger }),
+    checkOutcome: createOutcomeCheck({ pipeline, accounts, logger }),
     budgets,
     // The inbox store the worker listens on: a replay it stores wakes that worker at once.
     deliveries: createDeliveryInspector({ inbox: inbox.inbox, store, spool }),

@@ -45,6 +45,7 @@ export function createRunParts(
         config.github.tokens.dev,
         config.github.tokens.review,
         config.github.webhookSecret,
+        config.github.app?.privateKey,
         config.gitlab.tokens.dev,
         config.gitlab.tokens.review,
         config.gitlab.webhookSecret,

@@ -6,6 +6,7 @@ import { SESSION_ID_FORM } from '../runner-contract/index.js';
 import type { Config } from './config-types.js';
 import type { EgressRefusal } from '../egress/index.js';
 import { capabilityFor, GATEWAY_PREFIX } from '../forge-gateway/index.js';
+import { githubCredentialOf } from '../forge/index.js';
 import type { Logger } from '../log/index.js';
 import {
   cloneSourceOf,
@@ -80,11 +81,16 @@ export function workspaceName(run: Run): string {
 export function buildWorkspaceSpec(config: Config, run: Run, name: string, callbackToken: string): WorkspaceSpec {
   const review = run.payload.account === 'review';
   const forge = run.forge ?? 'gitea';
-  // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round.
-  const token =
-    forge === 'github' || forge === 'gitlab'
-      ? config[forge].tokens[review ? 'review' : 'dev']
-      : (review ? config.bots.review : config.bots.dev).token;
+  // Each forge's own bot token: a GitHub run never gets Gitea's, nor the other way round. A
+  // GitHub App's bot has none here: the gateway mints one for the run's repository.
+  const account = review ? 'review' : 'dev';
+  const botCredential =
+    forge === 'github'
+      ? githubCredentialOf(config.github, account)
+      : forge === 'gitlab'
+        ? ifToken(config.gitlab.tokens[account])
+        : ifToken((review ? config.bots.review : config.bots.dev).token);
+  const token = botCredential && 'token' in botCredential ? botCredential.token : undefined;
   const declared = findDeclaredRepository(config.repositories, run.owner, run.repo);
   const maintained = config.maintenance.repos.find((r) => r.owner === run.owner && r.repo === run.repo);
   const { arguments: args, ref } = run.payload;
@@ -97,7 +103,7 @@ export function buildWorkspaceSpec(config: Config, run: Run, name: string, callb
   const direct = declared ? cloneSourceOf(declared) : (maintained?.cloneUrl ?? forgeCloneUrl(config, run.owner, run.repo, forge));
   const named = forge === 'github' || forge === 'gitlab' ? config[forge] : undefined;
   const forgeRoot = named ? named.url : config.gitea.url;
-  const gateway = !declared && token !== undefined && forgeRoot !== undefined;
+  const gateway = !declared && botCredential !== undefined && forgeRoot !== undefined;
   const gitBase = named ? (named.cloneUrl ?? named.url) : (config.gitea.cloneUrl ?? config.gitea.url);
   const cloneThroughGateway =
     gateway && gitBase !== undefined && originOf(gitBase) !== null && direct === `${gitBase}/${run.owner}/${run.repo}.git`;
@@ -240,3 +246,5 @@ function originOf(url: string): string | null {
     return null;
   }
 }
+
+const ifToken = (token: string | undefined) => (token ? { token } : undefined);

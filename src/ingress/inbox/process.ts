@@ -42,6 +42,11 @@ export interface DeliveryProcessorDeps {
   commands?: CommandDeps & { permissionOf: PermissionLookup };
   /** Told after every permission lookup: the configuration problem it revealed, or null when it worked. */
   onPermissionProblem?: (problem: string | null) => void;
+  /**
+   * Why a forge's deliveries must wait (a GitHub App's bot login is not known yet, so its own
+   * events could not be told from a person's), or null when they may be processed.
+   */
+  waitFor?: (forge: ForgeEvent['forge']) => string | null;
   now?: () => number;
 }
 
@@ -73,6 +78,8 @@ export function createDeliveryProcessor(deps: DeliveryProcessorDeps): DeliveryPr
     const read = readEvent(delivery);
     if (isSettled(read)) return record(claimed, read.settled);
     const { event, labelsKnown, headers, webhookRoute } = read;
+    const wait = deps.waitFor?.(event.forge);
+    if (wait) throw new RetryLaterError(wait);
 
     // Earlier copies of this body (or delivery id): what they acted on, and the labels they saw.
     const copies = options.force ? [] : await deps.inbox.earlierCopies(delivery, delivery.receivedAt - deps.retentionMs);

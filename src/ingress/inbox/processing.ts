@@ -21,6 +21,7 @@ export interface InboxProcessingDeps {
    */
   commands?: Omit<CommandDeps, 'now'>;
   logger: InboxWorkerOptions['logger'];
+  waitFor?: DeliveryProcessorDeps['waitFor'];
   now?: () => number;
   /** Fallback poll of the worker. @default 5_000 */
   pollMs?: number;
@@ -69,6 +70,7 @@ export function createInboxProcessing(deps: InboxProcessingDeps): InboxProcessin
       if (p && p !== problem) deps.logger.error({ problem: p }, 'webhook sender permission cannot be checked');
       problem = p;
     },
+    ...(deps.waitFor ? { waitFor: deps.waitFor } : {}),
     now,
   });
   const worker = createInboxWorker({

@@ -5,7 +5,16 @@
  * 404 for hooks to a non-admin. Sources in SOURCES.md.
  */
 import { Hono, type Context } from 'hono';
-import { atLeast, type FakeGitHubState, type IssueRecord, type LabelRecord, type RepoRecord, type UserRecord } from './state.js';
+import { addGitHubAppRoutes, appOfJwt, installationTokenRefusal, isJwt } from './apps.js';
+import {
+  atLeast,
+  type AppRecord,
+  type FakeGitHubState,
+  type IssueRecord,
+  type LabelRecord,
+  type RepoRecord,
+  type UserRecord,
+} from './state.js';
 
 const DOCS = 'https://docs.github.com/rest';
 /** The events a repository webhook may subscribe to that baton uses or the tests name. */
@@ -22,7 +31,7 @@ export const HOOK_EVENTS = new Set([
   'release',
 ]);
 
-type Env = { Variables: { user: UserRecord | undefined } };
+type Env = { Variables: { user: UserRecord | undefined; app?: AppRecord; installation?: boolean } };
 
 export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?: (c: Context) => Response | undefined }) {
   const app = new Hono<Env>().basePath('/api/v3');
@@ -35,13 +44,25 @@ export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?:
     const header = c.req.header('authorization') ?? '';
     const match = /^(?:Bearer|token) (.+)$/i.exec(header);
     if (header && !match) return fail(c, 401, 'Bad credentials');
-    if (match) {
+    if (match && isJwt(match[1]!)) {
+      // A GitHub App's JWT: only the App's own endpoints take it.
+      const path = new URL(c.req.url).pathname.replace(/^\/api\/v3/, '');
+      if (!(path === '/app' || path.startsWith('/app/') || /^\/repos\/[^/]+\/[^/]+\/installation$/.test(path)))
+        return fail(c, 401, 'A JSON web token could not be decoded');
+      const signer = appOfJwt(state, match[1]!);
+      if (typeof signer === 'string') return fail(c, 401, signer);
+      c.set('app', signer);
+    } else if (match) {
       const login = state.tokens.get(match[1]!);
       if (!login) return fail(c, 401, 'Bad credentials');
+      const refused = installationTokenRefusal(state, c, match[1]!, fail);
+      if (refused) return refused;
       c.set('user', state.user(login));
+      c.set('installation', state.installationTokens.has(match[1]!));
     }
     await next();
   });
+  addGitHubAppRoutes(app, state, fail);
 
   const me = (c: Context<Env>) => c.get('user');
   const page = <T>(c: Context, items: T[]): Response => {
@@ -172,7 +193,8 @@ export function createFakeGitHubApp(state: FakeGitHubState, hooks: { onRequest?:
   app.get(R, (c) => {
     const repo = repoOf(c);
     if (repo instanceof Response) return repo;
-    const caller = me(c);
+    // An installation token gets no `permissions` (the installation's are the App's rights).
+    const caller = c.get('installation') ? undefined : me(c);
     const p = caller ? state.permissionOf(repo, caller.login) : 'read';
     return c.json({
       id: repo.id,

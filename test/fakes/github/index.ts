@@ -12,6 +12,7 @@ import fs from 'node:fs';
 import type { SeedRepoOptions } from '../agent/git-repos.js';
 import { isGitPath, makeGitRoot } from '../gitea/git-http.js';
 import { createFakeGitHubApp } from './app.js';
+import { createApp, installApp } from './apps.js';
 import { addGitHubRepositoryRoutes, seedGitHubRepo, serveGitHubGit } from './repository.js';
 import { FakeGitHubState, type GitHubPermission, type HookRecord, type IssueRecord, type RepoRecord, type ReviewRecord } from './state.js';
 
@@ -26,6 +27,12 @@ export interface FakeGitHub {
   readonly requests: readonly string[];
   addUser(login: string, options?: { token?: string; type?: 'User' | 'Bot' }): { id: number; login: string; token: string };
   addRepo(owner: string, name: string, options?: { private?: boolean }): void;
+  /** Registers a GitHub App (its bot user `<slug>[bot]` too); `privateKey` is the PEM GitHub would hand out. */
+  addApp(slug: string, options?: { owner?: string; events?: string[] }): { id: number; slug: string; login: string; privateKey: string };
+  /** Installs the App on `owner`'s `repos` (its bot gets write access there); returns the installation id. */
+  installApp(appId: number, owner: string, repos: string[]): number;
+  /** The repositories (`owner/name`, lower case) each installation token minted so far reaches, and what was asked, oldest first. */
+  mintedTokens(): { repos: string[]; repositoriesAsked: string[] | undefined }[];
   setPermission(owner: string, repo: string, login: string, permission: GitHubPermission): void;
   addLabel(owner: string, repo: string, name: string, color?: string): number;
   addIssue(owner: string, repo: string, options: { title: string; author: string; labels?: string[]; number?: number }): number;
@@ -141,6 +148,18 @@ export async function createFakeGitHub(options: { now?: () => Date } = {}): Prom
         hooks: [],
         collaborators: new Map(),
       });
+    },
+    addApp(slug, opts = {}) {
+      const app = createApp(state, { slug, owner: opts.owner ?? 'app-owner', events: opts.events });
+      return { id: app.id, slug: app.slug, login: `${app.slug}[bot]`, privateKey: app.privateKey };
+    },
+    installApp(appId, owner, repos) {
+      const app = state.apps.get(appId);
+      if (!app) throw new Error(`fake GitHub: no App ${appId}`);
+      return installApp(state, app, owner, repos).id;
+    },
+    mintedTokens() {
+      return [...state.installationTokens.values()].map((t) => ({ repos: [...t.repos], repositoriesAsked: t.repositoriesAsked }));
     },
     setPermission(owner, repo, login, permission) {
       repoOf(owner, repo).collaborators.set(login.toLowerCase(), permission);

@@ -46,11 +46,14 @@ export function seedGitHubRepo(root: string, repo: RepoRecord, seed: SeedRepoOpt
 }
 
 /** The user of a git request's Basic credentials, as GitHub reads them: the token is the password, or the user name with `x-oauth-basic`. */
-function gitUser(state: FakeGitHubState, authorization: string | undefined): UserRecord | 'bad' | undefined {
+function gitUser(state: FakeGitHubState, authorization: string | undefined, repo: string): UserRecord | 'bad' | undefined {
   const credentials = basicCredentials(authorization);
   if (!credentials) return undefined;
   const token = credentials.password && credentials.password !== 'x-oauth-basic' ? credentials.password : credentials.user;
   const login = state.tokens.get(token);
+  // An installation token reaches the repositories it was minted for, until it expires (apps.ts).
+  const installation = state.installationTokens.get(token);
+  if (installation && (installation.expiresAt <= state.now().getTime() || !installation.repos.has(repo.toLowerCase()))) return 'bad';
   return login ? state.user(login) : 'bad';
 }
 
@@ -66,7 +69,7 @@ export function serveGitHubGit(state: FakeGitHubState, root: string, req: http.I
   const repo = state.repo(owner, name);
   const dir = repo ? gitHubRepoPath(root, repo.owner, repo.name) : '';
   const exists = repo !== undefined && fs.existsSync(dir);
-  const user = gitUser(state, req.headers.authorization);
+  const user = gitUser(state, req.headers.authorization, `${owner}/${name}`);
   const challenge = { 'www-authenticate': 'Basic realm="GitHub"' };
   if (user === 'bad') {
     return void text(401, 'Invalid username or token. Password authentication is not supported for Git operations.\n', challenge);

@@ -83,11 +83,45 @@ export interface RepoRecord {
   collaborators: Map<string, GitHubPermission>;
 }
 
+/** A GitHub App (apps.ts): its bot is the user `<slug>[bot]`. */
+export interface AppRecord {
+  id: number;
+  slug: string;
+  owner: string;
+  /** PEM of the App's private key, as GitHub hands it out once (for the test to give baton). */
+  privateKey: string;
+  publicKey: import('node:crypto').KeyObject;
+  /** The events the App subscribes to (its settings page). */
+  events: string[];
+  /** The App's one webhook (`GET/PATCH /app/hook/config`). */
+  hook: { url: string; contentType: string; secret: string; insecureSsl: string };
+  installations: InstallationRecord[];
+}
+
+export interface InstallationRecord {
+  id: number;
+  /** The user or organisation the App is installed on. */
+  account: string;
+  /** Lower-cased names of the account's repositories the installation may reach. */
+  repos: Set<string>;
+  permissions: Record<string, 'read' | 'write'>;
+}
+
+/** An installation access token: the repositories (`owner/name`, lower case) it reaches and when it expires. */
+export interface InstallationTokenRecord {
+  installation: number;
+  repos: Set<string>;
+  repositoriesAsked: string[] | undefined;
+  expiresAt: number;
+}
+
 export class FakeGitHubState {
   private nextId = 1000;
   readonly users = new Map<string, UserRecord>();
   readonly tokens = new Map<string, string>();
   readonly repos = new Map<string, RepoRecord>();
+  readonly apps = new Map<number, AppRecord>();
+  readonly installationTokens = new Map<string, InstallationTokenRecord>();
 
   constructor(readonly now: () => Date = () => new Date()) {}
 
