@@ -128,7 +128,7 @@ const STEPS: Record<string, Step> = {
       gitea: () => 'the most recent review with `"state": "REQUEST_CHANGES"`',
       github: () => 'the most recent review with `"state": "CHANGES_REQUESTED"`',
       gitlab: () =>
-        "the review account's most recent note and discussions (GitLab has no review objects: changes are asked for in a note, and by taking back an approval)",
+        "the review account's most recent note and discussions (GitLab has no review objects: changes are asked for in a note, with the reviewer state `requested_changes`)",
     },
   },
   'is-pull': {
@@ -259,8 +259,8 @@ const STEPS: Record<string, Step> = {
         `EVENT=REQUEST_CHANGES   # or APPROVED\n${reviewBody('{path:c.path,new_position:c.line,body:c.body}', review, comments)}${send('gitea', 'POST', `/pulls/${n}/reviews`)}`,
       github: (n, review, comments) =>
         `EVENT=REQUEST_CHANGES   # or APPROVE\n${reviewBody('{path:c.path,line:c.line,side:"RIGHT",body:c.body}', review, comments)}${send('github', 'POST', `/pulls/${n}/reviews`)}`,
-      // GitLab has no review verdict but an approval: the review is a note, the verdict an
-      // approval or the review account's approval taken back (which baton reads as changes requested).
+      // GitLab has no review object: the review is a note, the verdict an approval or the review
+      // account's reviewer state `requested_changes` (gitLabRequestChanges).
       gitlab: (n, review, comments) =>
         [
           'VERDICT=request-changes   # or approve',
@@ -279,11 +279,7 @@ const STEPS: Record<string, Step> = {
       github: (n, file) =>
         `node -e 'process.stdout.write(JSON.stringify({event:"REQUEST_CHANGES",body:require("fs").readFileSync(process.argv[1],"utf8")}))' ${file} \\\n  | ${send('github', 'POST', `/pulls/${n}/reviews`)}`,
       gitlab: (n, file) =>
-        [
-          `${bodyOf('body', file)}${send('gitlab', 'POST', `/merge_requests/${n}/notes`)}`,
-          '# GitLab asks for changes by taking back an approval; a 404 means the review account had none to take back.',
-          `curl -sS -X POST ${AUTH.gitlab} "${REPO.gitlab}/merge_requests/${n}/unapprove"`,
-        ].join('\n'),
+        [`${bodyOf('body', file)}${send('gitlab', 'POST', `/merge_requests/${n}/notes`)}`, ...gitLabRequestChanges(n)].join('\n'),
     },
   },
   'draft-release': {
@@ -320,9 +316,27 @@ function verdict(n: string): string[] {
     'if [ "$VERDICT" = approve ]; then',
     `  curl -fsS -X POST ${AUTH.gitlab} "${REPO.gitlab}/merge_requests/${n}/approve"`,
     'else',
-    '  # Taking back an approval is how GitLab asks for changes; a 404: the review account had none to take back.',
-    `  curl -sS -X POST ${AUTH.gitlab} "${REPO.gitlab}/merge_requests/${n}/unapprove"`,
+    ...gitLabRequestChanges(n).map((line) => `  ${line.replaceAll('\n', '\n  ')}`),
     'fi',
+  ];
+}
+
+/**
+ * GitLab's "Request changes" as the caller: the reviewer state `requested_changes`, set by
+ * publishing the caller's pending review (`POST …/draft_notes/bulk_publish` with `reviewer_state`
+ * requested_changes | reviewed; gitlab-org/gitlab lib/api/draft_notes.rb). GitLab answers 204
+ * whatever came of it (the endpoint drops the result of app/services/merge_requests/
+ * update_reviewer_state_service.rb): the state is set when the account is a reviewer of the merge
+ * request (or GitLab makes it one on submission), its approval is taken back, and the Merge
+ * Request Hook `update` with `changes.reviewers` starts rework. A GitLab without reviewer states
+ * ignores the field: there, taking back an approval is the verdict (a 404: none to take back, as
+ * after `requested_changes`, which took it back already).
+ */
+function gitLabRequestChanges(n: string): string[] {
+  return [
+    `curl -fsS -X POST ${AUTH.gitlab} ${JSON_TYPE} -d '{"reviewer_state":"requested_changes"}' \\\n  "${REPO.gitlab}/merge_requests/${n}/draft_notes/bulk_publish"`,
+    '# A GitLab without reviewer states asks for changes by taking back an approval (a 404: none to take back).',
+    `curl -sS -X POST ${AUTH.gitlab} "${REPO.gitlab}/merge_requests/${n}/unapprove"`,
   ];
 }
 

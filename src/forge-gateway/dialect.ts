@@ -33,6 +33,11 @@ export interface ForgeDialect {
   /** A pull (merge) request's API URL, and where its head branch is in the answer. */
   pullUrl(run: Run, number: number): string;
   headRefOf(pull: unknown): string | undefined;
+  /**
+   * The pull request whose reviewer state for the caller a write sets (GitLab's "Request
+   * changes"), or null: not one. Forges whose verdict is a review object have none.
+   */
+  reviewerStateOf?(method: string, rest: string, body: unknown): number | null;
   /** Why a release request may not pass (null: it may), given its JSON body. */
   releaseProblem(body: unknown): string | null;
 }

@@ -93,4 +93,17 @@ describe('GitLab dialect', () => {
     );
     expect(gitlab.apiAuth('tok')).toEqual({ 'private-token': 'tok' });
   });
+
+  it('names the merge request whose reviewer state a publish of the review sets (lib/api/draft_notes.rb bulk_publish)', () => {
+    const publish = '/merge_requests/4/draft_notes/bulk_publish';
+    expect(gitlab.changeOf('POST', publish)).toBe('review');
+    expect(gitlab.reviewerStateOf!('POST', publish, { reviewer_state: 'requested_changes' })).toBe(4);
+    expect(gitlab.reviewerStateOf!('POST', publish, { reviewer_state: 'reviewed', note: 'x' })).toBe(4);
+    expect(gitlab.reviewerStateOf!('POST', publish, { Reviewer_State: 'requested_changes' })).toBe(4);
+    // Publishing drafts alone, or with an empty state, sets none; nor does any other path.
+    expect(gitlab.reviewerStateOf!('POST', publish, {})).toBeNull();
+    expect(gitlab.reviewerStateOf!('POST', publish, { reviewer_state: '' })).toBeNull();
+    expect(gitlab.reviewerStateOf!('POST', publish, null)).toBeNull();
+    expect(gitlab.reviewerStateOf!('POST', '/merge_requests/4/notes', { reviewer_state: 'requested_changes' })).toBeNull();
+  });
 });

@@ -89,6 +89,13 @@ export function gitlabDialect(options: { apiUrl: string; gitUrl: string }): Forg
     branchUrl: (run, branch) => `${project(run)}/repository/branches/${encodeURIComponent(branch)}`,
     pullUrl: (run, number) => `${project(run)}/merge_requests/${number}`,
     headRefOf: (mr) => (mr as { source_branch?: string } | null)?.source_branch,
+    reviewerStateOf: (method, rest, body) => {
+      const target = /^\/merge_requests\/(\d+)\/draft_notes\/bulk_publish$/.exec(rest);
+      if (method !== 'POST' || !target || typeof body !== 'object' || body === null) return null;
+      // Grape reads `reviewer_state` as written; any case is looked at, as rights.ts does for fields.
+      const set = Object.entries(body).some(([key, value]) => key.toLowerCase() === 'reviewer_state' && value !== null && value !== '');
+      return set ? Number(target[1]) : null;
+    },
     releaseProblem: () => 'GitLab has no draft releases: one made through the API is published at once (and makes its tag)',
   };
 }

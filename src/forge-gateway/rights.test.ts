@@ -6,6 +6,7 @@ import {
   DEFAULT_RIGHTS,
   readChangeBody,
   readProblem,
+  reviewerStateProblem,
   writeQueryProblem,
 } from './rights.js';
 
@@ -99,6 +100,26 @@ describe('changeProblem: what a body asks for beyond its path', () => {
     );
     expect(changeProblem('review', {}, { ...gitlab, rest: '/merge_requests/3/approve' })).toMatch(/only the review account approves/);
     expect(changeProblem('review', {}, { ...gitlab, rest: '/merge_requests/3/approve', account: 'review' })).toBeNull();
+  });
+
+  it("lets only the review account set its GitLab reviewer state, on the run's own merge request only", () => {
+    const onPull = {
+      run: { owner: 'acme', repo: 'app', number: 3, payload: { isPull: true }, stage: 'review-code' },
+      account: 'review' as const,
+    };
+    expect(reviewerStateProblem(3, onPull, undefined)).toBeNull();
+    expect(reviewerStateProblem(4, onPull, 'feature/issue-3-x')).toBe(
+      'a reviewer state on !4: this run may request changes on its own merge request !3 only',
+    );
+    expect(reviewerStateProblem(3, { ...onPull, account: 'dev' }, undefined)).toMatch(/^only the review account sets its reviewer state/);
+    // A run on issue #12 (test, by its label): the merge request whose source branch names the issue.
+    const onIssue = { run: { ...onPull.run, number: 12, payload: {}, stage: 'test' }, account: 'review' as const };
+    expect(reviewerStateProblem(3, onIssue, 'feature/issue-12-login')).toBeNull();
+    expect(reviewerStateProblem(3, onIssue, 'feature/issue-123-other')).toMatch(
+      /only on a merge request whose source branch names issue #12$/,
+    );
+    expect(reviewerStateProblem(3, onIssue, undefined)).toMatch(/names issue #12$/);
+    expect(reviewerStateProblem(3, { ...onIssue, account: 'dev' }, 'feature/issue-12-login')).toMatch(/the dev account may not$/);
   });
 
   it('takes no fields from the query of a write (GitLab reads them there too), credentials aside', () => {

@@ -152,6 +152,29 @@ export function changeProblem(change: string, body: unknown, context: ChangeCont
   return null;
 }
 
+/**
+ * Why a change of the caller's own reviewer state on pull request `target` may not pass, or null.
+ * On GitLab that is "Request changes" (`POST …/merge_requests/:iid/draft_notes/bulk_publish` with
+ * `reviewer_state`: gitlab-org/gitlab lib/api/draft_notes.rb), which starts rework: only the
+ * review account sets it, and only on the run's own merge request: the run's, or for a run on an
+ * issue one whose source branch (`targetHead`, read from the forge) names the issue.
+ */
+export function reviewerStateProblem(
+  target: number,
+  context: Pick<ChangeContext, 'run' | 'account'>,
+  targetHead: string | undefined,
+): string | null {
+  const { run } = context;
+  if (context.account !== 'review')
+    return 'only the review account sets its reviewer state (requests changes) on a merge request; the dev account may not';
+  if (run.payload.isPull === true) {
+    if (target === run.number) return null;
+    return `a reviewer state on !${target}: this run may request changes on its own merge request !${run.number ?? '?'} only`;
+  }
+  if (run.number !== null && targetHead !== undefined && branchNamesIssue(targetHead, run.number)) return null;
+  return `a reviewer state on !${target}: this run may request changes only on a merge request whose source branch names issue #${run.number ?? '?'}`;
+}
+
 /** A pull request's head must be a branch of the run's repository that the stage may push. */
 function headProblem(heads: unknown[], elsewhere: unknown[], context: ChangeContext): string | null {
   const { run, rights } = context;

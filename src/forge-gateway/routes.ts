@@ -12,6 +12,7 @@ import {
   describeRules,
   readChangeBody,
   readProblem,
+  reviewerStateProblem,
   writeQueryProblem,
   type ChangeContext,
   type RunRights,
@@ -138,6 +139,11 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (target.kind === 'api' && body) {
       const bodyProblem = changeBodyProblem(exchange, new URL(c.req.url).searchParams, body);
       if (bodyProblem) return refuse(c, run, 403, bodyProblem);
+      const verdictOn = forge.dialect.reviewerStateOf?.(exchange.method, target.rest, readChangeBody(body)) ?? null;
+      if (verdictOn !== null) {
+        const verdictProblem = await reviewerStateTargetProblem(exchange, verdictOn);
+        if (verdictProblem) return refuse(c, run, 403, verdictProblem);
+      }
       if (forge.dialect.changeOf(exchange.method, target.rest) === 'comment-edit') {
         const authorProblem = await commentAuthorProblem(exchange);
         if (authorProblem) return refuse(c, run, 403, authorProblem);
@@ -187,6 +193,17 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       changeProblem(change, json, context) ??
       (change === 'release' ? x.forge.dialect.releaseProblem(json) : null)
     );
+  }
+
+  /** A reviewer state set by the run's account on pull request `target` (rights.ts); the head is asked for a run on an issue. */
+  async function reviewerStateTargetProblem(x: Exchange, target: number): Promise<string | null> {
+    const account = x.review ? ('review' as const) : ('dev' as const);
+    let head: string | undefined;
+    if (x.review && x.run.payload.isPull !== true) {
+      const pull = await doFetch(x.forge.dialect.pullUrl(x.run, target), { headers: x.forge.dialect.apiAuth(x.token) }).catch(() => null);
+      head = pull?.ok ? x.forge.dialect.headRefOf(await pull.json().catch(() => null)) : undefined;
+    }
+    return reviewerStateProblem(target, { run: x.run, account }, head);
   }
 
   /** Who wrote the comment a change is to (read at the change's own path), against who the bot is. */

@@ -27,6 +27,8 @@ export async function startForgeServe(options: {
   readOnlyPaths: string[];
   /** The forge's URL, tokens and secret, the agent command, and whatever else the suite sets. */
   env: Record<string, string>;
+  /** More of `baton.yaml` (a `pipeline:` section), after the local workspace's keys. */
+  config?: string;
 }): Promise<ForgeServe> {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), `baton-e2e-${options.name}-`));
   fs.chmodSync(root, 0o711);
@@ -36,7 +38,7 @@ export async function startForgeServe(options: {
   fs.writeFileSync(gitConfig, '[user]\n\tname = Baton E2E\n\temail = baton-e2e@example.invalid\n[safe]\n\tdirectory = *\n');
   fs.writeFileSync(
     path.join(root, 'baton.yaml'),
-    `local:\n  readOnlyPaths: ${JSON.stringify(options.readOnlyPaths)}\n  gitConfig: ${JSON.stringify(gitConfig)}\n`,
+    `local:\n  readOnlyPaths: ${JSON.stringify(options.readOnlyPaths)}\n  gitConfig: ${JSON.stringify(gitConfig)}\n${options.config ?? ''}`,
   );
   const env = {
     HOME: home,

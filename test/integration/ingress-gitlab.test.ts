@@ -117,8 +117,12 @@ describe('GitLab deliveries from the webhook documentation’s examples', () => 
       number: 1,
       review: { state: 'rejected' },
     });
-    // From approved, GitLab also sends an unapproval: that one is the review. Another user's entry is not the sender's review.
-    expect(classifyGitLab('Merge Request Hook', reviewed('approved', 'requested_changes'))).toMatchObject({ kind: 'pr_edited' });
+    // From approved too: GitLab takes the approval back with no unapproval hook of its own
+    // (remove_approval's skip_notification), so this update is the review. Another user's entry is not the sender's review.
+    expect(classifyGitLab('Merge Request Hook', reviewed('approved', 'requested_changes'))).toMatchObject({
+      kind: 'review',
+      review: 'rejected',
+    });
     expect(classifyGitLab('Merge Request Hook', reviewed('requested_changes', 'requested_changes'))).toMatchObject({ kind: 'pr_edited' });
     expect(classifyGitLab('Merge Request Hook', reviewed('unreviewed', 'requested_changes', 'user1'))).toMatchObject({ kind: 'pr_edited' });
     const merged = withAction('merge-request', 'merge', { state: 'merged' });

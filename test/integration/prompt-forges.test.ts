@@ -113,10 +113,14 @@ function gateway() {
     },
     fetch: async (input) => {
       passed.push(String(input));
-      return new Response(JSON.stringify({ id: 42, default_branch: 'main', user: { login: 'claude-dev' } }), {
-        status: 200,
-        headers: { 'content-type': 'application/json' },
-      });
+      // A merge request read back (GitLab's reviewer state needs it of a run on an issue) is the issue's own: its branch names #12.
+      return new Response(
+        JSON.stringify({ id: 42, default_branch: 'main', user: { login: 'claude-dev' }, source_branch: 'feature/issue-12-x' }),
+        {
+          status: 200,
+          headers: { 'content-type': 'application/json' },
+        },
+      );
     },
   });
   return {

@@ -307,3 +307,89 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     expect((await gateway(own(), capability)).status).toBe(401);
   });
 });
+
+describe('forge gateway on GitLab: "Request changes" (the reviewer state) by the review account, on its own merge request only', () => {
+  let gitlab: FakeGitLab;
+  let t: TestStore;
+  let server: TestApp;
+  let provider: MemoryProvider;
+
+  beforeEach(async () => {
+    gitlab = await createFakeGitLab();
+    gitlab.addUser('claude-dev', { token: DEV_TOKEN });
+    gitlab.addUser('claude-review', { token: REVIEW_TOKEN });
+    gitlab.addProject('acme', 'app');
+    for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess('acme', 'app', user, 30);
+    gitlab.addIssue('acme', 'app', { title: 'fix it', author: 'claude-dev' });
+    for (const [n, source] of [
+      [1, 'feature/issue-1-fix'],
+      [2, 'feature/issue-2-other'],
+    ] as const) {
+      gitlab.addMergeRequest('acme', 'app', { title: `mr ${n}`, author: 'claude-dev', source, target: 'main' });
+      gitlab.addReviewer('acme', 'app', n, 'claude-review');
+    }
+    t = await createSqliteTestStore();
+    provider = createMemoryProvider();
+    const env = { GITLAB_URL: gitlab.url, GITLAB_DEV_TOKEN: DEV_TOKEN, GITLAB_REVIEW_TOKEN: REVIEW_TOKEN, GITLAB_WEBHOOK_SECRET: 'x' };
+    server = await startTestApp(t, { env, deps: { provider } });
+  });
+  afterEach(async () => {
+    await server?.close();
+    await t?.cleanup();
+    await gitlab?.close();
+  });
+
+  async function startRun(stage: string, account: 'dev' | 'review', isPull: boolean) {
+    const { run } = await server.app.engine.enqueue({
+      stage,
+      forge: 'gitlab',
+      owner: 'acme',
+      repo: 'app',
+      number: 1,
+      ...(isPull ? { mergeRequest: true } : {}),
+      payload: { forge: 'gitlab', account, ...(isPull ? { isPull: true } : {}) },
+    });
+    await until(async () => (await server.app.runs.get(run.id))?.status === 'running', 'the run to be running');
+    return { id: run.id, capability: provider.created.find((s) => s.runId === run.id)!.forgeToken! };
+  }
+  const requestChanges = (capability: string, iid: number) =>
+    fetch(`${server.url}/gateway/api/v4/projects/acme%2Fapp/merge_requests/${iid}/draft_notes/bulk_publish`, {
+      method: 'POST',
+      headers: { 'private-token': capability, 'content-type': 'application/json' },
+      body: '{"reviewer_state":"requested_changes"}',
+    });
+  const stateOn = (iid: number) => gitlab.reviewers('acme', 'app', iid).find((r) => r.username === 'claude-review')?.state;
+
+  it('passes the review account’s on the run’s merge request, and refuses it on another one', async () => {
+    const { id, capability } = await startRun('review-code', 'review', true);
+    expect((await requestChanges(capability, 1)).status).toBe(204);
+    expect(stateOn(1)).toBe('requested_changes');
+    const other = await requestChanges(capability, 2);
+    expect(other.status).toBe(403);
+    expect(stateOn(2)).toBe('unreviewed');
+    const log = (await server.app.runs.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[]) ?? []) : []));
+    expect(log).toContainEqual('[gateway] refused: a reviewer state on !2: this run may request changes on its own merge request !1 only');
+    // Publishing without a state is a review's line comments, which any merge request of the project may get.
+    const drafts = await fetch(`${server.url}/gateway/api/v4/projects/acme%2Fapp/merge_requests/2/draft_notes/bulk_publish`, {
+      method: 'POST',
+      headers: { 'private-token': capability },
+    });
+    expect(drafts.status).toBe(204);
+  });
+
+  it('passes a run on an issue only for a merge request whose source branch names the issue', async () => {
+    const { capability } = await startRun('test', 'review', false);
+    expect((await requestChanges(capability, 2)).status).toBe(403);
+    expect((await requestChanges(capability, 1)).status).toBe(204);
+    expect(stateOn(1)).toBe('requested_changes');
+  });
+
+  it('refuses it to the dev account, on any merge request', async () => {
+    gitlab.addReviewer('acme', 'app', 1, 'claude-dev');
+    const { capability } = await startRun('rework-pr', 'dev', true);
+    const res = await requestChanges(capability, 1);
+    expect(res.status).toBe(403);
+    expect(await res.text()).toContain('the dev account may not');
+    expect(gitlab.reviewers('acme', 'app', 1).map((r) => r.state)).toEqual(['unreviewed', 'unreviewed']);
+  });
+});

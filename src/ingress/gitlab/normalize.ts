@@ -61,8 +61,11 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
 
 /**
  * Whether this update turned the sender's (`user.username`) reviewer state into `requested_changes`
- * from anything but `approved` or `requested_changes`. Only the sender's own entry counts: the
- * review must be the act of the user whose permission baton checks.
+ * from any other state. Only the sender's own entry counts: the review must be the act of the user
+ * whose permission baton checks. From `approved` too: GitLab takes the approval back then without
+ * an `unapproval` hook (gitlab-org/gitlab app/services/merge_requests/update_reviewer_state_service.rb
+ * sends this `update`, then base_service.rb `remove_approval` passes `skip_notification`, which
+ * remove_approval_service.rb's `trigger_approval_hooks` returns on), so this is the click's one review.
  */
 function senderRequestedChanges(payload: Json, changes: Json): boolean {
   const user = isObject(payload.user) ? payload.user.username : undefined;
@@ -74,7 +77,7 @@ function senderRequestedChanges(payload: Json, changes: Json): boolean {
     return isObject(entry) && typeof entry.state === 'string' ? entry.state : undefined;
   };
   const before = stateOf(reviewers.previous);
-  return stateOf(reviewers.current) === 'requested_changes' && before !== 'requested_changes' && before !== 'approved';
+  return stateOf(reviewers.current) === 'requested_changes' && before !== 'requested_changes';
 }
 
 /**

@@ -13,6 +13,9 @@
 //   comment   the block that posts a /tmp/<name>.md file (`node -e … /tmp/x.md | curl -X POST …`);
 //             the agent first writes --text into that file
 //   label     the block that adds a label (`-d '{"labels":…}'` or `-d '{"add_labels":…}'`)
+//   review    the block that submits a review (it sets `EVENT=` or `VERDICT=`, as written: asking for
+//             changes); the agent first writes --text into its /tmp/<name>.md file and `[]` (no
+//             line comments) into its /tmp/<name>.json file
 //
 // Every step's block, exit status and output go into the result text, so a failed run says why.
 import { spawnSync } from 'node:child_process';
@@ -34,6 +37,7 @@ const blocks = [...prompt.matchAll(/^([ \t]*)```bash\n([\s\S]*?)^\1```/gm)].map(
 const STEPS = {
   comment: (b) => /\/tmp\/[\w.-]+\.md/.test(b) && /curl [^\n]*-X POST/.test(b) && /(comments|notes)"/.test(b),
   label: (b) => /-d '\{"(add_)?labels"/.test(b),
+  review: (b) => /^(EVENT|VERDICT)=/m.test(b),
 };
 const option = (name, fallback) =>
   args.indexOf(name) >= 0 && args.indexOf(name) < args.indexOf('--') ? args[args.indexOf(name) + 1] : fallback;
@@ -50,7 +54,9 @@ for (const name of wanted) {
     continue;
   }
   const file = /\/tmp\/[\w.-]+\.md/.exec(block)?.[0];
-  if (name === 'comment' && file) fs.writeFileSync(file, option('--text', 'The prompt agent was here.\n'));
+  if ((name === 'comment' || name === 'review') && file) fs.writeFileSync(file, option('--text', 'The prompt agent was here.\n'));
+  const comments = /\/tmp\/[\w.-]+\.json/.exec(block)?.[0];
+  if (name === 'review' && comments) fs.writeFileSync(comments, '[]');
   emit({
     type: 'assistant',
     message: { role: 'assistant', content: [{ type: 'tool_use', id: name, name: 'Bash', input: { command: block } }] },

@@ -7,7 +7,16 @@
  * writes 403 to members whose access level is too low. Sources in SOURCES.md.
  */
 import { Hono, type Context } from 'hono';
-import type { AccessLevel, FakeGitLabState, HookRecord, ItemRecord, LabelRecord, ProjectRecord, UserRecord } from './state.js';
+import type {
+  AccessLevel,
+  FakeGitLabState,
+  HookRecord,
+  ItemRecord,
+  LabelRecord,
+  ProjectRecord,
+  ReviewerRecord,
+  UserRecord,
+} from './state.js';
 
 /** The hook flags the fake knows (GitLab's `*_events` attributes). */
 export const HOOK_FLAGS = [
@@ -30,6 +39,8 @@ export function createFakeGitLabApp(
   hooks: {
     onRequest?: (c: Context) => Response | undefined;
     resend?: (project: ProjectRecord, eventId: number) => Promise<number | undefined>;
+    /** Delivers an event to the project's hooks subscribed to `flag`, after the answer (GitLab runs hooks in a worker). */
+    emit?: (project: ProjectRecord, flag: string, event: string, body: string) => void;
   },
 ) {
   const app = new Hono<Env>().basePath('/api/v4');
@@ -129,6 +140,7 @@ export function createFakeGitLabApp(
     source_project_id: p.id,
     target_project_id: p.id,
     sha: m.mr!.sha,
+    reviewers: m.mr!.reviewers.map((r) => user(r.username)),
     merge_status: 'can_be_merged',
     detailed_merge_status: 'mergeable',
     web_url: `${webUrl(c, p)}/-/merge_requests/${m.iid}`,
@@ -423,6 +435,171 @@ export function createFakeGitLabApp(
       approved_by: mr.mr!.approvedBy.map((u) => ({ user: user(u) })),
     });
   });
+
+  // A merge request's reviewers with their states ("Get single merge request reviewers", doc/api/merge_requests.md).
+  app.get(`${P}/merge_requests/:iid/reviewers`, (c) => {
+    const p = projectOf(c);
+    if (p instanceof Response) return p;
+    const mr = p.mergeRequests.find((m) => m.iid === Number(c.req.param('iid')));
+    if (!mr) return fail(c, 404, '404 Not found');
+    return c.json(mr.mr!.reviewers.map((r) => ({ user: user(r.username), state: r.state, created_at: r.createdAt })));
+  });
+
+  /**
+   * Publishing the caller's pending review, with a summary note and a reviewer state (gitlab-org/gitlab
+   * lib/api/draft_notes.rb, "Publish all pending draft notes": `reviewer_state` requested_changes |
+   * reviewed, else 400 from Grape's `values`; `note`; 204). The state is set as
+   * app/services/merge_requests/update_reviewer_state_service.rb does, whose result the endpoint
+   * drops: the caller needs update_merge_request (Developer, or the author); `requested_changes`
+   * writes the system note `requested changes` even when the caller is no reviewer; a caller who
+   * is not a reviewer is made one only under `assign_reviewer_on_review_submission` (and never the
+   * author), else nothing changes and the answer is still 204; an approving reviewer may only go to
+   * `requested_changes`; the change fires the Merge Request Hook `update` with `changes.reviewers`
+   * (every reviewer before and after, `state` and `re_requested` beside the user's hook attributes),
+   * and `requested_changes` then takes the caller's approval back with no note and no hook of its own
+   * (base_service.rb `remove_approval`: skip_system_note, skip_notification). The fake keeps no draft
+   * notes: there are none to publish.
+   */
+  app.post(`${P}/merge_requests/:iid/draft_notes/bulk_publish`, async (c) => {
+    const p = projectOf(c);
+    if (p instanceof Response) return p;
+    const caller = me(c);
+    if (!caller) return fail(c, 401, '401 Unauthorized');
+    const mr = p.mergeRequests.find((m) => m.iid === Number(c.req.param('iid')));
+    if (!mr) return fail(c, 404, '404 Not found');
+    const text = await c.req.text();
+    const body = (text.trim() === '' ? {} : JSON.parse(text)) as { reviewer_state?: unknown; note?: unknown };
+    const wanted = body.reviewer_state;
+    if (wanted !== undefined && wanted !== null && wanted !== 'requested_changes' && wanted !== 'reviewed')
+      return c.json({ error: 'reviewer_state does not have a valid value' }, 400);
+    if (typeof body.note === 'string' && body.note !== '') {
+      const at = state.timestamp();
+      mr.notes.push({ id: state.id(), author: caller.username, body: body.note, system: false, createdAt: at, updatedAt: at, awards: [] });
+      mr.updatedAt = at;
+    }
+    if (wanted === 'requested_changes' || wanted === 'reviewed') setReviewerState(c, p, mr, caller, wanted);
+    return c.body(null, 204);
+  });
+
+  function setReviewerState(c: Context, p: ProjectRecord, mr: ItemRecord, caller: UserRecord, wanted: 'requested_changes' | 'reviewed') {
+    const isAuthor = mr.author.toLowerCase() === caller.username.toLowerCase();
+    if (state.accessOf(p, caller.username) < 30 && !isAuthor) return; // "Invalid permissions"
+    const before = reviewersHookAttrs(mr.mr!.reviewers);
+    let reviewer = mr.mr!.reviewers.find((r) => r.username.toLowerCase() === caller.username.toLowerCase());
+    if (!reviewer && state.features.assignReviewerOnSubmission && !isAuthor) {
+      reviewer = { username: caller.username, state: 'unreviewed', reRequested: false, createdAt: state.timestamp() };
+      mr.mr!.reviewers.push(reviewer);
+    }
+    const at = state.timestamp();
+    if (wanted === 'requested_changes') {
+      mr.notes.push({
+        id: state.id(),
+        author: caller.username,
+        body: 'requested changes',
+        system: true,
+        createdAt: at,
+        updatedAt: at,
+        awards: [],
+      });
+      mr.updatedAt = at;
+    }
+    if (!reviewer) return; // "Reviewer not found"
+    if (reviewer.state === 'approved' && wanted !== 'requested_changes') return; // "Reviewer has approved"
+    reviewer.state = wanted;
+    mr.updatedAt = at;
+    const after = reviewersHookAttrs(mr.mr!.reviewers);
+    const changes = JSON.stringify(before) === JSON.stringify(after) ? {} : { reviewers: { previous: before, current: after } };
+    const hook = mergeRequestHook(c, p, mr, caller, 'update', changes);
+    queueMicrotask(() => hooks.emit?.(p, 'merge_requests_events', 'Merge Request Hook', JSON.stringify(hook)));
+    if (wanted === 'requested_changes')
+      mr.mr!.approvedBy = mr.mr!.approvedBy.filter((u) => u.toLowerCase() !== caller.username.toLowerCase());
+  }
+
+  /** A user in a webhook (User#hook_attrs; the e-mail redacted, as GitLab sends it to hooks). */
+  const hookUser = (username: string) => {
+    const record = state.user(username);
+    return {
+      id: record?.id ?? 0,
+      name: record?.name ?? username,
+      username: record?.username ?? username,
+      avatar_url: `https://www.gravatar.com/avatar/${username}?s=80&d=identicon`,
+      email: '[REDACTED]',
+    };
+  };
+  /** Every reviewer with its state (Issuable#reviewers_hook_attrs). */
+  const reviewersHookAttrs = (reviewers: ReviewerRecord[]) =>
+    reviewers.map((r) => ({ ...hookUser(r.username), state: r.state, re_requested: r.reRequested }));
+  /** GitLab's webhook time: `2017-09-15 16:50:55 UTC`. */
+  const hookTime = (iso: string) => `${iso.slice(0, 19).replace('T', ' ')} UTC`;
+
+  /** A Merge Request Hook body, in the shape of the webhook events documentation's example (test/fixtures/gitlab/merge-request.json). */
+  function mergeRequestHook(c: Context, p: ProjectRecord, m: ItemRecord, actor: UserRecord, action: string, changes: object) {
+    const web = webUrl(c, p);
+    const projectHook = {
+      id: p.id,
+      name: p.path,
+      description: '',
+      web_url: web,
+      avatar_url: null,
+      git_ssh_url: `git@${new URL(web).host}:${pathOf(p)}.git`,
+      git_http_url: `${web}.git`,
+      namespace: p.namespace.split('/').at(-1),
+      visibility_level: p.visibility === 'public' ? 20 : p.visibility === 'internal' ? 10 : 0,
+      path_with_namespace: pathOf(p),
+      default_branch: p.defaultBranch,
+      ci_config_path: null,
+      homepage: web,
+      url: `git@${new URL(web).host}:${pathOf(p)}.git`,
+      ssh_url: `git@${new URL(web).host}:${pathOf(p)}.git`,
+      http_url: `${web}.git`,
+    };
+    const labels = m.labels.map((name) => {
+      const label = p.labels.find((l) => l.name === name);
+      return { id: label?.id ?? 0, title: name, color: label?.color ?? '#6699cc', project_id: p.id, type: 'ProjectLabel' };
+    });
+    const author = state.user(m.author);
+    return {
+      object_kind: 'merge_request',
+      event_type: 'merge_request',
+      user: hookUser(actor.username),
+      project: projectHook,
+      repository: { name: p.path, url: projectHook.git_ssh_url, description: '', homepage: web },
+      object_attributes: {
+        id: m.id,
+        iid: m.iid,
+        target_branch: m.mr!.target,
+        source_branch: m.mr!.source,
+        source_project_id: p.id,
+        target_project_id: p.id,
+        author_id: author?.id ?? 0,
+        reviewer_ids: m.mr!.reviewers.map((r) => state.user(r.username)?.id ?? 0),
+        title: m.title,
+        created_at: hookTime(m.createdAt),
+        updated_at: hookTime(m.updatedAt),
+        state: m.state,
+        merge_status: 'can_be_merged',
+        detailed_merge_status: 'mergeable',
+        description: m.description,
+        url: `${web}/-/merge_requests/${m.iid}`,
+        source: projectHook,
+        target: projectHook,
+        last_commit: {
+          id: m.mr!.sha,
+          message: 'fake commit',
+          timestamp: m.updatedAt,
+          url: `${web}/-/commit/${m.mr!.sha}`,
+          author: { name: m.author, email: '[REDACTED]' },
+        },
+        work_in_progress: m.mr!.draft,
+        draft: m.mr!.draft,
+        labels,
+        action,
+      },
+      labels,
+      changes,
+      ...(m.mr!.reviewers.length ? { reviewers: reviewersHookAttrs(m.mr!.reviewers) } : {}),
+    };
+  }
 
   // Hooks need Maintainer (40); GitLab answers 403 to a Developer.
   app.get(`${P}/hooks`, (c) => {

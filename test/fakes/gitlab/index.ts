@@ -14,9 +14,9 @@ import type { SeedRepoOptions } from '../agent/git-repos.js';
 import { makeGitRoot } from '../gitea/git-http.js';
 import { createFakeGitLabApp } from './app.js';
 import { addGitLabRepositoryRoutes, isGitLabGitPath, seedGitLabRepo, serveGitLabGit } from './repository.js';
-import { FakeGitLabState, type AccessLevel, type HookRecord, type ItemRecord, type ProjectRecord } from './state.js';
+import { FakeGitLabState, type AccessLevel, type HookRecord, type ItemRecord, type ProjectRecord, type ReviewerState } from './state.js';
 
-export type { AccessLevel } from './state.js';
+export type { AccessLevel, ReviewerState } from './state.js';
 
 /** The GitLab version the fake's `User-Agent` names. */
 const VERSION = '17.6.0';
@@ -54,6 +54,10 @@ export interface FakeGitLab {
   approve(namespace: string, path: string, iid: number, username: string): void;
   /** Takes `username`'s approval back: the system note `unapproved this merge request`, updated_at; no webhook. */
   unapprove(namespace: string, path: string, iid: number, username: string): void;
+  /** Makes `username` a reviewer of the merge request (state `unreviewed`), as a person would in the web UI; no webhook. */
+  addReviewer(namespace: string, path: string, iid: number, username: string): void;
+  /** The merge request's reviewers and their states, in the order they were added. */
+  reviewers(namespace: string, path: string, iid: number): { username: string; state: ReviewerState }[];
   /** A push to the merge request's source branch: its new head, a new diff version and updated_at; no webhook. Returns the head. */
   pushToMergeRequest(namespace: string, path: string, iid: number, sha?: string): string;
   /** Writes a note as `author` would in the web UI (it moves the item's updated_at), sending no webhook. */
@@ -137,7 +141,21 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     return post(project, hook, logged.event, logged.body, logged.idempotencyKey, logged.trigger);
   }
 
-  const app = createFakeGitLabApp(state, { onRequest, resend: async (p, id) => (await resendEvent(p, id))?.status });
+  /** `body` to every hook of the project subscribed to `flag` that GitLab would still call. */
+  async function deliverAll(project: ProjectRecord, flag: string, event: string, body: string): Promise<Delivery[]> {
+    const deliveries: Delivery[] = [];
+    for (const hook of project.hooks) {
+      if (!hook.flags[flag] || hook.alertStatus !== 'executable') continue;
+      deliveries.push(await post(project, hook, event, body, crypto.randomUUID(), flag));
+    }
+    return deliveries;
+  }
+
+  const app = createFakeGitLabApp(state, {
+    onRequest,
+    resend: async (p, id) => (await resendEvent(p, id))?.status,
+    emit: (p, flag, event, body) => void deliverAll(p, flag, event, body),
+  });
   let gitRoot: string | null = null;
   const gitRootDir = () => (gitRoot ??= makeGitRoot());
   const protectedBranches = new Set<string>();
@@ -246,6 +264,7 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
         target: opts.target,
         sha,
         approvedBy: [],
+        reviewers: [],
         draft: false,
         versions: [{ id: state.id(), headSha: sha, createdAt: item.createdAt }],
       };
@@ -260,6 +279,14 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
       const item = itemOf(namespace, path, iid, 'pull');
       item.mr!.approvedBy = item.mr!.approvedBy.filter((u) => u.toLowerCase() !== username.toLowerCase());
       note(item, username, 'unapproved this merge request', true);
+    },
+    addReviewer(namespace, path, iid, username) {
+      const item = itemOf(namespace, path, iid, 'pull');
+      if (item.mr!.reviewers.some((r) => r.username.toLowerCase() === username.toLowerCase())) return;
+      item.mr!.reviewers.push({ username, state: 'unreviewed', reRequested: false, createdAt: state.timestamp() });
+    },
+    reviewers(namespace, path, iid) {
+      return itemOf(namespace, path, iid, 'pull').mr!.reviewers.map((r) => ({ username: r.username, state: r.state }));
     },
     pushToMergeRequest(namespace, path, iid, sha = crypto.randomBytes(20).toString('hex')) {
       const item = itemOf(namespace, path, iid, 'pull');
@@ -293,15 +320,7 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
     hooks(namespace, path) {
       return projectOf(namespace, path).hooks;
     },
-    async deliver(namespace, path, flag, event, body) {
-      const project = projectOf(namespace, path);
-      const deliveries: Delivery[] = [];
-      for (const hook of project.hooks) {
-        if (!hook.flags[flag] || hook.alertStatus !== 'executable') continue;
-        deliveries.push(await post(project, hook, event, body, crypto.randomUUID(), flag));
-      }
-      return deliveries;
-    },
+    deliver: (namespace, path, flag, event, body) => deliverAll(projectOf(namespace, path), flag, event, body),
     async resend(namespace, path, eventId) {
       const delivery = await resendEvent(projectOf(namespace, path), eventId);
       if (!delivery) throw new Error(`fake GitLab: no hook event ${eventId}`);

@@ -182,6 +182,7 @@ export function addGitLabRepositoryRoutes(
         target: body.target_branch!,
         sha: source.id,
         approvedBy: [],
+        reviewers: [],
         draft: body.draft === true,
         versions: [{ id: state.id(), headSha: source.id, createdAt: at }],
       },

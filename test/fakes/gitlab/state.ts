@@ -28,6 +28,19 @@ export interface NoteRecord {
   awards: { id: number; user: string; name: string }[];
 }
 
+/**
+ * A reviewer's state (gitlab-org/gitlab app/models/merge_request_reviewer.rb `state` enum, as the
+ * webhook documentation's "Reviewer state tracking" lists it).
+ */
+export type ReviewerState = 'unreviewed' | 'review_started' | 'reviewed' | 'requested_changes' | 'approved' | 'unapproved';
+
+export interface ReviewerRecord {
+  username: string;
+  state: ReviewerState;
+  reRequested: boolean;
+  createdAt: string;
+}
+
 export interface LabelEventRecord {
   id: number;
   user: string;
@@ -55,6 +68,8 @@ export interface ItemRecord {
     target: string;
     sha: string;
     approvedBy: string[];
+    /** Its reviewers, in the order they were added. */
+    reviewers: ReviewerRecord[];
     draft: boolean;
     /** Its diff versions, oldest first: one when it is opened, one more per push (`pushToMergeRequest`). */
     versions: { id: number; headSha: string; createdAt: string }[];
@@ -107,6 +122,14 @@ export class FakeGitLabState {
   readonly projects = new Map<string, ProjectRecord>();
   /** Lower-cased group full path (`acme`, `acme/platform`) → lower-cased username → access level. */
   readonly groups = new Map<string, Map<string, AccessLevel>>();
+
+  /**
+   * GitLab's feature flags the fake follows. `assignReviewerOnSubmission`
+   * (`assign_reviewer_on_review_submission`): a review submitted by someone who is not a reviewer
+   * (and not the author) makes them one (UpdateReviewerStateService#resolve_reviewer); off, their
+   * reviewer state is not set ("Reviewer not found", which the API does not report).
+   */
+  readonly features = { assignReviewerOnSubmission: false };
 
   constructor(readonly now: () => Date = () => new Date()) {}
 
