@@ -1,7 +1,11 @@
 import { parseArgs } from 'node:util';
 import type { Config } from '../server/index.js';
+import { checkAppBot, checkAppInstallation, connectAppWebhook, type AppConnect } from './connect-github-app.js';
 import {
+  createGitHubAppAuth,
+  createGitHubAppClient,
   createGitHubClient,
+  githubCredentialOf,
   createGitLabClient,
   createGiteaClient,
   ForgeError,
@@ -39,7 +43,10 @@ Options:
 
 Webhooks need a repository admin: on Gitea GITEA_ADMIN_TOKEN (used by this command only), else
 the dev bot's token; on GitHub and GitLab the dev bot's token (GitHub: admin of the repository;
-GitLab: Maintainer). Exit code 0 when the repository is ready, 1 when something is not.`;
+GitLab: Maintainer). With a GitHub App as the dev bot (GITHUB_APP_ID) there is no repository
+webhook: the App's own webhook is set instead (its URL and secret), the App must be installed on
+the repository, and the events it subscribes to are checked (only its settings page changes
+them). Exit code 0 when the repository is ready, 1 when something is not.`;
 
 type Mark = 'ok' | 'change' | 'warn' | 'FAIL';
 type ConnectForge = 'gitea' | 'github' | 'gitlab';
@@ -78,6 +85,17 @@ const HOOK_EVENTS_OF: Record<'github' | 'gitlab', Readonly<Record<string, string
   },
 };
 
+/** The pipeline's webhook events (Gitea's names) in the forge's own terms. */
+function translatedEvents(forge: 'github' | 'gitlab', events: readonly string[]): string[] {
+  const names = HOOK_EVENTS_OF[forge];
+  return [...new Set(events.map((e) => names[e] ?? e))].sort();
+}
+
+/** The webhook events the pipeline needs from GitHub or GitLab, in the forge's names. */
+export function forgeWebhookEvents(forge: 'github' | 'gitlab', pipeline: Parameters<typeof webhookEventsFor>[0]): string[] {
+  return translatedEvents(forge, webhookEventsFor(pipeline));
+}
+
 /** One forge as `baton connect` works with it: where it is, its tokens' names and its webhook. */
 interface ForgeSetup {
   forge: ConnectForge;
@@ -100,8 +118,6 @@ interface ForgeSetup {
 }
 
 function forgeSetup(forge: ConnectForge, config: Config, io: CommandIo): ForgeSetup {
-  const translated = (names: Readonly<Record<string, string>>) => (events: readonly string[]) =>
-    [...new Set(events.map((e) => names[e] ?? e))].sort();
   if (forge === 'github') {
     const { apiUrl, tokens, webhookSecret } = config.github;
     return {
@@ -116,7 +132,7 @@ function forgeSetup(forge: ConnectForge, config: Config, io: CommandIo): ForgeSe
         `give ${user} the Admin role on the repository, with a token that may manage webhooks (fine-grained: Webhooks read and write; classic: admin:repo_hook)`,
       secret: () => webhookSecret,
       secretHint: 'set GITHUB_WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
-      events: translated(HOOK_EVENTS_OF.github),
+      events: (events) => translatedEvents('github', events),
       privateUrlHint: 'github.com cannot deliver there, and GitHub Enterprise Server only within its own network',
       client: (token) => createGitHubClient({ apiUrl: apiUrl!, token, fetch: io.fetch }),
     };
@@ -134,7 +150,7 @@ function forgeSetup(forge: ConnectForge, config: Config, io: CommandIo): ForgeSe
       adminHint: (user) => `give ${user} the Maintainer role (40) in the project, or make the hook by hand (docs/gitlab.md)`,
       secret: () => webhookSecret,
       secretHint: 'set GITLAB_WEBHOOK_SECRET (e.g. openssl rand -hex 32) for baton serve and here',
-      events: translated(HOOK_EVENTS_OF.gitlab),
+      events: (events) => translatedEvents('gitlab', events),
       privateUrlHint:
         'GitLab delivers there only if its admin allows requests to the local network from webhooks (Admin area, Settings, Network, Outbound requests)',
       client: (token) => createGitLabClient({ rootUrl: url!, token, fetch: io.fetch }),
@@ -201,7 +217,13 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
     return 1;
   }
   const adminToken = setup.adminToken;
-  if (!adminToken) {
+  // A GitHub App as the dev bot: its webhook is the App's own, and it acts with installation tokens.
+  const { app: appSettings, apiUrl: githubApi } = config.github;
+  const app =
+    forge === 'github' && appSettings && githubApi
+      ? createGitHubAppAuth({ apiUrl: githubApi, appId: appSettings.id, privateKey: appSettings.privateKey, fetch: io.fetch })
+      : undefined;
+  if (!adminToken && !app) {
     io.err(
       forge === 'gitea'
         ? 'baton connect: neither GITEA_ADMIN_TOKEN nor GITEA_DEV_TOKEN is set: a repository admin’s token is needed for the webhook'
@@ -220,8 +242,8 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
     full,
     dryRun,
     recreate: args.recreate,
-    admin: client(adminToken),
-    adminName: setup.adminName,
+    admin: app ? createGitHubAppClient(app, { apiUrl: githubApi!, fetch: io.fetch }) : client(adminToken!),
+    adminName: app ? 'GITHUB_APP_ID' : setup.adminName,
     client,
     say: (mark, what, detail) => {
       if (mark === 'FAIL') failures++;
@@ -231,7 +253,20 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
   };
   io.out(`${dryRun ? 'plan for' : 'connecting'} ${shown} on ${forgeUrl}${dryRun ? ' (dry run: nothing is changed)' : ''}`);
 
-  if (!(await checkRepository(run))) return 1;
+  const appRun: AppConnect | undefined = app && {
+    app,
+    client: run.admin,
+    githubUrl: config.github.url!,
+    owner,
+    repo,
+    full,
+    dryRun,
+    recreate: args.recreate,
+    say: run.say,
+    verb: run.verb,
+  };
+  const identity = appRun ? await checkAppInstallation(appRun) : undefined;
+  if (appRun ? !identity : !(await checkRepository(run))) return 1;
   if (!isAllowed(config.webhooks.allow, owner, repo)) {
     run.say(
       'FAIL',
@@ -239,11 +274,20 @@ export async function connectCommand(argv: string[], rawIo: CommandIo, config: C
       `${full} is not in webhooks.allow (${config.webhooks.allow.join(', ')}): baton would refuse its deliveries; add it there`,
     );
   }
-  await connectWebhook(run);
+  if (appRun && identity) {
+    const wanted = webhookWanted(run);
+    if (wanted) {
+      await connectAppWebhook(appRun, identity, wanted);
+      warnPrivateUrl(run);
+    }
+  } else await connectWebhook(run);
   await connectLabels(run);
-  // The bots: their tokens are theirs, and they can read and comment here.
-  for (const [account, bot] of Object.entries(config.bots))
-    await checkBot(run, account, bot.username, setup.tokens[account as 'dev' | 'review']);
+  // The bots: their tokens are theirs (or the App's installation), and they can read and comment here.
+  for (const [account, bot] of Object.entries(config.bots)) {
+    const credential = forge === 'github' ? githubCredentialOf(config.github, account) : undefined;
+    if (appRun && identity && credential && 'app' in credential) await checkAppBot(appRun, account, identity);
+    else await checkBot(run, account, bot.username, setup.tokens[account as 'dev' | 'review']);
+  }
 
   io.out(failures ? `${shown} is not ready: ${failures} problem${failures === 1 ? '' : 's'} above` : `${shown} is ready`);
   return failures ? 1 : 0;
@@ -305,23 +349,31 @@ async function checkRepository(run: Connect): Promise<boolean> {
 }
 
 /** baton's webhook: created, edited, recreated or kept, as `planHook` says. */
-async function connectWebhook(run: Connect): Promise<void> {
-  const { config, setup, admin, owner, repo, full, adminName, say, verb, dryRun } = run;
+/** The webhook baton needs (PUBLIC_URL/webhook/<forge>, its secret and events), or undefined (said why) when there is none to make. */
+function webhookWanted(run: Connect): { url: string; secret: string; events: string[] } | undefined {
+  const { config, setup, full, say } = run;
   const secret = setup.secret(full);
   const events = setup.events(webhookEventsFor(config.pipeline));
   if (!config.publicUrl) {
     say('FAIL', 'webhook', 'PUBLIC_URL is not set: the base URL at which the forge reaches baton, e.g. https://baton.example.com');
-    return;
+    return undefined;
   }
   if (!secret) {
     say('FAIL', 'webhook', `no webhook secret: ${setup.secretHint}`);
-    return;
+    return undefined;
   }
   if (events.length === 0) {
     say('warn', 'webhook', 'the pipeline has no stage a forge event starts: no webhook needed');
-    return;
+    return undefined;
   }
-  const url = `${config.publicUrl}/webhook/${setup.forge}`;
+  return { url: `${config.publicUrl}/webhook/${setup.forge}`, secret, events };
+}
+
+async function connectWebhook(run: Connect): Promise<void> {
+  const { admin, owner, repo, full, adminName, say, verb, dryRun } = run;
+  const wanted = webhookWanted(run);
+  if (!wanted) return;
+  const { url, secret, events } = wanted;
   try {
     const plan = planHook(await admin.listHooks(owner, repo), url, events, { recreate: run.recreate });
     const described = `${url} (json, active, events: ${events.join(', ')})`;
@@ -349,12 +401,16 @@ async function connectWebhook(run: Connect): Promise<void> {
         );
         break;
     }
-    if (isPrivateOrLoopbackUrl(config.publicUrl)) {
-      say('warn', 'webhook', `${config.publicUrl} is a loopback or private address: ${setup.privateUrlHint}`);
-    }
+    warnPrivateUrl(run);
   } catch (err) {
     say('FAIL', 'webhook', forgeProblem(err, full, adminName));
   }
+}
+
+function warnPrivateUrl(run: Connect): void {
+  const { publicUrl } = run.config;
+  if (publicUrl && isPrivateOrLoopbackUrl(publicUrl))
+    run.say('warn', 'webhook', `${publicUrl} is a loopback or private address: ${run.setup.privateUrlHint}`);
 }
 
 /** The labels the triggers name, created when missing. */

@@ -1,4 +1,12 @@
-import { createGiteaClient, createGitHubClient, createGitLabClient, ForgeError, type ForgeClient } from '../forge/index.js';
+import {
+  createGiteaClient,
+  createGitHubAppAuth,
+  createGitHubClient,
+  createGitLabClient,
+  ForgeError,
+  type ForgeClient,
+} from '../forge/index.js';
+import { forgeWebhookEvents } from './connect-command.js';
 import type { Config } from '../server/index.js';
 import { PROBE_MS, type Line } from './doctor-lines.js';
 import type { CommandIo } from './io.js';
@@ -86,15 +94,76 @@ export async function checkForge(config: Config, io: CommandIo, extra: readonly 
  * pipeline knows (BOT_*_USERNAME), or the bot's own comments would start stages again.
  */
 export async function checkGitHub(config: Config, io: CommandIo): Promise<Line[]> {
-  const { apiUrl, tokens, webhookSecret } = config.github;
+  const { apiUrl, tokens, webhookSecret, app } = config.github;
   if (!apiUrl) return [];
-  return checkNamedForge(config, {
+  const lines = await checkNamedForge(config, {
     forge: 'github',
     webhookSecret,
     secretDetail: 'GITHUB_WEBHOOK_SECRET is set: unsigned GitHub deliveries get 401',
     tokens,
+    // The App's bots are checked below.
+    ...(app ? { accounts: Object.keys(config.bots).filter((a) => tokens[a as 'dev' | 'review']) } : {}),
     client: (token) => createGitHubClient({ apiUrl, token, fetch: io.fetch, timeoutMs: PROBE_MS }),
   });
+  if (app) lines.push(...(await checkGitHubApp(config, io, app)));
+  return lines;
+}
+
+/** The GitHub App (GITHUB_APP_ID): GitHub takes its JWT, its webhook points at baton, it subscribes to the pipeline's events. */
+async function checkGitHubApp(config: Config, io: CommandIo, app: { id: string; privateKey: string }): Promise<Line[]> {
+  const auth = createGitHubAppAuth({
+    apiUrl: config.github.apiUrl!,
+    appId: app.id,
+    privateKey: app.privateKey,
+    fetch: io.fetch,
+    timeoutMs: PROBE_MS,
+  });
+  let identity;
+  try {
+    identity = await auth.identity();
+  } catch (err) {
+    const refused = err instanceof ForgeError && err.status === 401;
+    return [
+      {
+        status: 'FAIL',
+        check: 'github app',
+        detail: refused ? `GitHub refuses the App's JWT (401 ${err.forgeMessage ?? ''})`.trim() : (err as Error).message,
+        fix: refused
+          ? "GITHUB_APP_ID and GITHUB_APP_PRIVATE_KEY must be the same App's (the .pem from its settings), and this machine's clock right"
+          : 'check GITHUB_URL and that GitHub answers from here',
+      },
+    ];
+  }
+  const settings = `${config.github.url}/settings/apps/${identity.slug}`;
+  const lines: Line[] = [
+    { status: 'ok', check: 'github app', detail: `GITHUB_APP_ID is the App ${identity.slug}: the dev bot acts as ${identity.login}` },
+  ];
+  const wanted = config.publicUrl ? `${config.publicUrl}/webhook/github` : undefined;
+  try {
+    const hook = await auth.hookConfig();
+    if (wanted && hook.url !== wanted)
+      lines.push({
+        status: 'FAIL',
+        check: 'github app webhook',
+        detail: `the App's webhook is ${hook.url || '(none)'}, not ${wanted}`,
+        fix: `run baton connect github:OWNER/REPO, or set it in ${settings}`,
+      });
+    else lines.push({ status: 'ok', check: 'github app webhook', detail: `the App delivers to ${hook.url || '(none)'}` });
+  } catch (err) {
+    lines.push({ status: 'FAIL', check: 'github app webhook', detail: (err as Error).message });
+  }
+  const missing = forgeWebhookEvents('github', config.pipeline).filter((e) => !identity.events.includes(e));
+  lines.push(
+    missing.length > 0
+      ? {
+          status: 'FAIL',
+          check: 'github app events',
+          detail: `the App does not subscribe to ${missing.join(', ')}`,
+          fix: `tick them under "Permissions & events" in ${settings}`,
+        }
+      : { status: 'ok', check: 'github app events', detail: `the App subscribes to ${identity.events.join(', ')}` },
+  );
+  return lines;
 }
 
 /**
@@ -120,6 +189,8 @@ async function checkNamedForge(
     webhookSecret: string | undefined;
     secretDetail: string;
     tokens: { dev?: string; review?: string };
+    /** The accounts whose tokens are checked. @default every bot */
+    accounts?: string[];
     client: (token: string) => ForgeClient;
   },
 ): Promise<Line[]> {
@@ -136,6 +207,7 @@ async function checkNamedForge(
         },
   ];
   for (const [account, bot] of Object.entries(config.bots)) {
+    if (forge.accounts && !forge.accounts.includes(account)) continue;
     const variable = `${prefix}_${account.toUpperCase()}_TOKEN`;
     const check = `${forge.forge} bot ${account}`;
     const token = forge.tokens[account as 'dev' | 'review'];

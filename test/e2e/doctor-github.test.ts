@@ -43,6 +43,36 @@ describe('baton doctor with GitHub', { timeout: 120_000 }, () => {
     expect(result.code).toBe(1);
   });
 
+  it('checks a GitHub App: its JWT, its webhook and its events; the review bot keeps its token check', async () => {
+    const app = github.addApp('baton-ci', { events: ['issues', 'issue_comment'] });
+    const review = github.addUser('claude-review');
+    const keyFile = path.join(dir, 'app.pem');
+    fs.writeFileSync(keyFile, app.privateKey, { mode: 0o600 });
+    const env = {
+      GITHUB_APP_ID: String(app.id),
+      GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
+      GITHUB_REVIEW_TOKEN: review.token,
+      GITHUB_WEBHOOK_SECRET: 's3cret-0123456789',
+      PUBLIC_URL: 'https://baton.example.com',
+    };
+    const result = await doctor(env);
+    expect(result.stdout).toMatch(/^ok\s+github app: GITHUB_APP_ID is the App baton-ci: the dev bot acts as baton-ci\[bot\]$/m);
+    expect(result.stdout).toMatch(
+      /^FAIL\s+github app webhook: the App's webhook is \(none\), not https:\/\/baton.example.com\/webhook\/github/m,
+    );
+    expect(result.stdout).toMatch(/^FAIL\s+github app events: the App does not subscribe to pull_request, pull_request_review/m);
+    expect(result.stdout).toMatch(/^ok\s+github bot review: GITHUB_REVIEW_TOKEN is claude-review's and valid$/m);
+    expect(result.stdout).not.toMatch(/github bot dev/);
+    expect(result.stdout).not.toContain(app.privateKey.split('\n')[1]);
+
+    // Another App's key: GitHub cannot verify the JWT, and doctor says what to check.
+    const other = github.addApp('someone-else');
+    fs.writeFileSync(keyFile, other.privateKey);
+    const refused = await doctor(env);
+    expect(refused.stdout).toMatch(/^FAIL\s+github app: GitHub refuses the App's JWT \(401 A JSON web token could not be decoded\)/m);
+    expect(refused.code).toBe(1);
+  });
+
   it('refuses to start without the webhook secret, naming it', async () => {
     const result = await doctor({ GITHUB_DEV_TOKEN: github.addUser('claude-dev').token });
     expect(result.stdout).toMatch(/^FAIL\s+configuration: GITHUB_WEBHOOK_SECRET .*is required when GITHUB_URL is set$/m);

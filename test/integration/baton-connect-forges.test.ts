@@ -191,3 +191,78 @@ describe('baton connect gitlab: a project in a subgroup', () => {
     },
   );
 });
+
+describe('baton connect github: with a GitHub App as the dev bot', () => {
+  let github: FakeGitHub;
+  let app: ReturnType<FakeGitHub['addApp']>;
+  let keyFile: string;
+  afterEach(async () => {
+    await github.close();
+  });
+
+  async function start(events?: string[]) {
+    github = await createFakeGitHub();
+    app = github.addApp('baton-ci', events ? { events } : {});
+    github.addUser('claude-review', { token: REVIEW });
+    github.addUser('acme');
+    github.addRepo('acme', 'app', { private: true });
+    github.addRepo('acme', 'elsewhere', { private: true });
+    github.installApp(app.id, 'acme', ['app']);
+    github.setPermission('acme', 'app', 'claude-review', 'write');
+    github.addLabel('acme', 'app', 'bug');
+    keyFile = path.join(cwd, `app-${app.id}.pem`);
+    fs.writeFileSync(keyFile, app.privateKey, { mode: 0o600 });
+  }
+  async function connect(argv: string[]) {
+    const out: string[] = [];
+    const io: CommandIo = { out: (t) => out.push(t), err: (t) => out.push(t), env: {} };
+    const env = {
+      PUBLIC_URL: 'https://baton.example.com',
+      GITHUB_URL: github.url,
+      GITHUB_APP_ID: String(app.id),
+      GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
+      GITHUB_REVIEW_TOKEN: REVIEW,
+      GITHUB_WEBHOOK_SECRET: SECRET,
+    };
+    const { config } = loadConfig(env, cwd);
+    const code = await connectCommand(argv, io, config);
+    return { code, out: out.join('\n') };
+  }
+  const hook = () => github.state.apps.get(app.id)!.hook;
+
+  it("sets the App's own webhook (no repository hook) and the labels, once; the bots are the App and the review user", async () => {
+    await start();
+    const plan = await connect(['github:acme/app', '--dry-run']);
+    expect(plan.code, plan.out).toBe(0);
+    expect(plan.out).toContain("would update the App's webhook: url (none) → https://baton.example.com/webhook/github; secret set");
+    expect(hook().url).toBe('');
+
+    const first = await connect(['github:acme/app']);
+    expect(first.code, first.out).toBe(0);
+    expect(hook()).toMatchObject({ url: 'https://baton.example.com/webhook/github', contentType: 'json', secret: SECRET });
+    expect(github.hooks('acme', 'app')).toEqual([]);
+    expect([...github.state.repo('acme', 'app')!.labels.map((l) => l.name)].sort()).toEqual([...PIPELINE_LABELS].sort());
+    expect(first.out).toMatch(/ok\s+repository\s+acme\/app, the App baton-ci is installed \(it acts as baton-ci\[bot\]\)/);
+    expect(first.out).toMatch(/ok\s+events\s+the App subscribes to issue_comment, issues, pull_request, pull_request_review/);
+    expect(first.out).toMatch(/ok\s+bot dev\s+baton-ci\[bot\] \(the App\) can read and comment, and push/);
+    expect(first.out).toMatch(/ok\s+bot review\s+claude-review can read and comment/);
+
+    const again = await connect(['github:acme/app']);
+    expect(again.code, again.out).toBe(0);
+    expect(again.out).not.toMatch(/^change/m);
+  });
+
+  it('says where to install the App, and which events to tick in its settings', async () => {
+    await start(['issues']);
+    const elsewhere = await connect(['github:acme/elsewhere']);
+    expect(elsewhere.code).toBe(1);
+    expect(elsewhere.out).toContain(
+      `the App baton-ci is not installed on acme/elsewhere: install it there (${github.url}/apps/baton-ci/installations/new)`,
+    );
+    const app = await connect(['github:acme/app']);
+    expect(app.code).toBe(1);
+    expect(app.out).toContain(
+      `the App does not subscribe to issue_comment, pull_request, pull_request_review: tick them under "Permissions & events" in ${github.url}/settings/apps/baton-ci`,
+    );
+  });
+});

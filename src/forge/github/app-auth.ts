@@ -17,6 +17,10 @@ export interface GitHubAppAuth {
   tokenFor(owner: string, repo: string): Promise<string>;
   /** What the App may do on `owner/repo`: the permissions of its installation token there (`issues: write`, …). */
   permissionsFor(owner: string, repo: string): Promise<Readonly<Record<string, string>>>;
+  /** The App's one webhook (`GET /app/hook/config`); GitHub never shows its secret, only whether it has one. */
+  hookConfig(): Promise<{ url: string; contentType: string; hasSecret: boolean }>;
+  /** Changes only the fields given (`PATCH /app/hook/config`). */
+  updateHookConfig(change: { url: string; contentType: 'json'; secret?: string }): Promise<void>;
   /** Drops the cached token of `owner/repo` (GitHub refused it: revoked, or the installation changed). */
   forget(owner: string, repo: string): void;
 }
@@ -26,6 +30,8 @@ export interface GitHubAppIdentity {
   slug: string;
   /** `<slug>[bot]` */
   login: string;
+  /** The webhook events the App subscribes to (its settings: "Permissions & events"). */
+  events: string[];
 }
 
 export interface GitHubAppAuthOptions {
@@ -178,8 +184,8 @@ export function createGitHubAppAuth(options: GitHubAppAuthOptions): GitHubAppAut
   return {
     identity() {
       identity ??= asApp()
-        .required<{ id: number; slug: string }>('GET', '/app')
-        .then((app) => ({ appId: app.id, slug: app.slug, login: `${app.slug}[bot]` }));
+        .required<{ id: number; slug: string; events?: string[] }>('GET', '/app')
+        .then((app) => ({ appId: app.id, slug: app.slug, login: `${app.slug}[bot]`, events: app.events ?? [] }));
       // A failure is not kept: the next call asks again.
       identity.catch(() => (identity = undefined));
       return identity;
@@ -189,6 +195,14 @@ export function createGitHubAppAuth(options: GitHubAppAuthOptions): GitHubAppAut
     },
     async permissionsFor(owner, repo) {
       return (await minted(owner, repo)).permissions;
+    },
+    async hookConfig() {
+      const config = await asApp().required<{ url?: string; content_type?: string; secret?: string }>('GET', '/app/hook/config');
+      return { url: config.url ?? '', contentType: config.content_type ?? '', hasSecret: Boolean(config.secret) };
+    },
+    async updateHookConfig(change) {
+      const body = { url: change.url, content_type: change.contentType, ...(change.secret ? { secret: change.secret } : {}) };
+      await asApp().required<unknown>('PATCH', '/app/hook/config', body);
     },
     forget(owner, repo) {
       tokens.delete(keyOf(owner, repo));
