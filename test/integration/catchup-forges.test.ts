@@ -44,12 +44,16 @@ interface World {
   push(number: number): string;
   /** GitHub: a review requesting changes; GitLab: an approval taken back (its webhook's `unapproval`, a rejection to baton). */
   reject(number: number, reviewer: string, body: string): void;
+  /** GitLab only: a review submitted with "Request changes" by a reviewer (the reviewer state `requested_changes`). */
+  requestChanges?(number: number, reviewer: string): void;
   webhooks: {
     /** A change baton acts on by doing nothing (an edit): it makes the repository known to catch-up. */
     edited(number: number, sender: string): Webhook;
     opened(number: number, author: string): Webhook;
     comment(number: number, id: number, author: string, body: string, isPull?: boolean): Webhook;
     review(number: number, reviewer: string, verdict: 'approved' | 'rejected', body: string, sha: string): Webhook;
+    /** GitLab only: the merge request `update` whose `changes.reviewers` turns the reviewer to `requested_changes`. */
+    requestChanges?(number: number, reviewer: string, sha: string): Webhook;
   };
   close(): Promise<void>;
 }
@@ -189,6 +193,10 @@ const gitLabWorld =
       push: (number) => gitlab.pushToMergeRequest(namespace, 'app', number),
       approve: (number, reviewer) => gitlab.approve(namespace, 'app', number, reviewer),
       reject: (number, reviewer) => gitlab.unapprove(namespace, 'app', number, reviewer),
+      requestChanges(number, reviewer) {
+        gitlab.addReviewer(namespace, 'app', number, reviewer);
+        gitlab.requestChanges(namespace, 'app', number, reviewer);
+      },
       webhooks: {
         edited: (number, sender) => issueHook(number, sender, 'update'),
         opened: (number, author) => issueHook(number, author, 'open'),
@@ -220,6 +228,26 @@ const gitLabWorld =
             },
             labels: [],
             changes: {},
+          });
+        },
+        requestChanges(number, reviewer, sha) {
+          // GitLab's docs give no example of this update: changes.reviewers follows the payload captured in client-go MR !2984.
+          const example = gitlabExample('merge-request') as Body;
+          const entry = (state: string) => [{ id: 7, name: reviewer, username: reviewer, state, re_requested: false }];
+          return hook('merge-request', {
+            ...example,
+            project: project(example),
+            user: { ...example.user, username: reviewer },
+            object_attributes: {
+              ...example.object_attributes,
+              iid: number,
+              action: 'update',
+              state: 'opened',
+              source_branch: 'autosave',
+              last_commit: { ...example.object_attributes.last_commit, id: sha },
+            },
+            labels: [],
+            changes: { reviewers: { previous: entry('unreviewed'), current: entry('requested_changes') } },
           });
         },
       },
@@ -444,6 +472,42 @@ describe.each(STORE_KINDS)('catch-up of openings, comments and reviews on GitHub
       }
       expect(await runsOf(baton, 'rework-pr')).toHaveLength(1);
       expect(await runsOf(baton, 'test')).toHaveLength(1);
+    });
+
+    it('a first "Request changes" given while baton was stopped (GitLab): rework once, sent by the reviewer; its late webhook a duplicate', async (ctx) => {
+      if (!world.requestChanges) return ctx.skip();
+      const pull = world.openPull('Autosave', 'autosave');
+      await knownThenStopped();
+      // No approval to take back: only the reviewer state says so (and GitLab's system note of it).
+      world.requestChanges(pull.number, 'bob');
+
+      const baton = await startBaton();
+      const [run] = await until(async () => {
+        const runs = await runsOf(baton, 'rework-pr');
+        return runs.length > 0 ? runs : undefined;
+      }, 'rework-pr from catch-up');
+      expect(run).toMatchObject({ number: pull.number, payload: expect.objectContaining({ sender: 'bob', review: 'rejected' }) });
+      const late = await deliver(baton, world.webhooks.requestChanges!(pull.number, 'bob', pull.sha));
+      expect(late).toMatchObject({ outcome: 'duplicate', verdict: `duplicate: the review of #${pull.number} by bob already acted on` });
+      expect(await runsOf(baton, 'rework-pr')).toHaveLength(1);
+    });
+
+    it('a "Request changes" whose webhook arrived (GitLab): the catch-up pass after it rebuilds none', async (ctx) => {
+      if (!world.requestChanges) return ctx.skip();
+      const pull = world.openPull('Autosave', 'autosave');
+      await knownThenStopped();
+      const startedAt = Date.now();
+      let baton = await startBaton();
+      await passAfter(baton, startedAt);
+      world.requestChanges(pull.number, 'bob');
+      expect((await deliver(baton, world.webhooks.requestChanges!(pull.number, 'bob', pull.sha))).outcome).toBe('started');
+      await stopBaton();
+
+      const restartedAt = Date.now();
+      baton = await startBaton();
+      await passAfter(baton, restartedAt);
+      expect(await runsOf(baton, 'rework-pr')).toHaveLength(1);
+      expect((await synced(baton, restartedAt)).filter((d) => d.event_type?.startsWith('pull_request_review_'))).toEqual([]);
     });
 
     it('an opening, a comment and a review whose webhooks arrived, then a push: the catch-up pass after them rebuilds none', async () => {

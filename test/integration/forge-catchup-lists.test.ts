@@ -170,7 +170,7 @@ describe('GitHub client: comments for catch-up', () => {
  * catch-up reads them from the system notes GitLab writes for both (SOURCES.md).
  */
 describe('GitLab client: review events for catch-up', () => {
-  it('reads approvals and approvals taken back from the system notes, by whoever clicked, oldest first', async () => {
+  it('reads approvals, approvals taken back and requests for changes from the system notes, by whoever clicked, oldest first', async () => {
     let clock = Date.parse('2026-03-01T10:00:00Z');
     const gitlab = await createFakeGitLab({ now: () => new Date(clock) });
     try {
@@ -188,6 +188,9 @@ describe('GitLab client: review events for catch-up', () => {
       const second = gitlab.pushToMergeRequest('acme', 'app', mr);
       clock += 500;
       gitlab.approve('acme', 'app', mr, 'alice');
+      clock += 500;
+      gitlab.addReviewer('acme', 'app', mr, 'bob');
+      gitlab.requestChanges('acme', 'app', mr, 'bob');
       const client = createGitLabClient({ rootUrl: gitlab.url, token: bot.token });
 
       const events = await client.listReviewEvents!('acme', 'app', mr);
@@ -197,6 +200,8 @@ describe('GitLab client: review events for catch-up', () => {
         ['bob', 'APPROVED', '2026-03-01T10:00:00.000Z', first],
         ['bob', 'REQUEST_CHANGES', '2026-03-01T10:00:01.000Z', first],
         ['alice', 'APPROVED', '2026-03-01T10:00:02.000Z', second],
+        // "Request changes": GitLab's system note `requested changes` by the reviewer.
+        ['bob', 'REQUEST_CHANGES', '2026-03-01T10:00:02.500Z', second],
       ]);
       expect(events.every((e) => e.body === '')).toBe(true);
       // The approvals API says who approves now, with no time.

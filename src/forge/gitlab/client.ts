@@ -217,8 +217,10 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       // An approval has no time in the approvals API, and an approval taken back leaves no trace
       // there at all; both leave a system note by whoever clicked, the moment they did, in GitLab's
       // words (gitlabhq app/services/system_notes/merge_requests_service.rb, `approve_mr` and
-      // `unapprove_mr`; the latter under ee/ in older versions). An unapproval is what the
-      // webhook's `unapproval` is to baton: a review rejecting (src/ingress/gitlab/normalize.ts).
+      // `unapprove_mr`; the latter under ee/ in older versions), and so does "Request changes"
+      // (`requested_changes`; the reviewers API has states but no time). An unapproval and a
+      // request for changes are what their webhooks are to baton: a review rejecting
+      // (src/ingress/gitlab/normalize.ts).
       const all = await listAll<GitLabNote>(`${itemPath(owner, repo, number, 'pull')}/notes?sort=asc&order_by=created_at`);
       const notes = uniqueById(all).flatMap((n) => {
         const state = n.system ? REVIEW_NOTES[n.body.trim()] : undefined;
@@ -307,6 +309,11 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
 const REVIEW_NOTES: Readonly<Record<string, 'APPROVED' | 'REQUEST_CHANGES'>> = {
   'approved this merge request': 'APPROVED',
   'unapproved this merge request': 'REQUEST_CHANGES',
+  // "Request changes" (a review submitted so, or the reviewer state set through the API):
+  // UpdateReviewerStateService#create_requested_changes writes it by the reviewer
+  // (SystemNoteService.requested_changes), the webhook's `changes.reviewers` turning to
+  // `requested_changes` (src/ingress/gitlab/normalize.ts).
+  'requested changes': 'REQUEST_CHANGES',
 };
 
 /** Every flag baton knows, true for the events asked for and false for the rest (GitLab's `push_events` defaults to true). */

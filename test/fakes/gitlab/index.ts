@@ -54,6 +54,12 @@ export interface FakeGitLab {
   approve(namespace: string, path: string, iid: number, username: string): void;
   /** Takes `username`'s approval back: the system note `unapproved this merge request`, updated_at; no webhook. */
   unapprove(namespace: string, path: string, iid: number, username: string): void;
+  /**
+   * "Request changes" as `username` submits it in the web UI: a reviewer's state `requested_changes`
+   * (their approval taken back), GitLab's system note `requested changes` by them (written for a
+   * non-reviewer too) and updated_at; no webhook.
+   */
+  requestChanges(namespace: string, path: string, iid: number, username: string): void;
   /** Makes `username` a reviewer of the merge request (state `unreviewed`), as a person would in the web UI; no webhook. */
   addReviewer(namespace: string, path: string, iid: number, username: string): void;
   /** The merge request's reviewers and their states, in the order they were added. */
@@ -279,6 +285,14 @@ export async function createFakeGitLab(options: { now?: () => Date } = {}): Prom
       const item = itemOf(namespace, path, iid, 'pull');
       item.mr!.approvedBy = item.mr!.approvedBy.filter((u) => u.toLowerCase() !== username.toLowerCase());
       note(item, username, 'unapproved this merge request', true);
+    },
+    requestChanges(namespace, path, iid, username) {
+      const item = itemOf(namespace, path, iid, 'pull');
+      note(item, username, 'requested changes', true);
+      const reviewer = item.mr!.reviewers.find((r) => r.username.toLowerCase() === username.toLowerCase());
+      if (!reviewer) return;
+      reviewer.state = 'requested_changes';
+      item.mr!.approvedBy = item.mr!.approvedBy.filter((u) => u.toLowerCase() !== username.toLowerCase());
     },
     addReviewer(namespace, path, iid, username) {
       const item = itemOf(namespace, path, iid, 'pull');
