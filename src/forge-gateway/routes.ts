@@ -34,7 +34,13 @@ const CREDENTIAL_QUERY = /([?&])((access_|private_|job_)?token)=[^&]*/gi;
  * A bot's real credential on a forge: its token, or (a GitHub App) the token minted for the
  * run's repository alone when a request needs it.
  */
-export type GatewayToken = string | ((owner: string, repo: string) => Promise<string>);
+export type GatewayToken =
+  | string
+  | {
+      tokenFor(owner: string, repo: string): Promise<string>;
+      /** The forge refused the token (401): the next request gets a new one. */
+      forget(owner: string, repo: string): void;
+    };
 
 /** One forge the gateway serves: how to speak to it and the bots' real tokens there. */
 export interface GatewayForge {
@@ -61,6 +67,7 @@ interface Exchange {
   forge: GatewayForge;
   target: Target & { kind: 'global' | 'api' | 'git' };
   token: string;
+  source: GatewayToken;
   review: boolean;
   method: string;
   path: string;
@@ -109,14 +116,14 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
     if (!source) return refuse(c, run, 403, `no ${review ? 'review' : 'dev'} bot token is configured for ${forge.dialect.name}`);
     let token: string;
     try {
-      token = typeof source === 'string' ? source : await source(run.owner, run.repo);
+      token = typeof source === 'string' ? source : await source.tokenFor(run.owner, run.repo);
     } catch (err) {
       const reason = `no ${forge.dialect.name} token for ${run.owner}/${run.repo}: ${err instanceof Error ? err.message : String(err)}`;
       deps.logger.warn({ runId: run.id, reason }, 'forge gateway could not get a token');
       await deps.engine.appendProgress(run.id, { lines: [`[gateway] ${reason}`] }).catch(() => {});
       return c.json({ message: `baton's forge gateway has ${reason}` }, 502);
     }
-    const exchange: Exchange = { run, forge, target, token, review, method: c.req.method.toUpperCase(), path };
+    const exchange: Exchange = { run, forge, target, token, source, review, method: c.req.method.toUpperCase(), path };
     if (target.kind === 'api' && target.byId !== undefined && (await repositoryIdOf(exchange)) !== target.byId)
       return refuse(
         c,
@@ -305,6 +312,7 @@ export function forgeGatewayRoutes(deps: ForgeGatewayDeps): Hono {
       deps.logger.warn({ runId: x.run.id, err: (err as Error).message }, 'forge gateway: the forge is unreachable');
       return c.json({ message: 'the forge is unreachable from baton' }, 502);
     }
+    if (answer.status === 401 && typeof x.source !== 'string') x.source.forget(x.run.owner, x.run.repo);
     return relay(answer, x.token, { from: dialect.apiBase, to: `${GATEWAY_PREFIX}${dialect.apiPrefix}` });
   }
 

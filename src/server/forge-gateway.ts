@@ -34,7 +34,7 @@ export function createForgeGateway(
     const credential = githubCredentialOf(config.github, account);
     const app = deps.githubApp;
     if (credential && 'token' in credential) return credential.token;
-    return credential && app ? (owner, repo) => app.tokenFor(owner, repo) : undefined;
+    return credential && app ? app : undefined;
   };
   if (config.github.url && config.github.apiUrl) {
     forges.github = {

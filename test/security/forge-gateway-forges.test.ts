@@ -15,7 +15,7 @@ const REVIEW_TOKEN = 'forge-review-bot-real-token-0123456789';
 
 /** What differs between the forges in these tests: their fake, paths, and how their tools send the capability. */
 interface ForgeCase {
-  name: 'GitHub' | 'GitLab';
+  name: 'GitHub' | 'GitHub App' | 'GitLab';
   forge: 'github' | 'gitlab';
   start(): Promise<{
     url: string;
@@ -25,6 +25,10 @@ interface ForgeCase {
     env: Record<string, string>;
     /** Protects a branch on the forge (its branch API then says so). */
     protect(branch: string): void;
+    /** The fake GitHub, for the App's own checks. */
+    github?: FakeGitHub;
+    /** The bot's real token upstream when it is not DEV_TOKEN (an installation token, once minted). */
+    botToken?: () => string;
     close(): Promise<void>;
   }>;
   /** The API path of a repository under the gateway, by `owner/name` or numeric id. */
@@ -68,6 +72,68 @@ const cases: ForgeCase[] = [
         env,
         protect: (branch: string) => github.protectBranch('acme', 'app', branch),
         close: () => github.close(),
+      };
+    },
+    repo: (ref) => (typeof ref === 'number' ? `/api/v3/repositories/${ref}` : `/api/v3/repos/${ref}`),
+    auth: (capability) => ({ authorization: `Bearer ${capability}` }),
+    comment: '/issues/1/comments',
+    refused: [
+      ['PUT', '/collaborators/mallory', { permission: 'admin' }],
+      ['POST', '/keys', { title: 'k', key: 'ssh-ed25519 AAAA', read_only: false }],
+      ['POST', '/hooks', { name: 'web', config: { url: 'https://evil.example' } }],
+      ['PATCH', '', { default_branch: 'feature/issue-1-x', private: false }],
+      ['PUT', '/contents/README.md', { message: 'owned', content: 'b3duZWQ=', branch: 'main' }],
+      ['PUT', '/pulls/2/merge', {}],
+      ['POST', '/transfer', { new_owner: 'mallory' }],
+    ],
+    release: {
+      path: '/releases',
+      body: { tag_name: 'v9', target_commitish: 'main' },
+      reason: 'a release through the gateway must be a draft (publishing one makes its tag)',
+    },
+    graphql: '/api/graphql',
+    edit: ['PATCH', '/issues/1', { state: 'closed' }],
+    label: ['POST', '/issues/1/labels', { labels: ['bug'] }],
+  },
+  {
+    name: 'GitHub App',
+    forge: 'github',
+    async start() {
+      // The dev bot is a GitHub App installed on both repositories: the gateway's tokens are installation tokens.
+      const github: FakeGitHub = await createFakeGitHub();
+      const app = github.addApp('baton-ci');
+      github.addUser('claude-review', { token: REVIEW_TOKEN });
+      github.addUser('acme');
+      github.addRepo('acme', 'app', { private: true });
+      github.addRepo('acme', 'secret', { private: true });
+      github.installApp(app.id, 'acme', ['app', 'secret']);
+      github.setPermission('acme', 'app', 'claude-review', 'write');
+      github.addIssue('acme', 'app', { title: 'fix it', author: 'acme' });
+      github.addIssue('acme', 'secret', { title: 'elsewhere', author: 'acme' });
+      for (const label of ['bug', 'docs']) github.addLabel('acme', 'app', label);
+      const bare = github.gitRepo('acme', 'app');
+      const keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-gateway-app-'));
+      fs.writeFileSync(path.join(keyDir, 'app.pem'), app.privateKey, { mode: 0o600 });
+      const env = {
+        GITHUB_URL: github.url,
+        GITHUB_APP_ID: String(app.id),
+        GITHUB_APP_PRIVATE_KEY_FILE: path.join(keyDir, 'app.pem'),
+        GITHUB_REVIEW_TOKEN: REVIEW_TOKEN,
+        GITHUB_WEBHOOK_SECRET: 'x',
+      };
+      return {
+        url: github.url,
+        bare,
+        ownId: github.state.repo('acme', 'app')!.id,
+        otherId: github.state.repo('acme', 'secret')!.id,
+        env,
+        protect: (branch: string) => github.protectBranch('acme', 'app', branch),
+        github,
+        botToken: () => [...github.state.installationTokens.keys()].at(-1)!,
+        close: async () => {
+          await github.close();
+          fs.rmSync(keyDir, { recursive: true, force: true });
+        },
       };
     },
     repo: (ref) => (typeof ref === 'number' ? `/api/v3/repositories/${ref}` : `/api/v3/repos/${ref}`),
@@ -195,12 +261,14 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     const { id, capability } = await startRun();
     expect((await gateway(own(), capability)).status).toBe(200);
     expect((await gateway(forgeCase.repo(forge.ownId), capability)).status).toBe(200);
+    // The bot's real token there: the dev token, or the App's installation token the gateway minted.
+    const real = forge.botToken?.() ?? DEV_TOKEN;
     const comment = await gateway(own(forgeCase.comment), capability, {
       method: 'POST',
-      body: JSON.stringify({ body: `my token ${DEV_TOKEN}` }),
+      body: JSON.stringify({ body: `my token ${real}` }),
     });
     expect(comment.status).toBe(201);
-    expect(await comment.text()).not.toContain(DEV_TOKEN);
+    expect(await comment.text()).not.toContain(real);
 
     expect((await gateway(forgeCase.repo('acme/secret'), capability)).status).toBe(403);
     expect((await gateway(forgeCase.repo(forge.otherId), capability)).status).toBe(403);
@@ -306,6 +374,24 @@ describe.each(cases)('forge gateway on $name: a credential worth nothing outside
     await server.app.engine.cancel(id);
     expect((await gateway(own(), capability)).status).toBe(401);
   });
+
+  if (forgeCase.name === 'GitHub App')
+    it("acts as the App with a token minted for the run's repository alone, and mints a new one after GitHub refuses it", async () => {
+      const github = forge.github!;
+      const { capability } = await startRun();
+      const post = (text: string) => gateway(own(forgeCase.comment), capability, { method: 'POST', body: JSON.stringify({ body: text }) });
+      expect((await post('as the App')).status).toBe(201);
+      expect(github.comments('acme', 'app', 1).find((c) => c.body === 'as the App')?.author).toBe('baton-ci[bot]');
+      // Installed on acme/secret too, but every token (the run's, the status comments') reaches acme/app only.
+      const minted = github.mintedTokens();
+      expect(minted.length).toBeGreaterThan(0);
+      for (const token of minted) expect(token).toEqual({ repos: ['acme/app'], repositoriesAsked: ['app'] });
+      // Revoked at GitHub: that request is refused (401), the next one gets a new token.
+      for (const [token, record] of github.state.installationTokens) if (record.repos.has('acme/app')) github.state.tokens.delete(token);
+      expect((await post('with the revoked token')).status).toBe(401);
+      expect((await post('with a new token')).status).toBe(201);
+      expect(github.mintedTokens().length).toBeGreaterThan(minted.length);
+    });
 });
 
 describe('forge gateway on GitLab: "Request changes" (the reviewer state) by the review account, on its own merge request only', () => {
