@@ -122,6 +122,24 @@ describe('changeProblem: what a body asks for beyond its path', () => {
     expect(reviewerStateProblem(3, { ...onIssue, account: 'dev' }, 'feature/issue-12-login')).toMatch(/the dev account may not$/);
   });
 
+  it('refuses a GitLab text that holds a quick action, in any field GitLab runs them in, for either account', () => {
+    const note = { ...develop, forge: 'gitlab' as const, rest: '/merge_requests/3/notes' };
+    expect(changeProblem('comment', { body: 'Done.\n/merge' }, note)).toBe(
+      'a body with a line starting "/merge", which GitLab runs as a quick action; indent the line or put it in backticks',
+    );
+    expect(changeProblem('comment', { body: '/approve' }, { ...note, account: 'review' })).toMatch(/quick action/);
+    expect(changeProblem('comment', { Body: '/submit_review requested_changes' }, note)).toMatch(/"\/submit_review"/);
+    expect(changeProblem('review', { note: 'x\r\n/target_branch main' }, { ...note, rest: '/merge_requests/3/draft_notes' })).toMatch(
+      /a note with a line/,
+    );
+    expect(changeProblem('issue-create', { title: 't', description: '/move acme/other' }, { ...note, rest: '/issues' })).toMatch(
+      /a description with a line/,
+    );
+    // Paths, an indented line and words after a slash elsewhere are text; other forges have no quick actions.
+    expect(changeProblem('comment', { body: 'See /tmp/x.md\n/src/a.ts:12 is wrong\n  /merge\n`/merge`' }, note)).toBeNull();
+    expect(changeProblem('comment', { body: '/merge' }, { ...note, forge: 'gitea' })).toBeNull();
+  });
+
   it('takes no fields from the query of a write (GitLab reads them there too), credentials aside', () => {
     expect(writeQueryProblem(new URLSearchParams('target_branch=main'))).toBe(
       'a change carries its fields in its JSON body, not in the query (target_branch)',

@@ -127,6 +127,10 @@ export function changeProblem(change: string, body: unknown, context: ChangeCont
   const checked = ['pull-edit', 'issue-edit', 'pull-create', 'merge', 'review'].includes(change);
   if (typeof body !== 'object' || Array.isArray(body)) return checked ? `the body of a ${change} must be a JSON object` : null;
   const { run, rights } = context;
+  if (context.forge === 'gitlab') {
+    const quick = quickActionProblem(body as Record<string, unknown>);
+    if (quick) return quick;
+  }
   if (change === 'issue-edit' && context.account === 'review') {
     const other = Object.keys(body as object).filter((key) => !REVIEW_ISSUE_FIELDS.has(key.toLowerCase()));
     if (context.forge !== 'gitlab' || other.length > 0)
@@ -173,6 +177,33 @@ export function reviewerStateProblem(
   }
   if (run.number !== null && targetHead !== undefined && branchNamesIssue(targetHead, run.number)) return null;
   return `a reviewer state on !${target}: this run may request changes only on a merge request whose source branch names issue #${run.number ?? '?'}`;
+}
+
+/**
+ * The text fields in which GitLab runs quick actions: a note's or a discussion's `body`, a draft
+ * note's and a published review's `note`, an issue's or a merge request's `description`.
+ */
+const GITLAB_TEXT_FIELDS = ['body', 'note', 'description'] as const;
+
+/**
+ * GitLab runs the quick actions of a text it is sent (`/merge`, `/approve`, `/target_branch main`,
+ * `/submit_review requested_changes`, `/move other/project`, …: a line of `/<name>` with its
+ * argument; gitlab-org/gitlab lib/gitlab/quick_actions/extractor.rb, run by Notes::CreateService
+ * through the Notes API, which answers 202 when the body held nothing else), as the bot and
+ * past every check here: a merge without the stage's right, an approval by the dev account. So a
+ * text with a line that could be one is refused, whatever the command (inside a code block too:
+ * wider than GitLab, never narrower).
+ */
+function quickActionProblem(body: Record<string, unknown>): string | null {
+  for (const field of GITLAB_TEXT_FIELDS) {
+    for (const value of valuesOf(body, field)) {
+      if (typeof value !== 'string') continue;
+      const line = /^\/[a-z_][a-z0-9_]*(?=[ \t]|$)/im.exec(value);
+      if (line)
+        return `a ${field} with a line starting ${JSON.stringify(line[0].slice(0, 40))}, which GitLab runs as a quick action; indent the line or put it in backticks`;
+    }
+  }
+  return null;
 }
 
 /** A pull request's head must be a branch of the run's repository that the stage may push. */

@@ -452,6 +452,25 @@ describe('forge gateway on GitLab: "Request changes" (the reviewer state) by the
     expect(stateOn(1)).toBe('requested_changes');
   });
 
+  it('refuses a note with a quick action (GitLab would run it as the bot: /merge past the merge right), either account', async () => {
+    const { id, capability } = await startRun('rework-pr', 'dev', true);
+    const note = (body: string) =>
+      fetch(`${server.url}/gateway/api/v4/projects/acme%2Fapp/merge_requests/1/notes`, {
+        method: 'POST',
+        headers: { 'private-token': capability, 'content-type': 'application/json' },
+        body: JSON.stringify({ body }),
+      });
+    const before = gitlab.notes('acme', 'app', 1, 'pull').length;
+    for (const body of ['Reworked.\n/merge', '/approve', '/request_changes', '/submit_review requested_changes'])
+      expect((await note(body)).status, body).toBe(403);
+    expect(gitlab.notes('acme', 'app', 1, 'pull')).toHaveLength(before);
+    expect((await note('Reworked: see /tmp/x.md and `/merge` (not a command).')).status).toBe(201);
+    const log = (await server.app.runs.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[]) ?? []) : []));
+    expect(log).toContainEqual(
+      expect.stringMatching(/^\[gateway\] refused: a body with a line starting "\/merge", which GitLab runs as a quick action/),
+    );
+  });
+
   it('refuses it to the dev account, on any merge request', async () => {
     gitlab.addReviewer('acme', 'app', 1, 'claude-dev');
     const { capability } = await startRun('rework-pr', 'dev', true);
