@@ -15,7 +15,7 @@ import {
 } from '../forge/index.js';
 import { isAllowed } from '../ingress/index.js';
 import { pipelineLabels, webhookEventsFor } from '../pipeline/index.js';
-import { GITLAB_PROJECT_PATH_RULE, parseGitLabProjectPath, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
+import { parseForgeRepository } from '../repositories/index.js';
 import { UsageError } from './args.js';
 import { type CommandIo, visibleIo } from './io.js';
 import { isPrivateOrLoopbackUrl } from './network.js';
@@ -311,15 +311,16 @@ function parseConnectArgs(
   if (values.help) return { help: true };
   if (positionals.length !== 1) throw new UsageError(`baton connect needs one repository, OWNER/REPO\n${USAGE}`);
   const given = positionals[0]!;
-  const prefixed = /^(github|gitlab):(.*)$/.exec(given);
-  const forge: ConnectForge = prefixed ? (prefixed[1] as 'github' | 'gitlab') : 'gitea';
   // A GitLab project may sit in a subgroup: its namespace (the owner) is as deep as GitLab allows.
-  const name = forge === 'gitlab' ? parseGitLabProjectPath(prefixed![2]!) : parseRepositoryName(prefixed ? prefixed[2]! : given);
-  if (!name) {
-    const rule = forge === 'gitlab' ? GITLAB_PROJECT_PATH_RULE : REPOSITORY_NAME_RULE;
-    throw new UsageError(`baton connect: the repository ${rule}, got "${given}"\n${USAGE}`);
-  }
-  return { forge, owner: name.owner, repo: name.repo, dryRun: values['dry-run'] === true, recreate: values.recreate };
+  const name = parseForgeRepository(given);
+  if ('problem' in name) throw new UsageError(`baton connect: the repository ${name.problem}, got "${given}"\n${USAGE}`);
+  return {
+    forge: name.forge ?? 'gitea',
+    owner: name.owner,
+    repo: name.repo,
+    dryRun: values['dry-run'] === true,
+    recreate: values.recreate,
+  };
 }
 
 /** The repository, as the admin token sees it: false (said why) when nothing else can be done. */

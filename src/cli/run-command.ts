@@ -11,7 +11,8 @@ export const RUN_HELP = `${USAGE}
 Queues one run of a pipeline stage without a webhook (POST /api/runs) and prints its id.
 
 Options:
-  --repo OWNER/REPO   the repository: on the forge (GITEA_URL), or declared in baton.yaml (repositories:)
+  --repo OWNER/REPO   the repository: on the forge (GITEA_URL), or declared in baton.yaml (repositories:);
+                      github:OWNER/REPO or gitlab:NAMESPACE/PROJECT on GitHub or GitLab
   --issue N           the issue or pull request the run is about
   --arg TEXT          what $ARGUMENTS stands for in the stage's prompt; repeat it to add words
                       (default: the issue number)

@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { BRANCH_NAME_RULE, isBranchName, parseRepositoryName, REPOSITORY_NAME_RULE } from '../repositories/index.js';
+import { BRANCH_NAME_RULE, isBranchName, parseForgeRepository } from '../repositories/index.js';
 import {
   ALL_STATUSES,
   RUN_EVENT,
@@ -18,6 +18,8 @@ import { liveUsage, logLines, reportedPrompt, runView, type ForgeWebRoots } from
 /** A manual run, its body checked: what `POST /api/runs` hands to the service that queues it. */
 export interface RunSubmission {
   stage: string;
+  /** GitHub or GitLab (`github:owner/repo`); absent for Gitea and Forgejo. */
+  forge?: 'github' | 'gitlab';
   owner: string;
   repo: string;
   number?: number;
@@ -262,10 +264,11 @@ function parseSubmission(body: Record<string, unknown>): RunSubmission {
   const { stage, repository, ref } = body;
   if (typeof stage !== 'string' || stage.trim() === '')
     throw new HttpError(400, 'invalid_body', 'stage is required: the name of a pipeline stage');
-  if (typeof repository !== 'string') throw new HttpError(400, 'invalid_body', 'repository is required: owner/repo');
-  const name = parseRepositoryName(repository);
-  if (!name)
-    throw new HttpError(400, 'invalid_body', `repository ${REPOSITORY_NAME_RULE}, got ${JSON.stringify(repository.slice(0, 120))}`);
+  if (typeof repository !== 'string')
+    throw new HttpError(400, 'invalid_body', 'repository is required: owner/repo (github:owner/repo, gitlab:namespace/project)');
+  const name = parseForgeRepository(repository);
+  if ('problem' in name)
+    throw new HttpError(400, 'invalid_body', `repository ${name.problem}, got ${JSON.stringify(repository.slice(0, 120))}`);
   const submission: RunSubmission = { stage: stage.trim(), ...name };
   if (body.number !== undefined && body.issue !== undefined && body.number !== body.issue)
     throw new HttpError(400, 'invalid_body', 'number and issue name the same thing: give one of them');

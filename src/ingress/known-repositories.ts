@@ -1,4 +1,5 @@
 import type { Kysely } from 'kysely';
+import { forgeRepository, type ForgeName } from '../runs/index.js';
 import type { Database, TransactionScope } from '../store/index.js';
 
 /**
@@ -22,12 +23,12 @@ export function createKnownRepositories(now: () => number = Date.now) {
   };
 }
 
-/** Whether a signed delivery ever named `owner/repo`. */
-export async function seenInSignedDelivery(db: Kysely<Database>, owner: string, repo: string): Promise<boolean> {
+/** Whether a signed delivery of `forge` (Gitea's when absent) ever named `owner/repo`. */
+export async function seenInSignedDelivery(db: Kysely<Database>, owner: string, repo: string, forge?: ForgeName): Promise<boolean> {
   const row = await db
     .selectFrom('known_repositories')
     .select('repository')
-    .where('repository', '=', `${owner}/${repo}`.toLowerCase())
+    .where('repository', '=', forgeRepository(forge, owner, repo).toLowerCase())
     .executeTakeFirst();
   return row !== undefined;
 }

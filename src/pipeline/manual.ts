@@ -4,6 +4,8 @@ import type { Pipeline } from './types.js';
 /** A run asked for by a person or a script (`POST /api/runs`, `baton run`) instead of a webhook. */
 export interface ManualRun {
   stage: string;
+  /** GitHub or GitLab; absent for Gitea and Forgejo. */
+  forge?: 'github' | 'gitlab';
   owner: string;
   repo: string;
   /** Issue or pull request number, when the run is about one. */
@@ -38,5 +40,10 @@ export function manualRequest(pipeline: Pipeline, run: ManualRun): TaskRequest |
   if (run.declared) payload.declared = true;
   const request: TaskRequest = { stage: stage.name, owner: run.owner, repo: run.repo, payload, onDuplicate: stage.onDuplicate };
   if (run.number !== undefined) request.number = run.number;
+  // As the ingress makes it: the forge in the key's request and in the payload the run keeps.
+  if (run.forge) {
+    request.forge = run.forge;
+    payload.forge = run.forge;
+  }
   return request;
 }

@@ -13,9 +13,11 @@ export {
   gitLabNamespaceProblem,
   gitLabProjectPathProblem,
   parseGitLabProjectPath,
+  parseForgeRepository,
   GITLAB_NAMESPACE_MAX_DEPTH,
   GITLAB_PROJECT_PATH_RULE,
   type RepositoryName,
+  type ForgeRepositoryName,
 } from './names.js';
 export { repositoriesSection, findDeclaredRepository, cloneSourceOf } from './config-section.js';
 export type { DeclaredRepository, DeclaredRepositories } from './types.js';

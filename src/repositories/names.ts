@@ -103,6 +103,24 @@ export const GITLAB_PROJECT_PATH_RULE = `must look like namespace/project (the n
 export const REPOSITORY_NAME_RULE =
   'must look like owner/repo: letters, digits, "-", "_" and "." in each part, starting with a letter or digit';
 
+/** A repository named with its forge, as run keys name it: `acme/app` (Gitea, Forgejo), `github:acme/app`, `gitlab:acme/platform/app`. */
+export interface ForgeRepositoryName extends RepositoryName {
+  /** Absent for Gitea and Forgejo. */
+  forge?: 'github' | 'gitlab';
+}
+
+/** `[github:|gitlab:]owner/repo` → its forge and parts, or the rule it breaks. */
+export function parseForgeRepository(text: string): ForgeRepositoryName | { problem: string } {
+  const prefixed = /^(github|gitlab):(.*)$/.exec(text);
+  if (prefixed?.[1] === 'gitlab') {
+    const name = parseGitLabProjectPath(prefixed[2]!);
+    return name ? { forge: 'gitlab', ...name } : { problem: GITLAB_PROJECT_PATH_RULE };
+  }
+  const name = parseRepositoryName(prefixed ? prefixed[2]! : text);
+  if (!name) return { problem: REPOSITORY_NAME_RULE };
+  return prefixed ? { forge: 'github', ...name } : name;
+}
+
 /**
  * A branch name baton passes on (`BATON_BRANCH`): git's `check-ref-format` rules, narrowed to
  * letters, digits, `.`, `_`, `-` and `/`, and never starting with `-` (it would read as an option).

@@ -4,7 +4,7 @@ import { isAllowed, seenInSignedDelivery } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { manualRequest, type ManualRun } from '../pipeline/index.js';
 import { findDeclaredRepository } from '../repositories/index.js';
-import type { EnqueueResult, RunEngine } from '../runs/index.js';
+import { forgeRepository, type EnqueueResult, type RunEngine } from '../runs/index.js';
 import type { Store } from '../store/index.js';
 
 /** Queues a manual run; the route has checked the body's shape, this checks what it means. */
@@ -12,15 +12,16 @@ export type SubmitRun = (run: Omit<ManualRun, 'declared'>, by: { tokenName: stri
 
 /**
  * `POST /api/runs` behind the route: the stage must exist, the repository must be one baton can
- * clone (declared in baton.yaml, or on the forge at GITEA_URL and allowed by `webhooks.allow`,
- * as a webhook would have to be) and one baton knows: declared, connected (its own webhook
- * secret in `webhooks.repositories`, or read by catch-up), or seen in a signed delivery. An
+ * clone (declared in baton.yaml, or on the forge at GITEA_URL, GITHUB_URL or GITLAB_URL and
+ * allowed by `webhooks.allow`, as a webhook would have to be) and one baton knows: declared,
+ * connected (Gitea: its own webhook secret in `webhooks.repositories`, or read by catch-up), or
+ * seen in a signed delivery of its forge. An
  * `operate` token must not be able to point the bot's rights at any repository the bot can see.
  * Where it is cloned from is decided when the workspace is made, from the configuration alone
  * (`buildWorkspaceSpec`).
  */
 export function createRunSubmission(
-  config: Pick<Config, 'pipeline' | 'repositories' | 'gitea' | 'webhooks' | 'catchup'>,
+  config: Pick<Config, 'pipeline' | 'repositories' | 'gitea' | 'github' | 'gitlab' | 'webhooks' | 'catchup'>,
   engine: Pick<RunEngine, 'enqueue'>,
   logger: Logger,
   store: Pick<Store, 'db'>,
@@ -33,9 +34,24 @@ export function createRunSubmission(
     );
   };
   return async (run, by) => {
-    const name = `${run.owner}/${run.repo}`;
-    const declared = findDeclaredRepository(config.repositories, run.owner, run.repo) !== undefined;
-    if (!declared) {
+    const name = forgeRepository(run.forge, run.owner, run.repo);
+    // Repositories declared in baton.yaml are not on a forge: a GitHub or GitLab name never is one.
+    const declared = !run.forge && findDeclaredRepository(config.repositories, run.owner, run.repo) !== undefined;
+    if (run.forge) {
+      const variable = run.forge === 'github' ? 'GITHUB_URL' : 'GITLAB_URL';
+      if (!config[run.forge].url)
+        throw new HttpError(400, 'bad_request', `repository ${name} is on ${run.forge}, but ${variable} is not set`);
+      if (!isAllowed(config.webhooks.allow, run.owner, run.repo)) {
+        throw new HttpError(403, 'forbidden', `repository ${name} is not in webhooks.allow`);
+      }
+      if (!(await seenInSignedDelivery(store.db, run.owner, run.repo, run.forge))) {
+        throw new HttpError(
+          403,
+          'forbidden',
+          `repository ${name} is not one baton knows: connect it (baton connect ${name}) so that a signed delivery from its webhook reaches baton`,
+        );
+      }
+    } else if (!declared) {
       if (!config.gitea.url) {
         throw new HttpError(
           400,

@@ -219,6 +219,53 @@ describe.each(STORE_KINDS)('POST /api/runs on $kind', ({ kind, create }) => {
     );
     expect((await submit({ stage: 'develop', repository: 'demo/hello' })).status).toBe(201);
   });
+
+  it('queues a GitHub or GitLab run named with its forge, known from a signed delivery of that forge', async () => {
+    const forges = {
+      ...FORGE,
+      GITHUB_URL: 'https://github.example.com',
+      GITHUB_DEV_TOKEN: 'github-dev-secret',
+      GITHUB_WEBHOOK_SECRET: 'github-hook-secret',
+    };
+    await start(forges, yaml());
+    await t.store.db.insertInto('known_repositories').values({ repository: 'github:acme/app', first_seen_at: 0 }).execute();
+    const response = await submit({ stage: 'develop', repository: 'github:acme/app', number: 7 });
+    expect(response.status).toBe(201);
+    const answer = (await response.json()) as Answer;
+    expect(answer.run).toMatchObject({
+      key: 'develop:github:acme/app#7',
+      forge: 'github',
+      owner: 'acme',
+      repo: 'app',
+      issueUrl: 'https://github.example.com/acme/app/issues/7',
+      payload: { forge: 'github', account: 'dev' },
+    });
+    // Gitea's acme/app#7 is another issue: a run of its own, not coalesced into GitHub's.
+    expect((await submit({ stage: 'develop', repository: 'acme/app', number: 7 })).status).toBe(201);
+
+    const refusals: Array<[unknown, number, RegExp]> = [
+      // Known on Gitea only: GitHub's acme/web never sent a signed delivery.
+      [
+        { stage: 'develop', repository: 'github:acme/web' },
+        403,
+        /github:acme\/web is not one baton knows: connect it \(baton connect github:acme\/web\)/,
+      ],
+      [{ stage: 'develop', repository: 'github:other/app' }, 403, /github:other\/app is not in webhooks\.allow/],
+      [
+        { stage: 'develop', repository: 'gitlab:acme/platform/app' },
+        400,
+        /repository gitlab:acme\/platform\/app is on gitlab, but GITLAB_URL is not set/,
+      ],
+      [{ stage: 'develop', repository: 'gitlab:acme' }, 400, /repository must look like namespace\/project/],
+      [{ stage: 'develop', repository: 'github:acme/a/b' }, 400, /repository must look like owner\/repo/],
+    ];
+    for (const [body, status, message] of refusals) {
+      const refused = await submit(body);
+      expect(refused.status, JSON.stringify(body)).toBe(status);
+      expect(((await refused.json()) as { error: { message: string } }).error.message).toMatch(message);
+    }
+    expect((await server.app.runs.list()).map((r) => r.key).sort()).toEqual(['develop:acme/app#7', 'develop:github:acme/app#7']);
+  });
 });
 
 describe('repositories: in baton.yaml', () => {
