@@ -5,10 +5,11 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Delivery } from '../../src/ingress/index.js';
-import { createStore, type Store } from '../../src/store/index.js';
+import type { Store } from '../../src/store/index.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
-import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
+import type { ServeHandle } from '../helpers/baton-bin.js';
 import { acceptedDelivery } from '../helpers/deliveries.js';
+import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
 import { githubExample, githubHeaders } from '../helpers/github-webhook.js';
 import { until } from '../helpers/until.js';
 
@@ -27,16 +28,15 @@ const OWNER = 'Codertocat';
 const REPO = 'Hello-World';
 
 describe('baton serve with a GitHub App as the dev bot', () => {
-  let root: string;
+  let keyDir: string;
   let github: FakeGitHub;
   let app: ReturnType<FakeGitHub['addApp']>;
   let installation: number;
+  let serve: ForgeServe;
   let server: ServeHandle;
   let store: Store;
 
   beforeAll(async () => {
-    root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-github-app-'));
-    fs.chmodSync(root, 0o711);
     github = await createFakeGitHub();
     app = github.addApp('baton-ci');
     const review = github.addUser('claude-review');
@@ -56,49 +56,32 @@ describe('baton serve with a GitHub App as the dev bot', () => {
       head: 'changes',
       base: 'master',
     });
-
-    const home = path.join(root, 'home');
-    fs.mkdirSync(home);
-    const gitConfig = path.join(home, '.gitconfig');
-    fs.writeFileSync(
-      gitConfig,
-      ['[user]', '\tname = Baton E2E', '\temail = baton-e2e@example.invalid', '[safe]', '\tdirectory = *', ''].join('\n'),
-    );
-    const keyFile = path.join(root, 'app.pem');
+    keyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-github-app-key-'));
+    const keyFile = path.join(keyDir, 'app.pem');
     fs.writeFileSync(keyFile, app.privateKey, { mode: 0o600 });
-    fs.writeFileSync(
-      path.join(root, 'baton.yaml'),
-      `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}\n` +
-        'pipeline:\n  stages:\n    review-code: { success: result }\n',
-    );
-    const env = {
-      HOME: home,
-      HOST: '127.0.0.1',
-      GITHUB_URL: github.url,
-      GITHUB_APP_ID: String(app.id),
-      GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
-      GITHUB_REVIEW_TOKEN: review.token,
-      GITHUB_WEBHOOK_SECRET: SECRET,
-      DATABASE_URL: `sqlite:${path.join(root, 'baton.db')}`,
-      BATON_DATA_DIR: path.join(root, 'data'),
-      QUEUE_CONCURRENCY: '2',
-      BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
-    };
-    server = await startServe(env, root);
-    await until(async () => (await fetch(`${server.url}/ready`).catch(() => null))?.status === 200, 'baton serve to be ready');
-    store = createStore({ url: env.DATABASE_URL });
+    serve = await startForgeServe({
+      name: 'github-app',
+      readOnlyPaths: [path.dirname(FAKE_CLAUDE)],
+      config: 'pipeline:\n  stages:\n    review-code: { success: result }\n',
+      env: {
+        GITHUB_URL: github.url,
+        GITHUB_APP_ID: String(app.id),
+        GITHUB_APP_PRIVATE_KEY_FILE: keyFile,
+        GITHUB_REVIEW_TOKEN: review.token,
+        GITHUB_WEBHOOK_SECRET: SECRET,
+        QUEUE_CONCURRENCY: '2',
+        BATON_AGENT_COMMAND: JSON.stringify([process.execPath, FAKE_CLAUDE]),
+      },
+    });
+    ({ server, store } = serve);
   }, 60_000);
 
   afterAll(async () => {
     try {
-      if (server) {
-        const code = await server.stop('SIGTERM');
-        if (code !== 0) throw new Error(`baton serve exited with ${code}:\n${server.output()}`);
-      }
+      await serve?.close();
     } finally {
-      await store?.close();
       await github?.close();
-      fs.rmSync(root, { recursive: true, force: true });
+      fs.rmSync(keyDir, { recursive: true, force: true });
     }
   }, 60_000);
 

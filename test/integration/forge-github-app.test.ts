@@ -8,6 +8,7 @@ import { createForgeAccounts, createGitHubAppAuth, createGitHubAppClient, ForgeE
 import { loadConfig } from '../../src/server/index.js';
 import { buildWorkspaceSpec } from '../../src/server/workspaces.js';
 import { describeForgeClientConformance } from '../conformance/forge-client.js';
+import { seedGitHubConformance } from '../conformance/github-world.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 
 /** The dev bot as a GitHub App: JWT, installation tokens narrowed to one repository, the `<slug>[bot]` identity. */
@@ -15,22 +16,10 @@ import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 describeForgeClientConformance('GitHub App client against the fake GitHub', async () => {
   const github = await createFakeGitHub();
   const app = github.addApp('baton-ci');
-  for (const login of ['acme', 'reader', 'writer', 'maintainer', 'triager', 'stranger', 'alice']) github.addUser(login);
   github.addRepo('acme', 'app');
   github.installApp(app.id, 'acme', ['app']);
   // Hooks need repository admin on GitHub (the App's `administration: write`, here the role).
   github.setPermission('acme', 'app', app.login, 'admin');
-  github.setPermission('acme', 'app', 'reader', 'read');
-  github.setPermission('acme', 'app', 'writer', 'write');
-  github.setPermission('acme', 'app', 'maintainer', 'maintain');
-  github.setPermission('acme', 'app', 'triager', 'triage');
-  github.addLabel('acme', 'app', 'bug', 'D73A4A');
-  github.addLabel('acme', 'app', 'ready-for-development', '0e8a16');
-  github.addLabel('acme', 'app', 'needs-review', 'fbca04');
-  const issue = github.addIssue('acme', 'app', { title: 'Spelling error in the README file', author: 'alice', labels: ['bug'] });
-  const pull = github.addPullRequest('acme', 'app', { title: 'Update the README', author: 'alice', head: 'changes', base: 'main' });
-  github.addReview('acme', 'app', pull, 'writer', 'CHANGES_REQUESTED', 'please fix');
-  github.addReview('acme', 'app', pull, 'maintainer', 'APPROVED');
   const appClient = (privateKey: string) =>
     createGitHubAppClient(createGitHubAppAuth({ apiUrl: github.apiUrl, appId: String(app.id), privateKey }), { apiUrl: github.apiUrl });
   const otherKey = crypto
@@ -38,35 +27,12 @@ describeForgeClientConformance('GitHub App client against the fake GitHub', asyn
     .privateKey.export({ type: 'pkcs1', format: 'pem' })
     .toString();
   return {
+    ...seedGitHubConformance(github),
     client: appClient(app.privateKey),
     // A key that is not the App's: GitHub cannot verify its JWT.
     badTokenClient: appClient(otherKey),
     badToken: otherKey.split('\n')[1]!,
     botLogin: app.login,
-    owner: 'acme',
-    repo: 'app',
-    issue: { number: issue, title: 'Spelling error in the README file', labels: [{ name: 'bug', color: 'd73a4a' }] },
-    pull: {
-      number: pull,
-      title: 'Update the README',
-      head: 'changes',
-      base: 'main',
-      reviews: [
-        { user: 'writer', state: 'REQUEST_CHANGES' },
-        { user: 'maintainer', state: 'APPROVED' },
-      ],
-    },
-    repoLabels: ['ready-for-development', 'needs-review'],
-    missingNumber: 999,
-    permissions: [
-      ['acme', 'admin'],
-      ['writer', 'write'],
-      ['maintainer', 'write'],
-      ['triager', 'read'],
-      ['reader', 'read'],
-      ['stranger', 'read'],
-    ],
-    hookEvents: { create: ['issues', 'issue_comment'], edit: ['issues', 'pull_request', 'pull_request_review'] },
     teardown: () => github.close(),
   };
 });

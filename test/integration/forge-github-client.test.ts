@@ -1,56 +1,21 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createForgeAccounts, createGitHubClient, ForgeError, githubApiUrl } from '../../src/forge/index.js';
 import { describeForgeClientConformance } from '../conformance/forge-client.js';
+import { seedGitHubConformance } from '../conformance/github-world.js';
 import { createFakeGitHub, type FakeGitHub } from '../fakes/github/index.js';
 
 describeForgeClientConformance('GitHub client against the fake GitHub', async () => {
   const github = await createFakeGitHub();
   const bot = github.addUser('claude-dev[bot]', { type: 'Bot' });
-  for (const login of ['acme', 'reader', 'writer', 'maintainer', 'triager', 'stranger', 'alice']) github.addUser(login);
   github.addRepo('acme', 'app');
   // Hooks need repository admin on GitHub (a non-admin is answered 404).
   github.setPermission('acme', 'app', bot.login, 'admin');
-  github.setPermission('acme', 'app', 'reader', 'read');
-  github.setPermission('acme', 'app', 'writer', 'write');
-  github.setPermission('acme', 'app', 'maintainer', 'maintain');
-  github.setPermission('acme', 'app', 'triager', 'triage');
-  github.addLabel('acme', 'app', 'bug', 'D73A4A');
-  github.addLabel('acme', 'app', 'ready-for-development', '0e8a16');
-  github.addLabel('acme', 'app', 'needs-review', 'fbca04');
-  const issue = github.addIssue('acme', 'app', { title: 'Spelling error in the README file', author: 'alice', labels: ['bug'] });
-  const pull = github.addPullRequest('acme', 'app', { title: 'Update the README', author: 'alice', head: 'changes', base: 'main' });
-  github.addReview('acme', 'app', pull, 'writer', 'CHANGES_REQUESTED', 'please fix');
-  github.addReview('acme', 'app', pull, 'maintainer', 'APPROVED');
   return {
+    ...seedGitHubConformance(github),
     client: createGitHubClient({ apiUrl: github.apiUrl, token: bot.token }),
     badTokenClient: createGitHubClient({ apiUrl: github.apiUrl, token: 'ghp_unknown-token-0123456789' }),
     badToken: 'ghp_unknown-token-0123456789',
     botLogin: bot.login,
-    owner: 'acme',
-    repo: 'app',
-    issue: { number: issue, title: 'Spelling error in the README file', labels: [{ name: 'bug', color: 'd73a4a' }] },
-    pull: {
-      number: pull,
-      title: 'Update the README',
-      head: 'changes',
-      base: 'main',
-      reviews: [
-        { user: 'writer', state: 'REQUEST_CHANGES' },
-        { user: 'maintainer', state: 'APPROVED' },
-      ],
-    },
-    repoLabels: ['ready-for-development', 'needs-review'],
-    missingNumber: 999,
-    permissions: [
-      ['acme', 'admin'],
-      ['writer', 'write'],
-      ['maintainer', 'write'],
-      ['triager', 'read'],
-      ['reader', 'read'],
-      // A public repository: GitHub says read for anyone.
-      ['stranger', 'read'],
-    ],
-    hookEvents: { create: ['issues', 'issue_comment'], edit: ['issues', 'pull_request', 'pull_request_review'] },
     teardown: () => github.close(),
   };
 });

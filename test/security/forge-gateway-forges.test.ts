@@ -46,58 +46,60 @@ interface ForgeCase {
   label: [string, string, unknown];
 }
 
-const cases: ForgeCase[] = [
-  {
-    name: 'GitHub',
-    forge: 'github',
-    async start() {
-      const github: FakeGitHub = await createFakeGitHub();
-      github.addUser('claude-dev', { token: DEV_TOKEN });
-      github.addUser('claude-review', { token: REVIEW_TOKEN });
-      github.addUser('acme');
-      github.addRepo('acme', 'app', { private: true });
-      github.addRepo('acme', 'secret', { private: true });
-      for (const repo of ['app', 'secret']) github.setPermission('acme', repo, 'claude-dev', 'admin');
-      github.setPermission('acme', 'app', 'claude-review', 'write');
-      github.addIssue('acme', 'app', { title: 'fix it', author: 'acme' });
-      github.addIssue('acme', 'secret', { title: 'elsewhere', author: 'acme' });
-      for (const label of ['bug', 'docs']) github.addLabel('acme', 'app', label);
-      const bare = github.gitRepo('acme', 'app');
-      const env = { GITHUB_URL: github.url, GITHUB_DEV_TOKEN: DEV_TOKEN, GITHUB_REVIEW_TOKEN: REVIEW_TOKEN, GITHUB_WEBHOOK_SECRET: 'x' };
-      return {
-        url: github.url,
-        bare,
-        ownId: github.state.repo('acme', 'app')!.id,
-        otherId: github.state.repo('acme', 'secret')!.id,
-        env,
-        protect: (branch: string) => github.protectBranch('acme', 'app', branch),
-        close: () => github.close(),
-      };
-    },
-    repo: (ref) => (typeof ref === 'number' ? `/api/v3/repositories/${ref}` : `/api/v3/repos/${ref}`),
-    auth: (capability) => ({ authorization: `Bearer ${capability}` }),
-    comment: '/issues/1/comments',
-    refused: [
-      ['PUT', '/collaborators/mallory', { permission: 'admin' }],
-      ['POST', '/keys', { title: 'k', key: 'ssh-ed25519 AAAA', read_only: false }],
-      ['POST', '/hooks', { name: 'web', config: { url: 'https://evil.example' } }],
-      ['PATCH', '', { default_branch: 'feature/issue-1-x', private: false }],
-      ['PUT', '/contents/README.md', { message: 'owned', content: 'b3duZWQ=', branch: 'main' }],
-      ['PUT', '/pulls/2/merge', {}],
-      ['POST', '/transfer', { new_owner: 'mallory' }],
-    ],
-    release: {
-      path: '/releases',
-      body: { tag_name: 'v9', target_commitish: 'main' },
-      reason: 'a release through the gateway must be a draft (publishing one makes its tag)',
-    },
-    graphql: '/api/graphql',
-    edit: ['PATCH', '/issues/1', { state: 'closed' }],
-    label: ['POST', '/issues/1/labels', { labels: ['bug'] }],
+const githubCase: ForgeCase = {
+  name: 'GitHub',
+  forge: 'github',
+  async start() {
+    const github: FakeGitHub = await createFakeGitHub();
+    github.addUser('claude-dev', { token: DEV_TOKEN });
+    github.addUser('claude-review', { token: REVIEW_TOKEN });
+    github.addUser('acme');
+    github.addRepo('acme', 'app', { private: true });
+    github.addRepo('acme', 'secret', { private: true });
+    for (const repo of ['app', 'secret']) github.setPermission('acme', repo, 'claude-dev', 'admin');
+    github.setPermission('acme', 'app', 'claude-review', 'write');
+    github.addIssue('acme', 'app', { title: 'fix it', author: 'acme' });
+    github.addIssue('acme', 'secret', { title: 'elsewhere', author: 'acme' });
+    for (const label of ['bug', 'docs']) github.addLabel('acme', 'app', label);
+    const bare = github.gitRepo('acme', 'app');
+    const env = { GITHUB_URL: github.url, GITHUB_DEV_TOKEN: DEV_TOKEN, GITHUB_REVIEW_TOKEN: REVIEW_TOKEN, GITHUB_WEBHOOK_SECRET: 'x' };
+    return {
+      url: github.url,
+      bare,
+      ownId: github.state.repo('acme', 'app')!.id,
+      otherId: github.state.repo('acme', 'secret')!.id,
+      env,
+      protect: (branch: string) => github.protectBranch('acme', 'app', branch),
+      close: () => github.close(),
+    };
   },
+  repo: (ref) => (typeof ref === 'number' ? `/api/v3/repositories/${ref}` : `/api/v3/repos/${ref}`),
+  auth: (capability) => ({ authorization: `Bearer ${capability}` }),
+  comment: '/issues/1/comments',
+  refused: [
+    ['PUT', '/collaborators/mallory', { permission: 'admin' }],
+    ['POST', '/keys', { title: 'k', key: 'ssh-ed25519 AAAA', read_only: false }],
+    ['POST', '/hooks', { name: 'web', config: { url: 'https://evil.example' } }],
+    ['PATCH', '', { default_branch: 'feature/issue-1-x', private: false }],
+    ['PUT', '/contents/README.md', { message: 'owned', content: 'b3duZWQ=', branch: 'main' }],
+    ['PUT', '/pulls/2/merge', {}],
+    ['POST', '/transfer', { new_owner: 'mallory' }],
+  ],
+  release: {
+    path: '/releases',
+    body: { tag_name: 'v9', target_commitish: 'main' },
+    reason: 'a release through the gateway must be a draft (publishing one makes its tag)',
+  },
+  graphql: '/api/graphql',
+  edit: ['PATCH', '/issues/1', { state: 'closed' }],
+  label: ['POST', '/issues/1/labels', { labels: ['bug'] }],
+};
+
+const cases: ForgeCase[] = [
+  githubCase,
   {
+    ...githubCase,
     name: 'GitHub App',
-    forge: 'github',
     async start() {
       // The dev bot is a GitHub App installed on both repositories: the gateway's tokens are installation tokens.
       const github: FakeGitHub = await createFakeGitHub();
@@ -136,26 +138,6 @@ const cases: ForgeCase[] = [
         },
       };
     },
-    repo: (ref) => (typeof ref === 'number' ? `/api/v3/repositories/${ref}` : `/api/v3/repos/${ref}`),
-    auth: (capability) => ({ authorization: `Bearer ${capability}` }),
-    comment: '/issues/1/comments',
-    refused: [
-      ['PUT', '/collaborators/mallory', { permission: 'admin' }],
-      ['POST', '/keys', { title: 'k', key: 'ssh-ed25519 AAAA', read_only: false }],
-      ['POST', '/hooks', { name: 'web', config: { url: 'https://evil.example' } }],
-      ['PATCH', '', { default_branch: 'feature/issue-1-x', private: false }],
-      ['PUT', '/contents/README.md', { message: 'owned', content: 'b3duZWQ=', branch: 'main' }],
-      ['PUT', '/pulls/2/merge', {}],
-      ['POST', '/transfer', { new_owner: 'mallory' }],
-    ],
-    release: {
-      path: '/releases',
-      body: { tag_name: 'v9', target_commitish: 'main' },
-      reason: 'a release through the gateway must be a draft (publishing one makes its tag)',
-    },
-    graphql: '/api/graphql',
-    edit: ['PATCH', '/issues/1', { state: 'closed' }],
-    label: ['POST', '/issues/1/labels', { labels: ['bug'] }],
   },
   {
     name: 'GitLab',
