@@ -460,10 +460,10 @@ describe('forge gateway on GitLab: "Request changes" (the reviewer state) by the
         headers: { 'private-token': capability, 'content-type': 'application/json' },
         body: JSON.stringify({ body }),
       });
-    const before = gitlab.notes('acme', 'app', 1, 'pull').length;
-    for (const body of ['Reworked.\n/merge', '/approve', '/request_changes', '/submit_review requested_changes'])
-      expect((await note(body)).status, body).toBe(403);
-    expect(gitlab.notes('acme', 'app', 1, 'pull')).toHaveLength(before);
+    const refused = ['Reworked.\n/merge', '/approve', '/request_changes', '/submit_review requested_changes'];
+    for (const body of refused) expect((await note(body)).status, body).toBe(403);
+    // None reached GitLab (baton's own status notes on !1 may have).
+    expect(gitlab.notes('acme', 'app', 1, 'pull').filter((n) => refused.includes(n.body))).toEqual([]);
     expect((await note('Reworked: see /tmp/x.md and `/merge` (not a command).')).status).toBe(201);
     const log = (await server.app.runs.events(id)).flatMap((e) => (e.type === 'run:progress' ? ((e.data?.lines as string[]) ?? []) : []));
     expect(log).toContainEqual(

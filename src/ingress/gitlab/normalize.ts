@@ -65,7 +65,9 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
  * whose permission baton checks. From `approved` too: GitLab takes the approval back then without
  * an `unapproval` hook (gitlab-org/gitlab app/services/merge_requests/update_reviewer_state_service.rb
  * sends this `update`, then base_service.rb `remove_approval` passes `skip_notification`, which
- * remove_approval_service.rb's `trigger_approval_hooks` returns on), so this is the click's one review.
+ * remove_approval_service.rb's `trigger_approval_hooks` returns on), so this is the click's one review;
+ * were an `unapproval` sent as well, it would be the same fact (reviewer, merge request, head: facts.ts),
+ * so still one effect.
  */
 function senderRequestedChanges(payload: Json, changes: Json): boolean {
   const user = isObject(payload.user) ? payload.user.username : undefined;
