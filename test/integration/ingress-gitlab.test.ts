@@ -124,6 +124,15 @@ describe('GitLab deliveries from the webhook documentation’s examples', () => 
       review: 'rejected',
     });
     expect(classifyGitLab('Merge Request Hook', reviewed('requested_changes', 'requested_changes'))).toMatchObject({ kind: 'pr_edited' });
+    // A review submitted with comments only ("Comment"): GitHub's commented review.
+    expect(classifyGitLab('Merge Request Hook', reviewed('unreviewed', 'reviewed'))).toEqual({
+      kind: 'review',
+      event: 'Merge Request Hook',
+      review: 'comment',
+    });
+    expect(classifyGitLab('Merge Request Hook', reviewed('reviewed', 'reviewed'))).toMatchObject({ kind: 'pr_edited' });
+    // Asked for again (re-requested, unreviewed) or approved through this update: no review of its own here.
+    expect(classifyGitLab('Merge Request Hook', reviewed('requested_changes', 'unreviewed'))).toMatchObject({ kind: 'pr_edited' });
     expect(classifyGitLab('Merge Request Hook', reviewed('unreviewed', 'requested_changes', 'user1'))).toMatchObject({ kind: 'pr_edited' });
     const merged = withAction('merge-request', 'merge', { state: 'merged' });
     expect(forgeEventOf('Merge Request Hook', merged).event).toMatchObject({ kind: 'pr_closed', merged: true, state: 'closed' });

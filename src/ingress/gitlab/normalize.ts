@@ -44,7 +44,8 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
     case 'Merge Request Hook': {
       if (action === 'update') {
         if (typeof attributes.oldrev === 'string' && attributes.oldrev !== '') return { kind: 'pr_synchronized', event: name };
-        if (senderRequestedChanges(payload, changes)) return { kind: 'review', event: name, review: 'rejected' };
+        const review = senderReview(payload, changes);
+        if (review) return { kind: 'review', event: name, review };
         return { kind: isObject(changes.labels) ? 'pr_labels' : 'pr_edited', event: name };
       }
       if (action === 'approval') return { kind: 'review', event: name, review: 'approved' };
@@ -60,8 +61,9 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
 }
 
 /**
- * Whether this update turned the sender's (`user.username`) reviewer state into `requested_changes`
- * from any other state. Only the sender's own entry counts: the review must be the act of the user
+ * The review this update is, when it turned the sender's (`user.username`) reviewer state into
+ * `requested_changes` (a rejected review) or `reviewed` (a review with comments only, GitHub's
+ * `commented`: draft_notes/bulk_publish's two states) from any other state. Only the sender's own entry counts: the review must be the act of the user
  * whose permission baton checks. From `approved` too: GitLab takes the approval back then without
  * an `unapproval` hook (gitlab-org/gitlab app/services/merge_requests/update_reviewer_state_service.rb
  * sends this `update`, then base_service.rb `remove_approval` passes `skip_notification`, which
@@ -69,17 +71,18 @@ export function classifyGitLab(event: string, payload: Json): GitLabClassified {
  * were an `unapproval` sent as well, it would be the same fact (reviewer, merge request, head: facts.ts),
  * so still one effect.
  */
-function senderRequestedChanges(payload: Json, changes: Json): boolean {
+function senderReview(payload: Json, changes: Json): 'rejected' | 'comment' | undefined {
   const user = isObject(payload.user) ? payload.user.username : undefined;
   const reviewers = isObject(changes.reviewers) ? changes.reviewers : undefined;
-  if (typeof user !== 'string' || user === '' || !reviewers) return false;
+  if (typeof user !== 'string' || user === '' || !reviewers) return undefined;
   const stateOf = (list: unknown) => {
     if (!Array.isArray(list)) return undefined;
     const entry: unknown = list.find((r) => isObject(r) && r.username === user);
     return isObject(entry) && typeof entry.state === 'string' ? entry.state : undefined;
   };
-  const before = stateOf(reviewers.previous);
-  return stateOf(reviewers.current) === 'requested_changes' && before !== 'requested_changes';
+  const [before, after] = [stateOf(reviewers.previous), stateOf(reviewers.current)];
+  if (after === before) return undefined;
+  return after === 'requested_changes' ? 'rejected' : after === 'reviewed' ? 'comment' : undefined;
 }
 
 /**
