@@ -227,6 +227,11 @@ export interface ForgeClient {
    * not say which head a review was given on.
    */
   listReviewEvents?(owner: string, repo: string, number: number): Promise<ForgeReview[]>;
+  /**
+   * Makes this account one of the merge request's reviewers, keeping the others; nothing when it
+   * is one already. GitLab only: it sets a reviewer state ("Request changes") for reviewers alone.
+   */
+  addSelfAsReviewer?(owner: string, repo: string, number: number): Promise<void>;
   /** The issue's or pull request's timeline entries (updated at or after `since` when given), oldest first, every page. */
   listTimeline(owner: string, repo: string, number: number, since?: string, kind?: ItemKind): Promise<ForgeTimelineEvent[]>;
   /** `'none'` for a user with no access; throws `ForgeError` (404) when the user or repository does not exist. */

@@ -1,5 +1,6 @@
-import { ForgeError, type ForgeAccounts } from '../forge/index.js';
-import { PermanentError, RetryLaterError } from '../background/index.js';
+import type { ForgeAccounts } from '../forge/index.js';
+import { PermanentError } from '../background/index.js';
+import { outboxFailure } from './forge-failure.js';
 import type { OutboxEntry, OutboxHandler } from './types.js';
 
 /** Payload of a `comment` entry: which bot says what on which issue or PR. */
@@ -51,10 +52,7 @@ export function createCommentHandler(options: { accounts: ForgeAccounts }): Outb
       const comment = await client.createComment(payload.owner, payload.repo, payload.number, `${payload.body}\n\n${marker}`, payload.kind);
       return { commentId: comment.id, url: comment.htmlUrl };
     } catch (err) {
-      if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });
-      if (err instanceof ForgeError && err.retryAfterMs !== undefined)
-        throw new RetryLaterError(err.message, { delayMs: err.retryAfterMs, cause: err });
-      throw err;
+      throw outboxFailure(err);
     }
   };
 }

@@ -1,5 +1,6 @@
-import { ForgeError, type ForgeAccounts } from '../forge/index.js';
-import { PermanentError, RetryLaterError } from '../background/index.js';
+import type { ForgeAccounts } from '../forge/index.js';
+import { PermanentError } from '../background/index.js';
+import { outboxFailure } from './forge-failure.js';
 import type { OutboxEntry, OutboxHandler } from './types.js';
 
 /** Payload of a `reaction` entry: which bot reacts how to which comment. */
@@ -41,10 +42,7 @@ export function createReactionHandler(options: { accounts: ForgeAccounts }): Out
       const on = typeof p.number === 'number' ? { number: p.number, ...(p.kind === 'pull' ? { kind: p.kind } : {}) } : undefined;
       await client.addCommentReaction(p.owner, p.repo, p.commentId, p.content, on);
     } catch (err) {
-      if (err instanceof ForgeError && !err.retryable) throw new PermanentError(err.message, { cause: err });
-      if (err instanceof ForgeError && err.retryAfterMs !== undefined)
-        throw new RetryLaterError(err.message, { delayMs: err.retryAfterMs, cause: err });
-      throw err;
+      throw outboxFailure(err);
     }
   };
 }

@@ -19,7 +19,14 @@ import {
 } from '../ingress/index.js';
 import type { Logger } from '../log/index.js';
 import { createMetricsRegistry, type MetricsRegistry } from '../metrics/index.js';
-import { createCommentHandler, createOutbox, createReactionHandler, type Outbox } from '../outbox/index.js';
+import {
+  createCommentHandler,
+  createOutbox,
+  createReactionHandler,
+  createReviewerHandler,
+  REVIEWER_KIND,
+  type Outbox,
+} from '../outbox/index.js';
 import { maintenanceRequests, type Pipeline } from '../pipeline/index.js';
 import {
   createBudgetService,
@@ -144,6 +151,7 @@ export function createApp(config: Config, deps: AppDeps): App {
     handlers: {
       comment: createCommentHandler({ accounts }),
       reaction: createReactionHandler({ accounts }),
+      [REVIEWER_KIND]: createReviewerHandler({ accounts }),
       [WEBHOOK_KIND]: createWebhookDelivery({
         webhooks: config.events.webhooks,
         deliveries: webhookDeliveries,

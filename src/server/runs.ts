@@ -2,7 +2,7 @@ import type { Config } from './config-types.js';
 import { createWebhookHook } from '../event-webhooks/index.js';
 import type { ForgeAccounts } from '../forge/index.js';
 import type { Logger } from '../log/index.js';
-import { createStatusCommentHook, type Outbox } from '../outbox/index.js';
+import { createReviewerHook, createStatusCommentHook, type Outbox } from '../outbox/index.js';
 import {
   createCallbackTokenChecks,
   createRunEngine,
@@ -54,6 +54,8 @@ export function createRunParts(
       ],
     }),
   ];
+  // GitLab sets the review bot's "Request changes" only if it is a reviewer of the merge request.
+  hooks.push(createReviewerHook({ accounts: deps.accounts, outbox }));
   if (config.events.webhooks.length > 0) hooks.push(createWebhookHook({ webhooks: config.events.webhooks, enqueue: outbox.enqueue }));
   const engine = createRunEngine({
     store,

@@ -53,8 +53,8 @@ describe('the review bot asks for changes on GitLab, and rework-pr starts once, 
       target: 'master',
       sha: 'da1560886d4f094c3e6c9ef40349f7d38b5d27d7',
     });
-    // GitLab sets a reviewer state only for a reviewer of the merge request: the review bot is one.
-    gitlab.addReviewer(NAMESPACE, PROJECT, 1, 'claude-review');
+    // GitLab sets a reviewer state only for a reviewer of the merge request: nobody makes the
+    // review bot one here, baton does when the review run is queued.
 
     world = await startForgeServe({
       name: 'gitlab-review-bot',
@@ -113,6 +113,8 @@ describe('the review bot asks for changes on GitLab, and rework-pr starts once, 
     expect(note).toMatchObject({ author: 'claude-review', body: REVIEW });
     expect(gitlab.reviewers(NAMESPACE, PROJECT, 1)).toEqual([{ username: 'claude-review', state: 'requested_changes' }]);
     expect(gitlab.requests).toContain(`POST /api/v4/projects/${NAMESPACE}%2F${PROJECT}/merge_requests/1/draft_notes/bulk_publish`);
+    // baton made the review bot a reviewer (the whole list, as GitLab's update takes it) when the run was queued.
+    expect(gitlab.requests).toContain(`PUT /api/v4/projects/${NAMESPACE}%2F${PROJECT}/merge_requests/1`);
 
     // GitLab's hook of that change, delivered to baton, started rework-pr on !1 as the review bot's review.
     const project = gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!;

@@ -62,6 +62,19 @@ describe('GitLab client', () => {
     await gitlab.close();
   });
 
+  it('adds its own account to a merge request’s reviewers, keeping the others, once', async () => {
+    const mr = gitlab.addMergeRequest('acme', 'app', { title: 'x', author: 'alice', source: 'feature', target: 'main' });
+    gitlab.addUser('bob');
+    gitlab.addReviewer('acme', 'app', mr, 'bob');
+    const client = createGitLabClient({ rootUrl: gitlab.url, token });
+    await client.addSelfAsReviewer!('acme', 'app', mr);
+    await client.addSelfAsReviewer!('acme', 'app', mr);
+    expect(gitlab.reviewers('acme', 'app', mr)).toEqual([
+      { username: 'bob', state: 'unreviewed' },
+      { username: 'claude-dev', state: 'unreviewed' },
+    ]);
+  });
+
   it('makes the API root from GITLAB_URL', () => {
     expect(gitlabApiUrl('https://gitlab.com')).toBe('https://gitlab.com/api/v4');
     expect(gitlabApiUrl('https://git.example.com/gitlab/')).toBe('https://git.example.com/gitlab/api/v4');

@@ -292,6 +292,14 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
       const body = { name: label.name, color: normalizeLabelColor(label.color), description: label.description ?? '' };
       return toLabel(await http.required<GitLabLabel>('POST', `${project(owner, repo)}/labels`, body));
     },
+    async addSelfAsReviewer(owner, repo, number) {
+      // "Update MR" replaces `reviewer_ids` whole (doc/api/merge_requests.md): the others are kept.
+      const me = await http.required<GitLabUser>('GET', '/user');
+      const mr = await http.required<{ reviewers?: GitLabUser[] }>('GET', itemPath(owner, repo, number, 'pull'));
+      const ids = (mr.reviewers ?? []).map((r) => r.id);
+      if (ids.includes(me.id)) return;
+      await http.required<unknown>('PUT', itemPath(owner, repo, number, 'pull'), { reviewer_ids: [...ids, me.id] });
+    },
     async issueWriteAccess(owner, repo) {
       // Labels on issues need Planner or Reporter and up; a Guest may only comment.
       const level = accessOf(await http.required<GitLabProject>('GET', project(owner, repo)));

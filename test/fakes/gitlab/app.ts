@@ -294,9 +294,23 @@ export function createFakeGitLabApp(
       if (item instanceof Response) return item;
       const denied = may(c, p, 15);
       if (denied) return denied;
-      const body = (await c.req.json()) as { add_labels?: string; remove_labels?: string };
+      const body = (await c.req.json()) as { add_labels?: string; remove_labels?: string; reviewer_ids?: unknown };
       const actor = me(c)!.username;
       const at = state.timestamp();
+      // `reviewer_ids` replaces the reviewers whole; GitLab drops it (no error) for a caller below
+      // Developer (issuable_base_service.rb filters what `admin_merge_request` may not set).
+      if (kind === 'merge_requests' && Array.isArray(body.reviewer_ids) && state.accessOf(p, actor) >= 30) {
+        const wanted = body.reviewer_ids.flatMap((id) => [...state.users.values()].filter((u) => u.id === id));
+        item.mr!.reviewers = wanted.map(
+          (u) =>
+            item.mr!.reviewers.find((r) => r.username.toLowerCase() === u.username.toLowerCase()) ?? {
+              username: u.username,
+              state: 'unreviewed',
+              reRequested: false,
+              createdAt: at,
+            },
+        );
+      }
       for (const name of (body.add_labels ?? '')
         .split(',')
         .map((s) => s.trim())
