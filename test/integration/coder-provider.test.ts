@@ -408,10 +408,16 @@ describe('coder provider: faults', () => {
 
   it('times a slow call out and retries it', async () => {
     await provider.close?.();
-    provider = fastProvider(coder, { timeoutMs: 50 });
-    coder.faults.delayNext(1, 200);
-    expect(await provider.list()).toEqual([]);
-    expect(coder.requests).toHaveLength(2);
+    // The first call is held until the test lets it go: it times out whatever the machine's load,
+    // and the retry (answered at once) has a whole second, which a loaded CI machine needs.
+    provider = fastProvider(coder, { timeoutMs: 1_000 });
+    const held = coder.faults.pauseNext();
+    try {
+      expect(await provider.list()).toEqual([]);
+      expect(coder.requests).toHaveLength(2);
+    } finally {
+      held.release();
+    }
   });
 
   it('gives up after its retries with an error naming the call, not the token', async () => {
