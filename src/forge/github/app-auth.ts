@@ -157,7 +157,8 @@ export function createGitHubAppAuth(options: GitHubAppAuthOptions): GitHubAppAut
     const expiresAt = Date.parse(answer.expires_at);
     return {
       token: answer.token,
-      expiresAt: Number.isNaN(expiresAt) ? now() + TOKEN_RENEW_MS : expiresAt,
+      // Without an expiry GitHub always sends, the token is kept for a few minutes only.
+      expiresAt: Number.isNaN(expiresAt) ? now() + 2 * TOKEN_RENEW_MS : expiresAt,
       permissions: answer.permissions ?? {},
     };
   }
