@@ -55,8 +55,9 @@ describe('baton serve: a forge outage during the clones', () => {
       path.join(root, 'baton.yaml'),
       [
         `local:\n  readOnlyPaths: [${JSON.stringify(path.dirname(FAKE_CLAUDE))}]\n  gitConfig: ${JSON.stringify(gitConfig)}`,
-        // Retries of a clone the forge refused: 0.6 s, doubling.
-        'queue:\n  backoffBaseSeconds: 0.2',
+        // Retries of a clone the forge refused: 0.2 s, doubling, at most 2 s apart: on a loaded machine
+        // the outage lasts many retries, and the default cap (600 s) would outwait the test.
+        'queue:\n  backoffBaseSeconds: 0.2\n  backoffMaxSeconds: 2',
         '',
       ].join('\n'),
     );
