@@ -37,38 +37,28 @@ export function createRunSubmission(
     const name = forgeRepository(run.forge, run.owner, run.repo);
     // Repositories declared in baton.yaml are not on a forge: a GitHub or GitLab name never is one.
     const declared = !run.forge && findDeclaredRepository(config.repositories, run.owner, run.repo) !== undefined;
-    if (run.forge) {
-      const variable = run.forge === 'github' ? 'GITHUB_URL' : 'GITLAB_URL';
-      if (!config[run.forge].url)
-        throw new HttpError(400, 'bad_request', `repository ${name} is on ${run.forge}, but ${variable} is not set`);
-      if (!isAllowed(config.webhooks.allow, run.owner, run.repo)) {
-        throw new HttpError(403, 'forbidden', `repository ${name} is not in webhooks.allow`);
-      }
-      if (!(await seenInSignedDelivery(store.db, run.owner, run.repo, run.forge))) {
-        throw new HttpError(
-          403,
-          'forbidden',
-          `repository ${name} is not one baton knows: connect it (baton connect ${name}) so that a signed delivery from its webhook reaches baton`,
-        );
-      }
-    } else if (!declared) {
-      if (!config.gitea.url) {
-        throw new HttpError(
-          400,
-          'bad_request',
-          `repository ${name} is not declared in baton.yaml (repositories:) and GITEA_URL is not set: baton has nowhere to clone it from`,
-        );
+    if (!declared) {
+      const url = run.forge ? config[run.forge].url : config.gitea.url;
+      if (!url) {
+        const missing = run.forge
+          ? `is on ${run.forge}, but ${run.forge === 'github' ? 'GITHUB_URL' : 'GITLAB_URL'} is not set`
+          : 'is not declared in baton.yaml (repositories:) and GITEA_URL is not set: baton has nowhere to clone it from';
+        throw new HttpError(400, 'bad_request', `repository ${name} ${missing}`);
       }
       if (!isAllowed(config.webhooks.allow, run.owner, run.repo)) {
         throw new HttpError(403, 'forbidden', `repository ${name} is not in webhooks.allow`);
       }
-      if (!connected(run.owner, run.repo) && !(await seenInSignedDelivery(store.db, run.owner, run.repo))) {
+      // Gitea's repositories are also known from baton.yaml; the others from their signed deliveries only.
+      const known =
+        (!run.forge && connected(run.owner, run.repo)) || (await seenInSignedDelivery(store.db, run.owner, run.repo, run.forge));
+      if (!known) {
+        const ways = run.forge
+          ? ''
+          : 'declare it in baton.yaml (repositories:), give it a webhook secret (webhooks.repositories) or list it for catch-up (catchup.repositories), or ';
         throw new HttpError(
           403,
           'forbidden',
-          `repository ${name} is not one baton knows: declare it in baton.yaml (repositories:), give it a webhook secret ` +
-            `(webhooks.repositories) or list it for catch-up (catchup.repositories), or connect it (baton connect ${name}) ` +
-            'so that a signed delivery from its webhook reaches baton',
+          `repository ${name} is not one baton knows: ${ways}connect it (baton connect ${name}) so that a signed delivery from its webhook reaches baton`,
         );
       }
     }
