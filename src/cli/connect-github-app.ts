@@ -21,7 +21,7 @@ export interface AppConnect {
   verb: (done: string, planned: string) => string;
 }
 
-/** The App, and that it is installed on the repository: false (said why) when nothing else can be done. */
+/** The App, once it is known to be installed on the repository; undefined (said why) when nothing else can be done. */
 export async function checkAppInstallation(run: AppConnect): Promise<GitHubAppIdentity | undefined> {
   const { app, client, owner, repo, full, say } = run;
   let identity: GitHubAppIdentity;

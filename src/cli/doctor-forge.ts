@@ -5,6 +5,7 @@ import {
   createGitLabClient,
   ForgeError,
   type ForgeClient,
+  type GitHubAppIdentity,
 } from '../forge/index.js';
 import { forgeWebhookEvents } from './connect-command.js';
 import type { Config } from '../server/index.js';
@@ -118,7 +119,7 @@ async function checkGitHubApp(config: Config, io: CommandIo, app: { id: string; 
     fetch: io.fetch,
     timeoutMs: PROBE_MS,
   });
-  let identity;
+  let identity: GitHubAppIdentity;
   try {
     identity = await auth.identity();
   } catch (err) {

@@ -184,11 +184,13 @@ export function createGitHubAppAuth(options: GitHubAppAuthOptions): GitHubAppAut
 
   return {
     identity() {
-      identity ??= asApp()
-        .required<{ id: number; slug: string; events?: string[] }>('GET', '/app')
-        .then((app) => ({ appId: app.id, slug: app.slug, login: `${app.slug}[bot]`, events: app.events ?? [] }));
-      // A failure is not kept: the next call asks again.
-      identity.catch(() => (identity = undefined));
+      if (!identity) {
+        identity = asApp()
+          .required<{ id: number; slug: string; events?: string[] }>('GET', '/app')
+          .then((app) => ({ appId: app.id, slug: app.slug, login: `${app.slug}[bot]`, events: app.events ?? [] }));
+        // A failure is not kept: the next call asks again.
+        identity.catch(() => (identity = undefined));
+      }
       return identity;
     },
     async tokenFor(owner, repo) {

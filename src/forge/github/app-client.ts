@@ -13,6 +13,17 @@ import { createGitHubClient, type GitHubClientOptions } from './client.js';
  */
 export function createGitHubAppClient(auth: GitHubAppAuth, options: Omit<GitHubClientOptions, 'token'>): ForgeClient {
   const clientFor = (token: string) => createGitHubClient({ ...options, token });
+  // The client of each repository's current token, made again only when the token changes.
+  const clients = new Map<string, { token: string; client: ForgeClient }>();
+  const clientOf = async (owner: string, repo: string): Promise<ForgeClient> => {
+    const token = await auth.tokenFor(owner, repo);
+    const key = `${owner}/${repo}`.toLowerCase();
+    const held = clients.get(key);
+    if (held?.token === token) return held.client;
+    const client = clientFor(token);
+    clients.set(key, { token, client });
+    return client;
+  };
   // Every method of the port but getCurrentUser takes (owner, repo, …).
   const methods = Object.keys(clientFor('')) as (keyof ForgeClient)[];
   const client: Record<string, unknown> = {};
@@ -20,7 +31,7 @@ export function createGitHubAppClient(auth: GitHubAppAuth, options: Omit<GitHubC
     if (name === 'getCurrentUser') continue;
     client[name] = async (owner: string, repo: string, ...rest: unknown[]) => {
       const call = async () => {
-        const method = clientFor(await auth.tokenFor(owner, repo))[name] as (...args: unknown[]) => Promise<unknown>;
+        const method = (await clientOf(owner, repo))[name] as (...args: unknown[]) => Promise<unknown>;
         return method(owner, repo, ...rest);
       };
       try {

@@ -294,7 +294,7 @@ export function createGitLabClient(options: GitLabClientOptions): ForgeClient {
     },
     async addSelfAsReviewer(owner, repo, number) {
       // "Update MR" replaces `reviewer_ids` whole (doc/api/merge_requests.md): the others are kept.
-      const me = await http.required<GitLabUser>('GET', '/user');
+      const me = await client.getCurrentUser();
       const mr = await http.required<{ reviewers?: GitLabUser[] }>('GET', itemPath(owner, repo, number, 'pull'));
       const ids = (mr.reviewers ?? []).map((r) => r.id);
       if (ids.includes(me.id)) return;

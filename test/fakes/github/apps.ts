@@ -110,6 +110,14 @@ export function addGitHubAppRoutes(app: Hono<Env>, state: FakeGitHubState, fail:
     events: a.events,
   });
 
+  // The secret reads back masked, as GitHub shows it.
+  const hookConfigJson = (a: AppRecord) => ({
+    content_type: a.hook.contentType,
+    insecure_ssl: a.hook.insecureSsl,
+    url: a.hook.url,
+    ...(a.hook.secret ? { secret: '********' } : {}),
+  });
+
   app.get('/app', (c) => {
     const a = theApp(c);
     if (a instanceof Response) return a;
@@ -127,12 +135,7 @@ export function addGitHubAppRoutes(app: Hono<Env>, state: FakeGitHubState, fail:
   app.get('/app/hook/config', (c) => {
     const a = theApp(c);
     if (a instanceof Response) return a;
-    return c.json({
-      content_type: a.hook.contentType,
-      insecure_ssl: a.hook.insecureSsl,
-      url: a.hook.url,
-      ...(a.hook.secret ? { secret: '********' } : {}),
-    });
+    return c.json(hookConfigJson(a));
   });
 
   app.patch('/app/hook/config', async (c) => {
@@ -143,12 +146,7 @@ export function addGitHubAppRoutes(app: Hono<Env>, state: FakeGitHubState, fail:
     if (typeof body.content_type === 'string') a.hook.contentType = body.content_type;
     if (typeof body.secret === 'string') a.hook.secret = body.secret;
     if (typeof body.insecure_ssl === 'string') a.hook.insecureSsl = body.insecure_ssl;
-    return c.json({
-      content_type: a.hook.contentType,
-      insecure_ssl: a.hook.insecureSsl,
-      url: a.hook.url,
-      ...(a.hook.secret ? { secret: '********' } : {}),
-    });
+    return c.json(hookConfigJson(a));
   });
 
   app.get('/repos/:owner/:repo/installation', (c) => {
