@@ -7,7 +7,7 @@ import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
 import { acceptedDelivery } from '../helpers/deliveries.js';
-import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
+import { gitlabExample, gitlabHeaders, seedExampleProject } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -43,15 +43,8 @@ describe('baton serve with GitLab: ChatOps commands in notes, end to end', () =>
 
   beforeAll(async () => {
     gitlab = await createFakeGitLab();
-    const dev = gitlab.addUser('claude-dev');
-    const review = gitlab.addUser('claude-review');
-    for (const user of ['root', DEVELOPER, REPORTER]) gitlab.addUser(user);
-    gitlab.addProject(NAMESPACE, PROJECT);
-    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
-    // The project's repository, served by the fake GitLab (seeding makes its default branch).
-    gitlab.gitRepo(NAMESPACE, PROJECT);
-    for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(NAMESPACE, PROJECT, user, 30);
-    gitlab.setAccess(NAMESPACE, PROJECT, 'root', 40);
+    const { dev, review } = seedExampleProject(gitlab, NAMESPACE);
+    for (const user of [DEVELOPER, REPORTER]) gitlab.addUser(user);
     gitlab.setAccess(NAMESPACE, PROJECT, DEVELOPER, 30);
     gitlab.setAccess(NAMESPACE, PROJECT, REPORTER, 20);
     // Issues #1..#17 (the example's is #17, closed as the example says) and merge request !1.

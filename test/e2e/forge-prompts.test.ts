@@ -6,7 +6,7 @@ import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
 import { acceptedDelivery } from '../helpers/deliveries.js';
-import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
+import { gitlabExample, gitlabHeaders, seedExampleProject } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -33,15 +33,8 @@ describe('the built-in prompts on GitLab, followed by the agent, through baton s
 
   beforeAll(async () => {
     gitlab = await createFakeGitLab();
-    const dev = gitlab.addUser('claude-dev');
+    const { dev, review } = seedExampleProject(gitlab, NAMESPACE);
     devToken = dev.token;
-    const review = gitlab.addUser('claude-review');
-    gitlab.addUser('root');
-    gitlab.addProject(NAMESPACE, PROJECT);
-    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
-    gitlab.gitRepo(NAMESPACE, PROJECT);
-    for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(NAMESPACE, PROJECT, user, 30);
-    gitlab.setAccess(NAMESPACE, PROJECT, 'root', 40);
     for (const name of ['Platform', 'ready-for-architecture']) gitlab.addLabel(NAMESPACE, PROJECT, name);
     // Issues #1..#23: the documented Issue Hook is #23's opening.
     for (let n = 1; n <= 23; n++) gitlab.addIssue(NAMESPACE, PROJECT, { title: `issue ${n}`, author: 'root' });

@@ -8,7 +8,7 @@ import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import type { ServeHandle } from '../helpers/baton-bin.js';
 import { acceptedDelivery } from '../helpers/deliveries.js';
 import { startForgeServe, type ForgeServe } from '../helpers/forge-serve.js';
-import { gitlabExample, gitlabHeaders } from '../helpers/gitlab-webhook.js';
+import { gitlabExample, gitlabHeaders, seedExampleProject } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -36,15 +36,9 @@ describe('the review bot asks for changes on GitLab, and rework-pr starts once, 
 
   beforeAll(async () => {
     gitlab = await createFakeGitLab();
-    const dev = gitlab.addUser('claude-dev');
-    const review = gitlab.addUser('claude-review');
-    gitlab.addUser('root');
-    gitlab.addProject(NAMESPACE, PROJECT);
-    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
+    const { dev, review } = seedExampleProject(gitlab, NAMESPACE);
     // The example's merge request is `ms-viewport` into `master`.
     execFileSync('git', ['-C', gitlab.gitRepo(NAMESPACE, PROJECT), 'branch', 'ms-viewport', 'main']);
-    for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(NAMESPACE, PROJECT, user, 30);
-    gitlab.setAccess(NAMESPACE, PROJECT, 'root', 40);
     for (const name of ['API', 'Platform']) gitlab.addLabel(NAMESPACE, PROJECT, name);
     gitlab.addMergeRequest(NAMESPACE, PROJECT, {
       title: 'MS-Viewport',

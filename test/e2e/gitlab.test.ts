@@ -11,7 +11,7 @@ import { createStore, type Store } from '../../src/store/index.js';
 import { createFakeGitLab, type FakeGitLab } from '../fakes/gitlab/index.js';
 import { startServe, type ServeHandle } from '../helpers/baton-bin.js';
 import { acceptedDelivery, processedDelivery } from '../helpers/deliveries.js';
-import { GITLAB_EVENT_OF, gitlabExample, gitlabHeaders, type GitLabExample } from '../helpers/gitlab-webhook.js';
+import { GITLAB_EVENT_OF, gitlabExample, gitlabHeaders, seedExampleProject, type GitLabExample } from '../helpers/gitlab-webhook.js';
 import { until } from '../helpers/until.js';
 
 /**
@@ -53,16 +53,9 @@ describe('baton serve with GitLab: webhook → run → note, end to end', () => 
     root = fs.mkdtempSync(path.join(os.tmpdir(), 'baton-e2e-gitlab-'));
     fs.chmodSync(root, 0o711);
     gitlab = await createFakeGitLab();
-    const dev = gitlab.addUser('claude-dev');
-    const review = gitlab.addUser('claude-review');
-    gitlab.addUser('root');
-    gitlab.addProject(NAMESPACE, PROJECT);
-    gitlab.state.project(`${NAMESPACE}/${PROJECT}`)!.defaultBranch = 'master';
+    const { dev, review } = seedExampleProject(gitlab, NAMESPACE);
     // The project's repository, served by the fake GitLab; the example's merge request is `ms-viewport` into `master`.
     execFileSync('git', ['-C', gitlab.gitRepo(NAMESPACE, PROJECT), 'branch', 'ms-viewport', 'main']);
-    for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(NAMESPACE, PROJECT, user, 30);
-    // The examples' sender: a Maintainer, who may steer baton.
-    gitlab.setAccess(NAMESPACE, PROJECT, 'root', 40);
     for (const name of ['API', 'Platform', 'ready-for-development', 'ready-for-architecture']) gitlab.addLabel(NAMESPACE, PROJECT, name);
     // Issues #1..#23: the example is #23.
     for (let n = 1; n <= 23; n++) gitlab.addIssue(NAMESPACE, PROJECT, { title: `issue ${n}`, author: 'root' });

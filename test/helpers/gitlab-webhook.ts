@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import type { FakeGitLab } from '../fakes/gitlab/index.js';
 
 /** The example bodies of GitLab's webhook documentation (test/fixtures/gitlab/README.md: source and licence). */
 export type GitLabExample = 'issue' | 'note-issue' | 'note-merge-request' | 'merge-request';
@@ -40,4 +41,21 @@ export function gitlabHeaders(options: {
   if (options.idempotencyKey !== null) headers['idempotency-key'] = options.idempotencyKey ?? randomUUID();
   if (options.token !== undefined) headers['x-gitlab-token'] = options.token;
   return headers;
+}
+
+/**
+ * The project the examples are about on the fake GitLab (`<namespace>/gitlab-test`, default
+ * branch `master`, as the examples name it), its repository served, with the two bots as
+ * Developers and the examples' sender `root` a Maintainer, who may steer baton. Returns the bots.
+ */
+export function seedExampleProject(gitlab: FakeGitLab, namespace = 'gitlabhq'): { dev: { token: string }; review: { token: string } } {
+  const dev = gitlab.addUser('claude-dev');
+  const review = gitlab.addUser('claude-review');
+  gitlab.addUser('root');
+  gitlab.addProject(namespace, 'gitlab-test');
+  gitlab.state.project(`${namespace}/gitlab-test`)!.defaultBranch = 'master';
+  gitlab.gitRepo(namespace, 'gitlab-test');
+  for (const user of ['claude-dev', 'claude-review']) gitlab.setAccess(namespace, 'gitlab-test', user, 30);
+  gitlab.setAccess(namespace, 'gitlab-test', 'root', 40);
+  return { dev, review };
 }
